@@ -1,0 +1,231 @@
+//! The model port: what the engine asks of any upstream wire API.
+//!
+//! The engine speaks to models only through [`ModelClient`]; adapters in the `providers` crate map
+//! these provider-neutral types to each upstream wire format. Streaming is the primary (and only)
+//! path: a non-streaming upstream is adapted into a stream of one or more events.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+/// One message of the conversation as the model sees it.
+///
+/// This is the canonical "what the model saw" form: the engine turns the wire transcript (input
+/// items) into this list, and the fake provider in `testkit` records what reached it in an upstream
+/// format derived from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ModelMessage {
+    /// System or developer instructions.
+    System { content: String },
+    /// A user turn: text and images.
+    User { content: Vec<ContentPart> },
+    /// An assistant turn: text and/or tool calls (several calls in one turn are allowed).
+    Assistant {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call.
+    Tool {
+        call_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        content: String,
+    },
+}
+
+/// One part of a user message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text {
+        text: String,
+    },
+    /// An image by URL (`https://…` or a `data:` URL).
+    ImageUrl {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// A file given inline (base64 `data`) or by URL.
+    File {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filename: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file_data: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file_url: Option<String>,
+    },
+}
+
+/// A complete tool call made by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The model's call id (`call_…`), the correlation key for the result.
+    pub id: String,
+    pub name: String,
+    /// The arguments exactly as the model produced them (a JSON document as text).
+    pub arguments: String,
+    /// Opaque signature some thinking models attach to a call; echoed back verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+/// A tool offered to the model (always as a function definition).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+    #[serde(default)]
+    pub strict: bool,
+}
+
+/// How the model may use the tools of this turn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelToolChoice {
+    #[default]
+    Auto,
+    None,
+    Required,
+    /// Force a call of this tool.
+    Function(String),
+}
+
+/// Structured-output request passed through to the upstream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSchemaFormat {
+    pub name: String,
+    pub schema: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+}
+
+/// One model turn to run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The model name sent upstream unchanged (the part after `provider/`).
+    pub model: String,
+    pub messages: Vec<ModelMessage>,
+    /// Empty when tools are disabled for this turn.
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ModelToolChoice,
+    pub parallel_tool_calls: Option<bool>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    pub response_format: Option<JsonSchemaFormat>,
+    /// `reasoning.effort` as given by the caller.
+    pub reasoning_effort: Option<String>,
+    pub prompt_cache_key: Option<String>,
+}
+
+/// Token counts reported by the upstream for one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub reasoning_tokens: u64,
+}
+
+/// Why the upstream stopped this turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    /// The output token cap was reached.
+    Length,
+    ContentFilter,
+    Other(String),
+}
+
+/// One event of a streamed model turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// A piece of answer text, forwarded to the client as it arrives.
+    TextDelta(String),
+    /// A piece of tool call `index` of this turn. `id` and `name` arrive at least once (usually
+    /// first); `arguments` pieces are concatenated in order.
+    ToolCallDelta {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+        thought_signature: Option<String>,
+    },
+    /// Token usage (may arrive once, at the end).
+    Usage(TokenUsage),
+    /// The turn ended.
+    Finish(FinishReason),
+}
+
+/// Errors a model adapter reports. The message never contains a key, token or header value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The upstream answered with an HTTP error status.
+    #[error("upstream returned HTTP {status}: {message}")]
+    Upstream { status: u16, message: String },
+    /// The upstream could not be reached or the connection broke.
+    #[error("upstream connection failed: {0}")]
+    Transport(String),
+    /// The upstream answered something we could not understand.
+    #[error("upstream sent an invalid response: {0}")]
+    Protocol(String),
+    /// The upstream took too long.
+    #[error("upstream timed out")]
+    Timeout,
+}
+
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+/// A model upstream (one provider and wire API).
+#[async_trait::async_trait]
+pub trait ModelClient: Send + Sync {
+    /// Start one turn. Errors before the first event (HTTP status, connect failure) come back
+    /// as `Err`; errors mid-stream come as an `Err` item of the stream.
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
+}
+
+/// Why a model id could not be resolved to a client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// The id is not of the form `provider/model`.
+    #[error("model \"{0}\" is not of the form provider/model")]
+    Malformed(String),
+    /// The provider exists by name but is not configured; `hint` says what to set.
+    #[error("provider \"{provider}\" is not configured: {hint}")]
+    NotConfigured { provider: String, hint: String },
+}
+
+/// A resolved model: the client plus the upstream model name.
+#[derive(Clone)]
+pub struct ResolvedModel {
+    pub client: Arc<dyn ModelClient>,
+    /// The part after the first `/`, sent upstream unchanged.
+    pub upstream_model: String,
+}
+
+/// Maps `provider/model` ids to clients (implemented by `providers::Registry`).
+pub trait ModelRouter: Send + Sync {
+    fn resolve(&self, model_id: &str) -> Result<ResolvedModel, ResolveError>;
+    /// Model ids this router advertises on `GET /v1/models` (configured providers only).
+    fn list_models(&self) -> Vec<ModelInfo>;
+}
+
+/// One entry of the model list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    pub owned_by: String,
+}
