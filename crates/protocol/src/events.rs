@@ -1,0 +1,138 @@
+//! Stream events (SSE `data:` frames). Every event carries `type` and a strictly increasing
+//! `sequence_number`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::output::OutputItem;
+use crate::response::{ErrorInfo, Response, Usage};
+
+/// One stream event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamEvent {
+    #[serde(flatten)]
+    pub data: EventData,
+    pub sequence_number: u64,
+}
+
+/// The payload of a stream event, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventData {
+    #[serde(rename = "response.created")]
+    ResponseCreated { response: Box<Response> },
+    #[serde(rename = "response.in_progress")]
+    ResponseInProgress { response: Box<Response> },
+    #[serde(rename = "response.output_item.added")]
+    OutputItemAdded { output_index: usize, item: OutputItem },
+    #[serde(rename = "response.output_item.done")]
+    OutputItemDone { output_index: usize, item: OutputItem },
+    #[serde(rename = "response.output_text.delta")]
+    OutputTextDelta {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        delta: String,
+        /// Always `[]` (OpenAI SDK compatibility).
+        #[serde(default)]
+        logprobs: Vec<Value>,
+    },
+    #[serde(rename = "response.output_text.done")]
+    OutputTextDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        text: String,
+        #[serde(default)]
+        logprobs: Vec<Value>,
+    },
+    #[serde(rename = "response.reasoning.started")]
+    ReasoningStarted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+    },
+    #[serde(rename = "response.reasoning.search_queries")]
+    SearchQueries {
+        queries: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+    },
+    #[serde(rename = "response.reasoning.search_results")]
+    SearchResults {
+        results: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    #[serde(rename = "response.reasoning.image_search_queries")]
+    ImageSearchQueries {
+        call_id: String,
+        queries: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+    },
+    #[serde(rename = "response.reasoning.image_search_results")]
+    ImageSearchResults {
+        call_id: String,
+        results: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    #[serde(rename = "response.reasoning.fetch_url_queries")]
+    FetchUrlQueries {
+        urls: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+    },
+    #[serde(rename = "response.reasoning.fetch_url_results")]
+    FetchUrlResults {
+        contents: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+    },
+    #[serde(rename = "response.reasoning.stopped")]
+    ReasoningStopped {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+    },
+    #[serde(rename = "response.skill.loaded")]
+    SkillLoaded { name: String },
+    #[serde(rename = "response.sandbox.results")]
+    SandboxResults { results: Vec<Value> },
+    #[serde(rename = "response.completed")]
+    ResponseCompleted { response: Box<Response> },
+    /// `error` at the top of the frame (Perplexity SDK) and the snapshot (OpenAI SDK).
+    #[serde(rename = "response.failed")]
+    ResponseFailed {
+        error: ErrorInfo,
+        response: Box<Response>,
+    },
+    #[serde(rename = "response.incomplete")]
+    ResponseIncomplete { response: Box<Response> },
+    #[serde(rename = "response.cancelled")]
+    ResponseCancelled { response: Box<Response> },
+    /// A transport-level failure.
+    #[serde(rename = "error")]
+    Error {
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+    },
+}
+
+impl EventData {
+    /// Whether this event ends a stream.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            EventData::ResponseCompleted { .. }
+                | EventData::ResponseFailed { .. }
+                | EventData::ResponseIncomplete { .. }
+                | EventData::ResponseCancelled { .. }
+                | EventData::Error { .. }
+        )
+    }
+}

@@ -1,0 +1,355 @@
+//! Input items (`InputItem`): what a request's `input` array holds, and what a continuation
+//! transcript is made of.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::output::{Annotation, McpApprovalRequest, McpCall, McpListTools};
+use crate::strict;
+
+/// `input`: a string (one user turn) or a list of items.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Input {
+    Text(String),
+    Items(Vec<InputItem>),
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(text) => Ok(Input::Text(text)),
+            Value::Array(items) => strict::from_value(Value::Array(items)).map(Input::Items),
+            other => Err(serde::de::Error::custom(format!(
+                "invalid type: {}, expected a string or an array of input items",
+                strict::kind(&other)
+            ))),
+        }
+    }
+}
+
+impl Input {
+    /// The input as a list of items (a string becomes one user message).
+    pub fn into_items(self) -> Vec<InputItem> {
+        match self {
+            Input::Text(text) => vec![InputItem::Message(InputMessage {
+                role: Role::User,
+                content: MessageContent::Text(text),
+                id: None,
+                status: None,
+            })],
+            Input::Items(items) => items,
+        }
+    }
+}
+
+/// One input item.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InputItem {
+    /// A message (`type` may be omitted on the wire).
+    Message(InputMessage),
+    FunctionCall(FunctionCallInput),
+    FunctionCallOutput(FunctionCallOutput),
+    Reasoning(ReasoningInput),
+    McpApprovalResponse(McpApprovalResponse),
+    McpApprovalRequest(McpApprovalRequest),
+    McpCall(McpCall),
+    McpListTools(McpListTools),
+}
+
+const INPUT_ITEM_TYPES: &[&str] = &[
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "mcp_approval_response",
+    "mcp_approval_request",
+    "mcp_call",
+    "mcp_list_tools",
+];
+
+impl<'de> Deserialize<'de> for InputItem {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = strict::object(deserializer, "an input item object")?;
+        let tag = strict::take_tag(&mut map, Some("message"))?;
+        let value = Value::Object(map);
+        match tag.as_str() {
+            "message" => strict::from_value(value).map(InputItem::Message),
+            "function_call" => strict::from_value(value).map(InputItem::FunctionCall),
+            "function_call_output" => strict::from_value(value).map(InputItem::FunctionCallOutput),
+            "reasoning" => strict::from_value(value).map(InputItem::Reasoning),
+            "mcp_approval_response" => {
+                strict::from_value(value).map(InputItem::McpApprovalResponse)
+            }
+            "mcp_approval_request" => strict::from_value(value).map(InputItem::McpApprovalRequest),
+            "mcp_call" => strict::from_value(value).map(InputItem::McpCall),
+            "mcp_list_tools" => strict::from_value(value).map(InputItem::McpListTools),
+            other => Err(strict::unknown_tag("input item", other, INPUT_ITEM_TYPES)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+    Developer,
+}
+
+/// A message item. Replayed assistant output messages (with `id`, `status` and `output_text`
+/// parts) are accepted as they were returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputMessage {
+    pub role: Role,
+    pub content: MessageContent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// Message content: a string or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl<'de> Deserialize<'de> for MessageContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(text) => Ok(MessageContent::Text(text)),
+            Value::Array(parts) => strict::from_value(Value::Array(parts)).map(MessageContent::Parts),
+            other => Err(serde::de::Error::custom(format!(
+                "invalid type: {}, expected a string or an array of content parts",
+                strict::kind(&other)
+            ))),
+        }
+    }
+}
+
+impl MessageContent {
+    /// The text of all text parts, joined.
+    pub fn text(&self) -> String {
+        match self {
+            MessageContent::Text(text) => text.clone(),
+            MessageContent::Parts(parts) => parts
+                .iter()
+                .filter_map(|part| match part {
+                    ContentPart::InputText { text } => Some(text.as_str()),
+                    ContentPart::OutputText(out) => Some(out.text.as_str()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One part of a message's content.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    InputText {
+        text: String,
+    },
+    InputImage {
+        image_url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<ImageDetail>,
+    },
+    InputFile(InputFile),
+    /// Assistant text, as found in replayed output messages.
+    OutputText(OutputTextPart),
+}
+
+const CONTENT_PART_TYPES: &[&str] = &["input_text", "input_image", "input_file", "output_text"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputTextPart {
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputImagePart {
+    image_url: String,
+    #[serde(default)]
+    detail: Option<ImageDetail>,
+}
+
+impl<'de> Deserialize<'de> for ContentPart {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = strict::object(deserializer, "a content part object")?;
+        let tag = strict::take_tag(&mut map, None)?;
+        let value = Value::Object(map);
+        match tag.as_str() {
+            "input_text" => {
+                strict::from_value::<InputTextPart, _>(value).map(|p| ContentPart::InputText { text: p.text })
+            }
+            "input_image" => strict::from_value::<InputImagePart, _>(value).map(|p| {
+                ContentPart::InputImage {
+                    image_url: p.image_url,
+                    detail: p.detail,
+                }
+            }),
+            "input_file" => strict::from_value(value).map(ContentPart::InputFile),
+            "output_text" => strict::from_value(value).map(ContentPart::OutputText),
+            other => Err(strict::unknown_tag("content part", other, CONTENT_PART_TYPES)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageDetail {
+    Low,
+    High,
+    Auto,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_data: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+}
+
+/// An `output_text` part inside a replayed assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputTextPart {
+    pub text: String,
+    #[serde(default)]
+    pub annotations: Vec<Annotation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<Value>>,
+}
+
+/// A replayed function call (an output `function_call` item may be sent back unchanged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionCallInput {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+/// The caller's result of a function call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionCallOutput {
+    pub call_id: String,
+    pub output: FunctionOutput,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ItemStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+/// Status of `function_call_output` and `reasoning` items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    InProgress,
+    Completed,
+    Incomplete,
+}
+
+/// A function result: a string or text/image parts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FunctionOutput {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl<'de> Deserialize<'de> for FunctionOutput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(text) => Ok(FunctionOutput::Text(text)),
+            Value::Array(parts) => {
+                let parts: Vec<ContentPart> = strict::from_value(Value::Array(parts))?;
+                if let Some(index) = parts.iter().position(|p| {
+                    !matches!(p, ContentPart::InputText { .. } | ContentPart::InputImage { .. })
+                }) {
+                    return Err(strict::error_at(
+                        &format!("[{index}].type"),
+                        "a function output part must be input_text or input_image",
+                    ));
+                }
+                Ok(FunctionOutput::Parts(parts))
+            }
+            other => Err(serde::de::Error::custom(format!(
+                "invalid type: {}, expected a string or an array of parts",
+                strict::kind(&other)
+            ))),
+        }
+    }
+}
+
+impl FunctionOutput {
+    /// The output as text for models that take only text tool results.
+    pub fn to_text(&self) -> String {
+        match self {
+            FunctionOutput::Text(text) => text.clone(),
+            FunctionOutput::Parts(parts) => MessageContent::Parts(parts.clone()).text(),
+        }
+    }
+}
+
+/// A replayed reasoning item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningInput {
+    #[serde(default)]
+    pub summary: Vec<ReasoningText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ReasoningText>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ItemStatus>,
+}
+
+/// `{type: "summary_text" | "reasoning_text", text}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningText {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub text: String,
+}
+
+/// The caller's decision on an `mcp_approval_request`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpApprovalResponse {
+    pub approval_request_id: String,
+    pub approve: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}

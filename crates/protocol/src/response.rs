@@ -1,0 +1,188 @@
+//! The response object and the other bodies the API returns.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::output::OutputItem;
+use crate::request::{Reasoning, ServiceTier, Tool, ToolChoice, Truncation};
+
+/// Run status. `cancelling` exists only in the cancel acknowledgement ([`CancelAck`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseStatus {
+    Queued,
+    InProgress,
+    Completed,
+    Failed,
+    Cancelled,
+    RequiresAction,
+    Incomplete,
+}
+
+impl ResponseStatus {
+    /// Whether the run has ended for good.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            ResponseStatus::Completed
+                | ResponseStatus::Failed
+                | ResponseStatus::Cancelled
+                | ResponseStatus::Incomplete
+                | ResponseStatus::RequiresAction
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseStatus::Queued => "queued",
+            ResponseStatus::InProgress => "in_progress",
+            ResponseStatus::Completed => "completed",
+            ResponseStatus::Failed => "failed",
+            ResponseStatus::Cancelled => "cancelled",
+            ResponseStatus::RequiresAction => "requires_action",
+            ResponseStatus::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// The response object (`object: "response"`), with the OpenAI echo fields (spec decision 11).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub id: String,
+    /// Always `response`.
+    pub object: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    pub completed_at: Option<i64>,
+    pub status: ResponseStatus,
+    /// The model that served (the `provider/model` id).
+    pub model: String,
+    pub output: Vec<OutputItem>,
+    pub usage: Option<Usage>,
+    pub error: Option<ErrorInfo>,
+    pub incomplete_details: Option<IncompleteDetails>,
+    pub instructions: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub max_tool_calls: Option<u32>,
+    pub max_steps: Option<u32>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub tool_choice: ToolChoice,
+    /// The request's tools with secrets (`authorization`, `headers`) removed.
+    pub tools: Vec<Tool>,
+    pub parallel_tool_calls: bool,
+    pub truncation: Truncation,
+    pub background: bool,
+    pub store: bool,
+    pub service_tier: Option<ServiceTier>,
+    pub text: Value,
+    pub metadata: BTreeMap<String, String>,
+    pub previous_response_id: Option<String>,
+    pub prompt_cache_key: Option<String>,
+    pub reasoning: Option<Reasoning>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_identifier: Option<String>,
+    pub frequency_penalty: f64,
+    pub presence_penalty: f64,
+    pub top_logprobs: u32,
+}
+
+/// `incomplete_details`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncompleteDetails {
+    /// `max_output_tokens`, or `max_steps` when the step budget ran out.
+    pub reason: String,
+}
+
+/// A run-level error (`response.error`): `code` is a string here (spec decision 10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub message: String,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// Token usage summed over every step of a run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    pub input_tokens_details: InputTokensDetails,
+    pub output_tokens_details: OutputTokensDetails,
+    /// Per-tool counts, keyed by billing name (`search_web`, `fetch_url`, …).
+    pub tool_calls_details: BTreeMap<String, ToolCallDetails>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct InputTokensDetails {
+    /// OpenAI's name for cache reads.
+    pub cached_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutputTokensDetails {
+    pub reasoning_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolCallDetails {
+    pub invocation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_usage: Option<Vec<Value>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Cost {
+    pub currency: String,
+    pub input_cost: f64,
+    pub output_cost: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls_cost: Option<f64>,
+    pub total_cost: f64,
+}
+
+/// `POST …/{id}/cancel` acknowledgement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelAck {
+    pub response_id: String,
+    /// Always `cancelling`.
+    pub status: String,
+}
+
+/// `GET /v1/models`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelList {
+    /// Always `list`.
+    pub object: String,
+    pub data: Vec<Model>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Model {
+    pub id: String,
+    /// Always `model`.
+    pub object: String,
+    pub created: i64,
+    pub owned_by: String,
+}

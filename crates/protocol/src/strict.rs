@@ -1,0 +1,171 @@
+//! Strict deserialization with field paths.
+//!
+//! Unknown fields anywhere in a request are refused with the path of the field (`tools[0].strictt`).
+//! serde loses the path inside internally tagged enums (their content is buffered), so tagged
+//! unions here deserialize through [`from_value`], which runs a nested `serde_path_to_error` pass
+//! and carries the inner path out inside the error message; [`RequestError::from_path_error`]
+//! joins the pieces again.
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde_json::Value;
+
+/// Marks an error message that carries an inner path: `\u{1}path\u{1}message`.
+const MARK: char = '\u{1}';
+
+/// A request that could not be parsed or failed validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestError {
+    pub message: String,
+    /// The offending field as a path (`tools[0].strictt`), when one is known.
+    pub param: Option<String>,
+}
+
+impl RequestError {
+    pub fn new(param: impl Into<String>, message: impl Into<String>) -> RequestError {
+        RequestError {
+            message: message.into(),
+            param: Some(param.into()),
+        }
+    }
+
+    /// Turns a top-level path-tracking error into a request error naming the field.
+    pub fn from_path_error(err: serde_path_to_error::Error<serde_json::Error>) -> RequestError {
+        let outer = err.path().to_string();
+        let inner = err.into_inner();
+        if inner.is_syntax() || inner.is_eof() || inner.is_io() {
+            return RequestError {
+                message: format!("invalid request body: {inner}"),
+                param: None,
+            };
+        }
+        let (path, message) = split(&outer, &strip_position(&inner.to_string()));
+        let (path, message) = match unknown_field(&message) {
+            Some(field) if !path.ends_with(&field) => (join(&path, &field), message),
+            _ => (path, message),
+        };
+        let message = match unknown_field(&message) {
+            Some(_) => format!("invalid request body: unknown field \"{path}\""),
+            None if path.is_empty() => format!("invalid request body: {message}"),
+            None => format!("invalid request body: {path}: {message}"),
+        };
+        RequestError {
+            message,
+            param: (!path.is_empty()).then_some(path),
+        }
+    }
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+/// Deserializes `T` from a buffered value, keeping the path of any error inside it.
+pub(crate) fn from_value<T: DeserializeOwned, E: serde::de::Error>(value: Value) -> Result<T, E> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        E::custom(nest(&path, &message))
+    })
+}
+
+/// An error at `field` (relative to the value being deserialized).
+pub(crate) fn error_at<E: serde::de::Error>(field: &str, message: impl std::fmt::Display) -> E {
+    E::custom(nest(field, &message.to_string()))
+}
+
+/// Reads the `type` tag of a tagged union, removing it from the map.
+pub(crate) fn take_tag<E: serde::de::Error>(
+    map: &mut serde_json::Map<String, Value>,
+    default: Option<&str>,
+) -> Result<String, E> {
+    match map.remove("type") {
+        Some(Value::String(tag)) => Ok(tag),
+        None | Some(Value::Null) => match default {
+            Some(tag) => Ok(tag.to_owned()),
+            None => Err(error_at("type", "missing field `type`")),
+        },
+        Some(_) => Err(error_at("type", "`type` must be a string")),
+    }
+}
+
+/// The error for a tag value no variant has.
+pub(crate) fn unknown_tag<E: serde::de::Error>(what: &str, tag: &str, known: &[&str]) -> E {
+    error_at(
+        "type",
+        format!(
+            "unknown {what} type \"{tag}\", expected one of: {}",
+            known.join(", ")
+        ),
+    )
+}
+
+/// Deserializes a JSON object map (the `Map` helper keeps errors pathless otherwise).
+pub(crate) fn object<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    what: &str,
+) -> Result<serde_json::Map<String, Value>, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::Object(map) => Ok(map),
+        other => Err(D::Error::custom(format!(
+            "invalid type: {}, expected {what}",
+            kind(&other)
+        ))),
+    }
+}
+
+use serde::Deserialize as _;
+
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn nest(path: &str, message: &str) -> String {
+    let (path, message) = split(path, message);
+    format!("{MARK}{path}{MARK}{message}")
+}
+
+/// Splits an outer path and a message that may carry an inner path into (full path, message).
+fn split(outer: &str, message: &str) -> (String, String) {
+    let outer = if outer == "." { "" } else { outer };
+    if let Some(rest) = message.strip_prefix(MARK) {
+        if let Some((inner, msg)) = rest.split_once(MARK) {
+            return (join(outer, inner), msg.to_owned());
+        }
+    }
+    (outer.to_owned(), message.to_owned())
+}
+
+fn join(outer: &str, inner: &str) -> String {
+    let inner = if inner == "." { "" } else { inner };
+    match (outer.is_empty(), inner.is_empty()) {
+        (_, true) => outer.to_owned(),
+        (true, false) => inner.to_owned(),
+        (false, false) if inner.starts_with('[') => format!("{outer}{inner}"),
+        (false, false) => format!("{outer}.{inner}"),
+    }
+}
+
+/// `unknown field `x`, expected …` → `x`.
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split_once('`').map(|(name, _)| name.to_owned())
+}
+
+/// serde_json appends " at line L column C"; the path says more.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) if message[at..].contains(" column ") => message[..at].to_owned(),
+        _ => message.to_owned(),
+    }
+}
