@@ -1,0 +1,103 @@
+//! [`EventStore`]: the stream event log of a run, written in batches.
+
+use engine::store::{EventRecord, EventStore, StoreError};
+use sqlx::sqlite::Sqlite;
+use sqlx::{QueryBuilder, Row};
+
+use crate::{SqliteStore, error};
+
+/// Rows per INSERT statement: 3 parameters each keeps a statement under SQLite's historical
+/// limit of 999 parameters (and PostgreSQL's 65535).
+const ROWS_PER_STATEMENT: usize = 300;
+
+const SELECT_AFTER: &str = "\
+SELECT sequence_number, data
+FROM events
+WHERE response_id = $1 AND sequence_number > $2
+ORDER BY sequence_number";
+
+#[async_trait::async_trait]
+impl EventStore for SqliteStore {
+    async fn append_events(
+        &self,
+        response_id: &str,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let rows = events
+            .iter()
+            .map(|event| {
+                i64::try_from(event.sequence_number)
+                    .map(|sequence| (sequence, event.data.as_str()))
+                    .map_err(|_| {
+                        StoreError::Backend(format!(
+                            "events of {response_id}: sequence number {} out of range",
+                            event.sequence_number
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            let mut insert = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO events (response_id, sequence_number, data) ",
+            );
+            insert.push_values(chunk, |mut row, &(sequence, data)| {
+                row.push_bind(response_id)
+                    .push_bind(sequence)
+                    .push_bind(data);
+            });
+            // A batch flushed twice (retry after a crash, resume) must not fail the run.
+            insert.push(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
+            insert
+                .build()
+                .execute(&mut *tx)
+                .await
+                .map_err(error::backend)?;
+        }
+        tx.commit().await.map_err(error::backend)
+    }
+
+    async fn events_after(
+        &self,
+        response_id: &str,
+        after: Option<u64>,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        // Stored numbers are non-negative, so -1 selects everything.
+        let after = match after {
+            None => -1,
+            Some(n) => match i64::try_from(n) {
+                Ok(n) => n,
+                // Nothing can be stored beyond i64::MAX.
+                Err(_) => return Ok(Vec::new()),
+            },
+        };
+        let rows = sqlx::query(SELECT_AFTER)
+            .bind(response_id)
+            .bind(after)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(error::backend)?;
+        let what = format!("events of {response_id}");
+        rows.iter()
+            .map(|row| {
+                let sequence: i64 = row
+                    .try_get("sequence_number")
+                    .map_err(|e| error::bad_column(&what, "sequence_number", e))?;
+                let sequence_number = u64::try_from(sequence).map_err(|_| {
+                    StoreError::Corrupt(format!("{what}: negative sequence number {sequence}"))
+                })?;
+                let data: String = row
+                    .try_get("data")
+                    .map_err(|e| error::bad_column(&what, "data", e))?;
+                Ok(EventRecord {
+                    sequence_number,
+                    data,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,378 @@
+//! Black-box tests of the SQLite store through the engine's storage ports.
+
+use std::error::Error;
+use std::path::PathBuf;
+
+use agentd_store::SqliteStore;
+use engine::store::{
+    EventRecord, EventStore, KeyRecord, KeyStore, ResponseRecord, ResponseStore, StoreError,
+};
+use protocol::input::InputItem;
+use protocol::response::{Response, ResponseStatus};
+use serde_json::json;
+
+type TestResult = Result<(), Box<dyn Error>>;
+
+async fn memory_store() -> Result<SqliteStore, StoreError> {
+    SqliteStore::connect("sqlite::memory:").await
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        TempDir(std::env::temp_dir().join(format!("agentd-store-test-{}", uuid::Uuid::new_v4())))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn response(id: &str, status: &str) -> Result<Response, serde_json::Error> {
+    serde_json::from_value(json!({
+        "id": id,
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "completed_at": 1_700_000_002,
+        "status": status,
+        "model": "openai/gpt-test",
+        "output": [{
+            "type": "message",
+            "id": "msg_1",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "It is 42.", "annotations": [], "logprobs": []}]
+        }],
+        "usage": null,
+        "error": null,
+        "incomplete_details": null,
+        "instructions": null,
+        "max_output_tokens": null,
+        "max_tool_calls": null,
+        "max_steps": null,
+        "temperature": null,
+        "top_p": null,
+        "tool_choice": "auto",
+        "tools": [],
+        "parallel_tool_calls": true,
+        "truncation": "disabled",
+        "background": false,
+        "store": true,
+        "service_tier": null,
+        "text": {"format": {"type": "text"}},
+        "metadata": {"k": "v"},
+        "previous_response_id": null,
+        "prompt_cache_key": null,
+        "reasoning": null,
+        "frequency_penalty": 0.0,
+        "presence_penalty": 0.0,
+        "top_logprobs": 0
+    }))
+}
+
+fn transcript() -> Result<Vec<InputItem>, serde_json::Error> {
+    serde_json::from_value(json!([
+        {"role": "user", "content": "What is the answer?"},
+        {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{\"q\":\"answer\"}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "42"},
+        {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+         "content": [{"type": "output_text", "text": "It is 42.", "annotations": []}]}
+    ]))
+}
+
+fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, serde_json::Error> {
+    Ok(ResponseRecord {
+        id: id.to_owned(),
+        project_id: project_id.to_owned(),
+        created_at: 1_700_000_000,
+        visible,
+        response: response(id, "completed")?,
+        transcript: transcript()?,
+    })
+}
+
+fn events(range: std::ops::Range<u64>) -> Vec<EventRecord> {
+    range
+        .map(|n| EventRecord {
+            sequence_number: n,
+            data: format!(r#"{{"type":"response.output_text.delta","sequence_number":{n}}}"#),
+        })
+        .collect()
+}
+
+fn key(id: &str, project_id: &str, hash: &str) -> KeyRecord {
+    KeyRecord {
+        id: id.to_owned(),
+        project_id: project_id.to_owned(),
+        key_hash: hash.to_owned(),
+        created_at: 1_700_000_000,
+    }
+}
+
+#[tokio::test]
+async fn response_round_trips_with_transcript() -> TestResult {
+    let store = memory_store().await?;
+    let stored = record("resp_1", "proj_a", true)?;
+    assert_eq!(stored.transcript.len(), 4);
+    store.put_response(&stored).await?;
+    let loaded = store.get_response("proj_a", "resp_1").await?;
+    assert_eq!(loaded, Some(stored));
+    Ok(())
+}
+
+#[tokio::test]
+async fn put_response_replaces_and_updates_status_column() -> TestResult {
+    let store = memory_store().await?;
+    let mut stored = record("resp_1", "proj_a", true)?;
+    stored.response.status = ResponseStatus::InProgress;
+    stored.transcript.truncate(1);
+    store.put_response(&stored).await?;
+
+    stored.response.status = ResponseStatus::RequiresAction;
+    stored.transcript = transcript()?;
+    store.put_response(&stored).await?;
+
+    assert_eq!(store.get_response("proj_a", "resp_1").await?, Some(stored));
+    let status: String = sqlx::query_scalar("SELECT status FROM responses WHERE id = $1")
+        .bind("resp_1")
+        .fetch_one(store.pool())
+        .await?;
+    assert_eq!(status, "requires_action");
+    Ok(())
+}
+
+#[tokio::test]
+async fn another_projects_response_is_none() -> TestResult {
+    let store = memory_store().await?;
+    store
+        .put_response(&record("resp_1", "proj_a", true)?)
+        .await?;
+    assert_eq!(store.get_response("proj_b", "resp_1").await?, None);
+    assert_eq!(store.get_response("proj_a", "resp_missing").await?, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn put_response_cannot_take_over_another_projects_id() -> TestResult {
+    let store = memory_store().await?;
+    let original = record("resp_1", "proj_a", true)?;
+    store.put_response(&original).await?;
+
+    let intruder = record("resp_1", "proj_b", false)?;
+    let result = store.put_response(&intruder).await;
+    assert!(matches!(result, Err(StoreError::Conflict(_))), "{result:?}");
+    assert_eq!(
+        store.get_response("proj_a", "resp_1").await?,
+        Some(original)
+    );
+    assert_eq!(store.get_response("proj_b", "resp_1").await?, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn hidden_response_is_returned_with_visible_false() -> TestResult {
+    let store = memory_store().await?;
+    store
+        .put_response(&record("resp_1", "proj_a", false)?)
+        .await?;
+    let loaded = store
+        .get_response("proj_a", "resp_1")
+        .await?
+        .ok_or("hidden response not returned")?;
+    assert!(!loaded.visible);
+    Ok(())
+}
+
+#[tokio::test]
+async fn events_in_two_batches_read_back_in_order() -> TestResult {
+    let store = memory_store().await?;
+    store.append_events("resp_1", &events(0..3)).await?;
+    store.append_events("resp_1", &events(3..6)).await?;
+    store.append_events("resp_2", &events(0..2)).await?;
+
+    assert_eq!(store.events_after("resp_1", None).await?, events(0..6));
+    assert_eq!(store.events_after("resp_1", Some(2)).await?, events(3..6));
+    assert_eq!(store.events_after("resp_1", Some(0)).await?, events(1..6));
+    assert_eq!(store.events_after("resp_1", Some(5)).await?, vec![]);
+    assert_eq!(store.events_after("resp_1", Some(u64::MAX)).await?, vec![]);
+    assert_eq!(store.events_after("resp_2", None).await?, events(0..2));
+    assert_eq!(store.events_after("resp_missing", None).await?, vec![]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn duplicate_append_is_ignored() -> TestResult {
+    let store = memory_store().await?;
+    store.append_events("resp_1", &events(0..4)).await?;
+    // The same batch again, and an overlapping one whose duplicates carry other data.
+    store.append_events("resp_1", &events(0..4)).await?;
+    let mut overlapping = events(2..6);
+    for event in &mut overlapping {
+        if event.sequence_number < 4 {
+            event.data = "replaced".to_owned();
+        }
+    }
+    store.append_events("resp_1", &overlapping).await?;
+    assert_eq!(store.events_after("resp_1", None).await?, events(0..6));
+    Ok(())
+}
+
+#[tokio::test]
+async fn large_batch_spans_several_statements() -> TestResult {
+    let store = memory_store().await?;
+    store.append_events("resp_1", &events(0..1_000)).await?;
+    store.append_events("resp_1", &[]).await?;
+    assert_eq!(store.events_after("resp_1", None).await?, events(0..1_000));
+    assert_eq!(
+        store.events_after("resp_1", Some(989)).await?,
+        events(990..1_000)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn out_of_range_sequence_number_is_an_error() -> TestResult {
+    let store = memory_store().await?;
+    let batch = [EventRecord {
+        sequence_number: u64::MAX,
+        data: "{}".to_owned(),
+    }];
+    let result = store.append_events("resp_1", &batch).await;
+    assert!(matches!(result, Err(StoreError::Backend(_))), "{result:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn ensure_project_is_idempotent() -> TestResult {
+    let store = memory_store().await?;
+    let first = store.ensure_project("default").await?;
+    assert!(first.starts_with("proj_"), "{first}");
+    assert_eq!(first.len(), "proj_".len() + 32);
+    assert_eq!(store.ensure_project("default").await?, first);
+    let other = store.ensure_project("other").await?;
+    assert_ne!(other, first);
+    Ok(())
+}
+
+#[tokio::test]
+async fn keys_found_by_hash_and_unique() -> TestResult {
+    let store = memory_store().await?;
+    assert!(!store.has_keys().await?);
+
+    let project = store.ensure_project("default").await?;
+    let stored = key("key_1", &project, &"ab".repeat(32));
+    store.insert_key(&stored).await?;
+    assert!(store.has_keys().await?);
+    assert_eq!(store.find_key(&"ab".repeat(32)).await?, Some(stored));
+    assert_eq!(store.find_key(&"cd".repeat(32)).await?, None);
+
+    let result = store
+        .insert_key(&key("key_2", &project, &"ab".repeat(32)))
+        .await;
+    match result {
+        Err(StoreError::Conflict(message)) => {
+            assert!(!message.contains("abab"), "hash leaked: {message}");
+        }
+        other => return Err(format!("expected a conflict, got {other:?}").into()),
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn key_of_unknown_project_is_refused() -> TestResult {
+    let store = memory_store().await?;
+    let result = store.insert_key(&key("key_1", "proj_nope", "00")).await;
+    assert!(matches!(result, Err(StoreError::Backend(_))), "{result:?}");
+    assert!(!store.has_keys().await?);
+    Ok(())
+}
+
+#[tokio::test]
+async fn file_store_persists_across_reopen() -> TestResult {
+    let dir = TempDir::new();
+    let data_dir = dir.0.join("nested").join("data");
+    let project;
+    {
+        let store = SqliteStore::open(&data_dir).await?;
+        let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(store.pool())
+            .await?;
+        assert_eq!(mode, "wal");
+        project = store.ensure_project("default").await?;
+        store.insert_key(&key("key_1", &project, "ff")).await?;
+        store
+            .put_response(&record("resp_1", &project, true)?)
+            .await?;
+        store.append_events("resp_1", &events(0..3)).await?;
+        store.close().await;
+    }
+    assert!(data_dir.join(agentd_store::DATABASE_FILE).is_file());
+
+    let store = SqliteStore::open(&data_dir).await?;
+    assert_eq!(store.ensure_project("default").await?, project);
+    assert!(store.has_keys().await?);
+    assert_eq!(
+        store.find_key("ff").await?.map(|k| k.project_id),
+        Some(project.clone())
+    );
+    assert_eq!(
+        store.get_response(&project, "resp_1").await?,
+        Some(record("resp_1", &project, true)?)
+    );
+    assert_eq!(store.events_after("resp_1", None).await?, events(0..3));
+    store.close().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn connect_accepts_a_file_url() -> TestResult {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(&dir.0)?;
+    let url = format!("sqlite://{}?mode=rwc", dir.0.join("x.db").display());
+    let store = SqliteStore::connect(&url).await?;
+    store.append_events("resp_1", &events(0..2)).await?;
+    assert_eq!(store.events_after("resp_1", None).await?, events(0..2));
+    store.close().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn corrupt_response_json_is_a_corrupt_error() -> TestResult {
+    let store = memory_store().await?;
+    sqlx::query(
+        "INSERT INTO responses
+             (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at)
+         VALUES ('resp_bad', 'proj_a', 0, 1, 'completed', '{\"id\": \"resp_bad\", not json', '[]', 0)",
+    )
+    .execute(store.pool())
+    .await?;
+    match store.get_response("proj_a", "resp_bad").await {
+        Err(StoreError::Corrupt(message)) => {
+            assert!(message.contains("resp_bad"), "{message}");
+            assert!(
+                !message.contains("not json"),
+                "stored data echoed: {message}"
+            );
+        }
+        other => return Err(format!("expected corrupt, got {other:?}").into()),
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn corrupt_transcript_is_a_corrupt_error() -> TestResult {
+    let store = memory_store().await?;
+    store
+        .put_response(&record("resp_1", "proj_a", true)?)
+        .await?;
+    sqlx::query("UPDATE responses SET transcript_json = '[{\"type\": \"nonsense\"}]'")
+        .execute(store.pool())
+        .await?;
+    let result = store.get_response("proj_a", "resp_1").await;
+    assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
+    Ok(())
+}
