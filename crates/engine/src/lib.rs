@@ -1,7 +1,31 @@
 //! The agent run: validation, transcript resolution, the step loop and event fan-out.
 //!
 //! `engine` knows no HTTP framework, database or HTTP client: everything slow or external reaches
-//! it through the ports defined here ([`model::ModelClient`], [`store::Store`]).
+//! it through the ports defined here ([`model::ModelClient`] and [`model::ModelRouter`] for
+//! models, [`store::Store`] for storage).
+//!
+//! Layout: [`engine`] (the front door: start, retrieve, keys), `run` (the step loop),
+//! [`events`] (the per-run event log that feeds SSE writers and the store), [`transcript`]
+//! (continuation transcripts and model messages), [`tools`] (the run's tool registry), [`model`]
+//! and [`store`] (the ports), [`error`].
+//!
+//! ```no_run
+//! # async fn demo(engine: agentd_engine::Engine, request: agentd_protocol::request::CreateRequest) {
+//! let handle = engine.start("proj_1", request).await.expect("valid request");
+//! let response = handle.finish().await;
+//! # }
+//! ```
 
+pub mod engine;
+pub mod error;
+pub mod events;
+mod keys;
 pub mod model;
+mod run;
 pub mod store;
+pub mod tools;
+pub mod transcript;
+
+pub use engine::{Engine, EngineConfig, RunHandle};
+pub use error::EngineError;
+pub use keys::hash_key;

@@ -1,0 +1,144 @@
+//! The event fan-out of one run: an append-only in-memory log of serialized wire events.
+//!
+//! The run appends each event once (serialized once); any number of readers follow it from any
+//! position (the SSE writer from 0, a resume from `starting_after + 1`), so a slow reader never
+//! makes the run wait and never loses an event. The same lines are flushed to the store.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::Stream;
+use protocol::events::{EventData, StreamEvent};
+use tokio::sync::watch;
+
+use crate::store::EventRecord;
+
+/// The events of one run.
+#[derive(Debug)]
+pub struct EventLog {
+    state: Mutex<LogState>,
+    /// Bumped on every append and at close, to wake readers.
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct LogState {
+    /// One line of JSON per event; index = sequence number.
+    events: Vec<Arc<str>>,
+    closed: bool,
+}
+
+impl EventLog {
+    pub fn new() -> Arc<EventLog> {
+        Arc::new(EventLog {
+            state: Mutex::new(LogState::default()),
+            changed: watch::Sender::new(0),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends an event with the next sequence number; returns the record.
+    pub fn push(&self, data: EventData) -> EventRecord {
+        let mut state = self.lock();
+        let sequence_number = state.events.len() as u64;
+        let event = StreamEvent {
+            data,
+            sequence_number,
+        };
+        // Serializing wire types to JSON cannot fail (string keys, no non-finite floats are
+        // produced by the engine); fall back to an error event rather than panic.
+        let line: Arc<str> = serde_json::to_string(&event)
+            .unwrap_or_else(|err| {
+                format!(
+                    r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
+                )
+            })
+            .into();
+        state.events.push(line.clone());
+        drop(state);
+        self.changed.send_modify(|n| *n += 1);
+        EventRecord {
+            sequence_number,
+            data: line.to_string(),
+        }
+    }
+
+    /// Marks the log complete: readers end after the last event.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Events from `from` on, as records.
+    pub fn records_from(&self, from: usize) -> Vec<EventRecord> {
+        let state = self.lock();
+        state
+            .events
+            .iter()
+            .enumerate()
+            .skip(from)
+            .map(|(seq, line)| EventRecord {
+                sequence_number: seq as u64,
+                data: line.to_string(),
+            })
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Follows the log from sequence number `from`, ending after the last event once closed.
+    pub fn follow(self: &Arc<Self>, from: usize) -> impl Stream<Item = Arc<str>> + Send + 'static {
+        let reader = Reader {
+            log: self.clone(),
+            next: from,
+            changed: self.changed.subscribe(),
+            buffer: Vec::new(),
+        };
+        futures::stream::unfold(reader, |mut reader| async move {
+            reader.next_event().await.map(|line| (line, reader))
+        })
+    }
+}
+
+struct Reader {
+    log: Arc<EventLog>,
+    next: usize,
+    changed: watch::Receiver<u64>,
+    /// Events fetched under one lock, handed out one by one (newest last).
+    buffer: Vec<Arc<str>>,
+}
+
+impl Reader {
+    async fn next_event(&mut self) -> Option<Arc<str>> {
+        loop {
+            if let Some(line) = self.buffer.pop() {
+                return Some(line);
+            }
+            // Mark the current version seen *before* looking, so a change made after the look
+            // wakes the wait below.
+            self.changed.borrow_and_update();
+            {
+                let state = self.log.lock();
+                if self.next < state.events.len() {
+                    self.buffer = state.events[self.next..].iter().rev().cloned().collect();
+                    self.next = state.events.len();
+                    continue;
+                }
+                if state.closed {
+                    return None;
+                }
+            }
+            if self.changed.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+}
