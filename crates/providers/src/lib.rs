@@ -1,1 +1,43 @@
-//! placeholder
+//! Model provider adapters: each upstream wire API implemented as an
+//! [`engine::model::ModelClient`], and the [`Registry`] that maps `provider/model` ids to them.
+//!
+//! Streaming is the primary path: every turn asks the upstream to stream and forwards each text
+//! or tool-call delta as soon as it arrives. Errors never carry an API key or header value.
+//!
+//! Layout:
+//! - [`registry`]: [`ProviderConfig`] and [`WireApi`] (plain configuration data), the operator
+//!   contract's environment shortcuts ([`env_shortcuts`]), and [`Registry`] (the engine's
+//!   [`ModelRouter`](engine::model::ModelRouter)).
+//! - [`chat_completions`]: the OpenAI Chat Completions adapter (OpenAI, xAI, Perplexity, vLLM,
+//!   Ollama, llama.cpp…). The Responses, Anthropic Messages and Gemini adapters are not written
+//!   yet; a provider configured with one of them resolves to a `NotConfigured` error that says so.
+//! - `http`: what adapters share: one pooled `reqwest::Client` per provider, timeouts
+//!   ([`ClientOptions`]), error mapping and key redaction.
+//! - [`ProvidersError`]: the crate's one error type (configuration and construction).
+//!
+//! This crate reads no environment and no files: the server does, and passes values in.
+//!
+//! ```no_run
+//! use engine::model::ModelRouter;
+//! use agentd_providers::{Registry, env_shortcuts};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = Registry::new(env_shortcuts(&|name| std::env::var(name).ok()))?;
+//! let model = registry.resolve("openai/gpt-5.4")?;
+//! assert_eq!(model.upstream_model, "gpt-5.4");
+//! // model.client.stream(ModelRequest { model: model.upstream_model, .. }).await?
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod chat_completions;
+mod error;
+mod http;
+pub mod registry;
+
+pub use chat_completions::ChatCompletionsClient;
+pub use error::ProvidersError;
+pub use http::ClientOptions;
+pub use registry::{
+    ENV_SHORTCUTS, EnvShortcut, ProviderConfig, Registry, WireApi, env_shortcut, env_shortcuts,
+};

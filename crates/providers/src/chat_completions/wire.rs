@@ -1,0 +1,644 @@
+//! The Chat Completions wire format: the request body we send and the chunks we read back.
+//!
+//! Only the fields this adapter uses are modelled; unknown response fields are ignored so that
+//! OpenAI-compatible servers with extras (reasoning text, citations…) parse too.
+
+use engine::model::{
+    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice, ToolCall, ToolSpec,
+};
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+/// `POST /chat/completions` body, borrowing from the engine's request.
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatRequest<'a> {
+    model: &'a str,
+    messages: Vec<Message<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    stream: bool,
+    stream_options: StreamOptions,
+}
+
+impl<'a> From<&'a ModelRequest> for ChatRequest<'a> {
+    fn from(request: &'a ModelRequest) -> Self {
+        let has_tools = !request.tools.is_empty();
+        ChatRequest {
+            model: &request.model,
+            messages: request.messages.iter().map(Message::from).collect(),
+            tools: request.tools.iter().map(Tool::from).collect(),
+            // Without tools, tool_choice and parallel_tool_calls are rejected by OpenAI.
+            tool_choice: has_tools.then(|| ToolChoice::from(&request.tool_choice)),
+            parallel_tool_calls: request.parallel_tool_calls.filter(|_| has_tools),
+            temperature: request.temperature,
+            top_p: request.top_p,
+            max_completion_tokens: request.max_output_tokens,
+            response_format: request.response_format.as_ref().map(ResponseFormat::from),
+            reasoning_effort: request.reasoning_effort.as_deref(),
+            prompt_cache_key: request.prompt_cache_key.as_deref(),
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum Message<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        /// `null` when the turn is only tool calls (serialized, not omitted: some compatible
+        /// servers require the field).
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<OutgoingToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a ModelMessage> for Message<'a> {
+    fn from(message: &'a ModelMessage) -> Self {
+        match message {
+            ModelMessage::System { content } => Message::System { content },
+            ModelMessage::User { content } => Message::User {
+                content: UserContent::from(content.as_slice()),
+            },
+            ModelMessage::Assistant {
+                content,
+                tool_calls,
+            } => Message::Assistant {
+                // An assistant turn with neither text nor calls still needs a content.
+                content: match (content.as_deref(), tool_calls.is_empty()) {
+                    (None, true) => Some(""),
+                    (content, _) => content,
+                },
+                tool_calls: tool_calls.iter().map(OutgoingToolCall::from).collect(),
+            },
+            // The tool's name has no place in a Chat Completions tool message.
+            ModelMessage::Tool {
+                call_id, content, ..
+            } => Message::Tool {
+                tool_call_id: call_id,
+                content,
+            },
+        }
+    }
+}
+
+/// A user message whose only part is text goes as a plain string (every compatible server
+/// understands that form); anything else as an array of parts.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<Part<'a>>),
+}
+
+impl<'a> From<&'a [ContentPart]> for UserContent<'a> {
+    fn from(parts: &'a [ContentPart]) -> Self {
+        match parts {
+            [] => UserContent::Text(""),
+            [ContentPart::Text { text }] => UserContent::Text(text),
+            parts => UserContent::Parts(parts.iter().map(Part::from).collect()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+    File { file: FilePart<'a> },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl<'a> {
+    url: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct FilePart<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filename: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_data: Option<&'a str>,
+}
+
+impl<'a> From<&'a ContentPart> for Part<'a> {
+    fn from(part: &'a ContentPart) -> Self {
+        match part {
+            ContentPart::Text { text } => Part::Text { text },
+            ContentPart::ImageUrl { url, detail } => Part::ImageUrl {
+                image_url: ImageUrl {
+                    url,
+                    detail: detail.as_deref(),
+                },
+            },
+            // Chat Completions has no file-by-URL form. A URL goes in `file_data`: a `data:` URL
+            // is exactly what OpenAI wants there, and compatible routers accept https URLs;
+            // OpenAI itself rejects those with a 400 the caller then sees.
+            ContentPart::File {
+                filename,
+                file_data,
+                file_url,
+            } => Part::File {
+                file: FilePart {
+                    filename: filename.as_deref(),
+                    file_data: file_data.as_deref().or(file_url.as_deref()),
+                },
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct OutgoingToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: OutgoingFunction<'a>,
+    /// Gemini's OpenAI-compatible endpoint wants a call's thought signature echoed here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extra_content: Option<ExtraContent<&'a str>>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutgoingFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> From<&'a ToolCall> for OutgoingToolCall<'a> {
+    fn from(call: &'a ToolCall) -> Self {
+        OutgoingToolCall {
+            id: &call.id,
+            r#type: "function",
+            function: OutgoingFunction {
+                name: &call.name,
+                arguments: &call.arguments,
+            },
+            extra_content: call
+                .thought_signature
+                .as_deref()
+                .map(|signature| ExtraContent {
+                    google: Some(GoogleExtra {
+                        thought_signature: Some(signature),
+                    }),
+                }),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    r#type: &'static str,
+    function: FunctionDefinition<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionDefinition<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    parameters: &'a serde_json::Value,
+    /// Only sent when set: several compatible servers reject the field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+impl<'a> From<&'a ToolSpec> for Tool<'a> {
+    fn from(tool: &'a ToolSpec) -> Self {
+        Tool {
+            r#type: "function",
+            function: FunctionDefinition {
+                name: &tool.name,
+                description: tool.description.as_deref(),
+                parameters: &tool.parameters,
+                strict: tool.strict.then_some(true),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ToolChoice<'a> {
+    Mode(&'static str),
+    Function {
+        r#type: &'static str,
+        function: NamedFunction<'a>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct NamedFunction<'a> {
+    name: &'a str,
+}
+
+impl<'a> From<&'a ModelToolChoice> for ToolChoice<'a> {
+    fn from(choice: &'a ModelToolChoice) -> Self {
+        match choice {
+            ModelToolChoice::Auto => ToolChoice::Mode("auto"),
+            ModelToolChoice::None => ToolChoice::Mode("none"),
+            ModelToolChoice::Required => ToolChoice::Mode("required"),
+            ModelToolChoice::Function(name) => ToolChoice::Function {
+                r#type: "function",
+                function: NamedFunction { name },
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct ResponseFormat<'a> {
+    r#type: &'static str,
+    json_schema: JsonSchema<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonSchema<'a> {
+    name: &'a str,
+    schema: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+impl<'a> From<&'a JsonSchemaFormat> for ResponseFormat<'a> {
+    fn from(format: &'a JsonSchemaFormat) -> Self {
+        ResponseFormat {
+            r#type: "json_schema",
+            json_schema: JsonSchema {
+                name: &format.name,
+                schema: &format.schema,
+                description: format.description.as_deref(),
+                strict: format.strict,
+            },
+        }
+    }
+}
+
+/// `extra_content.google.thought_signature`, both ways.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ExtraContent<S> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) google: Option<GoogleExtra<S>>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct GoogleExtra<S> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) thought_signature: Option<S>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response
+
+/// One `chat.completion.chunk` of the stream.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Chunk {
+    #[serde(default)]
+    pub(crate) choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    pub(crate) usage: Option<Usage>,
+    /// Some servers report a failure inside a 200 stream.
+    #[serde(default)]
+    pub(crate) error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChunkChoice {
+    #[serde(default)]
+    pub(crate) index: u32,
+    #[serde(default)]
+    pub(crate) delta: Option<Delta>,
+    #[serde(default)]
+    pub(crate) finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Delta {
+    #[serde(default)]
+    pub(crate) content: Option<String>,
+    #[serde(default)]
+    pub(crate) tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolCallDelta {
+    /// Missing on a few compatible servers that only ever send one call per chunk.
+    #[serde(default)]
+    pub(crate) index: Option<usize>,
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    #[serde(default)]
+    pub(crate) function: Option<FunctionDelta>,
+    #[serde(default)]
+    pub(crate) extra_content: Option<ExtraContent<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct FunctionDelta {
+    #[serde(default)]
+    pub(crate) name: Option<String>,
+    #[serde(default)]
+    pub(crate) arguments: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Usage {
+    #[serde(default)]
+    pub(crate) prompt_tokens: u64,
+    #[serde(default)]
+    pub(crate) completion_tokens: u64,
+    #[serde(default)]
+    pub(crate) prompt_tokens_details: Option<PromptTokensDetails>,
+    #[serde(default)]
+    pub(crate) completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct PromptTokensDetails {
+    #[serde(default)]
+    pub(crate) cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CompletionTokensDetails {
+    #[serde(default)]
+    pub(crate) reasoning_tokens: Option<u64>,
+}
+
+/// A whole `chat.completion`, for servers that answer a streaming request without streaming.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Completion {
+    #[serde(default)]
+    pub(crate) choices: Vec<CompletionChoice>,
+    #[serde(default)]
+    pub(crate) usage: Option<Usage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionChoice {
+    #[serde(default)]
+    pub(crate) index: u32,
+    pub(crate) message: CompletionMessage,
+    #[serde(default)]
+    pub(crate) finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionMessage {
+    #[serde(default)]
+    pub(crate) content: Option<String>,
+    #[serde(default)]
+    pub(crate) tool_calls: Vec<CompletionToolCall>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionToolCall {
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    pub(crate) function: FunctionDelta,
+    #[serde(default)]
+    pub(crate) extra_content: Option<ExtraContent<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::model::ModelRequest;
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(request: &ModelRequest) -> serde_json::Value {
+        serde_json::to_value(ChatRequest::from(request)).unwrap_or_default()
+    }
+
+    #[test]
+    fn minimal_request_streams_with_usage_and_omits_the_rest() {
+        let request = ModelRequest {
+            model: "gpt-5.4".into(),
+            messages: vec![ModelMessage::User {
+                content: vec![ContentPart::Text { text: "Hi".into() }],
+            }],
+            tool_choice: ModelToolChoice::Required,
+            parallel_tool_calls: Some(false),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request),
+            json!({
+                "model": "gpt-5.4",
+                "messages": [{"role": "user", "content": "Hi"}],
+                "stream": true,
+                "stream_options": {"include_usage": true}
+            })
+        );
+    }
+
+    #[test]
+    fn messages_map_to_chat_roles() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![
+                ModelMessage::System {
+                    content: "Be brief.".into(),
+                },
+                ModelMessage::User {
+                    content: vec![
+                        ContentPart::Text {
+                            text: "What is this?".into(),
+                        },
+                        ContentPart::ImageUrl {
+                            url: "https://example.com/a.png".into(),
+                            detail: Some("low".into()),
+                        },
+                        ContentPart::ImageUrl {
+                            url: "data:image/png;base64,AAAA".into(),
+                            detail: None,
+                        },
+                        ContentPart::File {
+                            filename: Some("a.pdf".into()),
+                            file_data: Some("data:application/pdf;base64,JVBE".into()),
+                            file_url: None,
+                        },
+                    ],
+                },
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        name: "get_weather".into(),
+                        arguments: r#"{"city":"Paris"}"#.into(),
+                        thought_signature: None,
+                    }],
+                },
+                ModelMessage::Tool {
+                    call_id: "call_1".into(),
+                    name: Some("get_weather".into()),
+                    content: "18C".into(),
+                },
+                ModelMessage::Assistant {
+                    content: Some("It is 18C.".into()),
+                    tool_calls: vec![],
+                },
+                ModelMessage::User { content: vec![] },
+            ],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request)["messages"],
+            json!([
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "What is this?"},
+                    {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                    {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBE"}}
+                ]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
+                {"role": "assistant", "content": "It is 18C."},
+                {"role": "user", "content": ""}
+            ])
+        );
+    }
+
+    #[test]
+    fn thought_signature_is_echoed_in_extra_content() {
+        let request = ModelRequest {
+            messages: vec![ModelMessage::Assistant {
+                content: None,
+                tool_calls: vec![ToolCall {
+                    id: "c".into(),
+                    name: "f".into(),
+                    arguments: "{}".into(),
+                    thought_signature: Some("sig==".into()),
+                }],
+            }],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request)["messages"][0]["tool_calls"][0]["extra_content"],
+            json!({"google": {"thought_signature": "sig=="}})
+        );
+    }
+
+    #[test]
+    fn tools_options_and_formats() {
+        let request = ModelRequest {
+            model: "m".into(),
+            tools: vec![
+                ToolSpec {
+                    name: "get_weather".into(),
+                    description: Some("Weather now".into()),
+                    parameters: json!({"type": "object"}),
+                    strict: true,
+                },
+                ToolSpec {
+                    name: "noop".into(),
+                    description: None,
+                    parameters: json!({}),
+                    strict: false,
+                },
+            ],
+            tool_choice: ModelToolChoice::Function("get_weather".into()),
+            parallel_tool_calls: Some(false),
+            temperature: Some(0.5),
+            top_p: Some(0.9),
+            max_output_tokens: Some(100),
+            response_format: Some(JsonSchemaFormat {
+                name: "answer".into(),
+                schema: json!({"type": "object"}),
+                description: None,
+                strict: Some(true),
+            }),
+            reasoning_effort: Some("low".into()),
+            prompt_cache_key: Some("conv-1".into()),
+            ..ModelRequest::default()
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["tools"],
+            json!([
+                {"type": "function", "function": {"name": "get_weather", "description": "Weather now", "parameters": {"type": "object"}, "strict": true}},
+                {"type": "function", "function": {"name": "noop", "parameters": {}}}
+            ])
+        );
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "function": {"name": "get_weather"}})
+        );
+        assert_eq!(body["parallel_tool_calls"], json!(false));
+        assert_eq!(body["temperature"], json!(0.5));
+        assert_eq!(body["top_p"], json!(0.9));
+        assert_eq!(body["max_completion_tokens"], json!(100));
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": true}})
+        );
+        assert_eq!(body["reasoning_effort"], json!("low"));
+        assert_eq!(body["prompt_cache_key"], json!("conv-1"));
+    }
+
+    #[test]
+    fn tool_choice_modes() {
+        let tool = ToolSpec {
+            name: "t".into(),
+            description: None,
+            parameters: json!({}),
+            strict: false,
+        };
+        for (choice, want) in [
+            (ModelToolChoice::Auto, json!("auto")),
+            (ModelToolChoice::None, json!("none")),
+            (ModelToolChoice::Required, json!("required")),
+        ] {
+            let request = ModelRequest {
+                tools: vec![tool.clone()],
+                tool_choice: choice,
+                ..ModelRequest::default()
+            };
+            assert_eq!(body(&request)["tool_choice"], want);
+        }
+    }
+}

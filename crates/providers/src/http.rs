@@ -1,0 +1,274 @@
+//! What every HTTP adapter shares: building the client, timeouts, and turning HTTP failures into
+//! [`ModelError`]s that never carry a secret.
+
+use std::error::Error as _;
+use std::time::Duration;
+
+use engine::model::ModelError;
+use reqwest::header::{HeaderValue, InvalidHeaderValue};
+
+use crate::ProvidersError;
+
+/// Timeouts of the upstream HTTP client (one set per provider).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Bound on establishing the TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Bound on any silence of the upstream: waiting for the response head, and then the time
+    /// between two chunks of the body. Reasoning models can think for minutes before the first
+    /// token, hence the generous default.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The most of an error body we read: enough for any error message, not a memory hazard.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// The most of an upstream error text we pass on when it is not the usual JSON envelope.
+const MAX_ERROR_MESSAGE: usize = 1_000;
+
+/// Builds the one `reqwest::Client` a provider keeps for its whole life (connection pooling).
+///
+/// The environment's proxy settings apply: operators may route model traffic through a proxy.
+pub(crate) fn build_client(options: &ClientOptions) -> Result<reqwest::Client, ProvidersError> {
+    // reqwest is built with `rustls-no-provider`: pick ring once per process. A second call (or
+    // another crate having chosen first) returns Err, which is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(options.connect_timeout)
+        .build()
+        .map_err(ProvidersError::HttpClient)
+}
+
+/// `Authorization: Bearer {key}`, marked sensitive so that no debug output shows it.
+pub(crate) fn bearer(key: &str) -> Result<HeaderValue, InvalidHeaderValue> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {key}"))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// The shortest key the [`Redactor`] looks for.
+const MIN_REDACTED_KEY: usize = 4;
+
+/// Removes a provider's API key from any text that may reach a log, a client or a stored
+/// response.
+#[derive(Clone, Default)]
+pub(crate) struct Redactor {
+    key: Option<String>,
+}
+
+impl Redactor {
+    /// Keys shorter than [`MIN_REDACTED_KEY`] are not searched for: replacing every "k" in a
+    /// message would only garble it, and such a key protects nothing anyway.
+    pub(crate) fn new(key: Option<&str>) -> Self {
+        Redactor {
+            key: key
+                .filter(|key| key.chars().count() >= MIN_REDACTED_KEY)
+                .map(str::to_owned),
+        }
+    }
+
+    /// Replaces the key, and any partly masked echo of it (`sk-abcd****wxyz`, as OpenAI writes
+    /// in its 401 message), with `[redacted]`.
+    pub(crate) fn clean(&self, text: &str) -> String {
+        let Some(key) = &self.key else {
+            return text.to_owned();
+        };
+        let text = text.replace(key.as_str(), "[redacted]");
+        let prefix: String = key.chars().take(4).collect();
+        if key.chars().count() < 8 || !text.contains(prefix.as_str()) {
+            return text;
+        }
+        // Rebuild word by word (whitespace kept) so a masked echo goes as a whole.
+        let mut out = String::with_capacity(text.len());
+        for word in text.split_inclusive(char::is_whitespace) {
+            let bare = word.trim_end_matches(char::is_whitespace);
+            if bare.contains(prefix.as_str()) && bare.contains("***") {
+                out.push_str("[redacted]");
+                out.push_str(&word[bare.len()..]);
+            } else {
+                out.push_str(word);
+            }
+        }
+        out
+    }
+
+    /// The same error with the key scrubbed from its message.
+    pub(crate) fn scrub(&self, err: ModelError) -> ModelError {
+        match err {
+            ModelError::Upstream { status, message } => ModelError::Upstream {
+                status,
+                message: self.clean(&message),
+            },
+            ModelError::Transport(message) => ModelError::Transport(self.clean(&message)),
+            ModelError::Protocol(message) => ModelError::Protocol(self.clean(&message)),
+            ModelError::Timeout => ModelError::Timeout,
+        }
+    }
+}
+
+/// Describes a failed request without its URL (a query string may hold a key) and with the
+/// useful cause from deep in the error chain ("Connection refused", "dns error: …").
+pub(crate) fn transport_error(err: reqwest::Error) -> ModelError {
+    let err = err.without_url();
+    if err.is_timeout() {
+        return ModelError::Timeout;
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let top = if err.is_connect() {
+        "could not connect".to_owned()
+    } else if err.is_body() || err.is_decode() {
+        "the response body broke off".to_owned()
+    } else {
+        // "error sending request" and the like (the URL is stripped above).
+        err.to_string()
+    };
+    parts.push(top);
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // hyper and hyper-util wrap the same cause in several layers; keep each text once.
+        if !text.is_empty() && !parts.iter().any(|part| part.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    ModelError::Transport(parts.join(": "))
+}
+
+/// Reads an error response and makes the [`ModelError::Upstream`] for it: `error.message` from
+/// the JSON envelope when there is one, else the start of the body, else the status reason.
+pub(crate) async fn upstream_error(
+    response: reqwest::Response,
+    idle_timeout: Duration,
+) -> ModelError {
+    let status = response.status();
+    // The status is what matters; a body that breaks off or stalls still gives it.
+    let body = read_body(response, MAX_ERROR_BODY, idle_timeout)
+        .await
+        .unwrap_or_default();
+    let message = error_message(&body).unwrap_or_else(|| {
+        status
+            .canonical_reason()
+            .unwrap_or("no reason given")
+            .to_owned()
+    });
+    ModelError::Upstream {
+        status: status.as_u16(),
+        message,
+    }
+}
+
+/// Reads a whole body, keeping at most `limit` bytes, with `idle_timeout` between chunks.
+pub(crate) async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+    idle_timeout: Duration,
+) -> Result<Vec<u8>, ModelError> {
+    let mut body = Vec::new();
+    loop {
+        let chunk = tokio::time::timeout(idle_timeout, response.chunk())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .map_err(transport_error)?;
+        let Some(chunk) = chunk else {
+            return Ok(body);
+        };
+        let room = limit.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= limit {
+            return Ok(body);
+        }
+    }
+}
+
+/// The message of an upstream error body, if it has one.
+pub(crate) fn error_message(body: &[u8]) -> Option<String> {
+    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
+        // OpenAI and most compatible servers: {"error": {"message": "…"}}; some (Ollama, vLLM
+        // versions) {"error": "…"}, {"message": "…"} or {"detail": "…"}.
+        let candidates = [
+            json.pointer("/error/message"),
+            json.get("error"),
+            json.get("message"),
+            json.get("detail"),
+        ];
+        if let Some(text) = candidates.into_iter().flatten().find_map(|v| v.as_str()) {
+            return Some(truncate(text.trim()));
+        }
+        // A JSON array envelope (Gemini's errors as an array): the first element's message.
+        if let Some(text) = json.pointer("/0/error/message").and_then(|v| v.as_str()) {
+            return Some(truncate(text.trim()));
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    (!text.is_empty()).then(|| truncate(text))
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(MAX_ERROR_MESSAGE) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redactor_removes_the_key_and_masked_echoes() {
+        let redactor = Redactor::new(Some("sk-secret-test"));
+        assert_eq!(
+            redactor.clean("Incorrect API key provided: sk-secret-test."),
+            "Incorrect API key provided: [redacted]."
+        );
+        assert_eq!(
+            redactor.clean("Incorrect API key provided: sk-s******test. You can find it"),
+            "Incorrect API key provided: [redacted] You can find it"
+        );
+        assert_eq!(redactor.clean("nothing here"), "nothing here");
+    }
+
+    #[test]
+    fn redactor_without_key_is_identity() {
+        assert_eq!(Redactor::new(None).clean("a sk-***"), "a sk-***");
+        assert_eq!(Redactor::new(Some("")).clean("text"), "text");
+        assert_eq!(Redactor::new(Some("k")).clean("unknown"), "unknown");
+    }
+
+    #[test]
+    fn error_message_reads_the_usual_envelopes() {
+        let cases: [(&[u8], Option<&str>); 7] = [
+            (
+                br#"{"error":{"message":"Rate limit reached","type":"requests"}}"#,
+                Some("Rate limit reached"),
+            ),
+            (br#"{"error":"model not found"}"#, Some("model not found")),
+            (br#"{"message":"bad"}"#, Some("bad")),
+            (br#"{"detail":"Not Found"}"#, Some("Not Found")),
+            (br#"[{"error":{"message":"quota"}}]"#, Some("quota")),
+            (b"  upstream exploded \n", Some("upstream exploded")),
+            (b"", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(error_message(body).as_deref(), want);
+        }
+    }
+
+    #[test]
+    fn long_error_text_is_cut() {
+        let body = "x".repeat(5_000);
+        let message = error_message(body.as_bytes()).unwrap_or_default();
+        assert_eq!(message.chars().count(), MAX_ERROR_MESSAGE + 1);
+    }
+}
