@@ -1,1 +1,149 @@
-fn main() {}
+//! The `agentd` binary: parses the command line and wires the server.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use agentd_server::config::{Config, Flags, LogFormat, RawConfig};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "agentd", version, about = "A self-hosted Agent API server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct Common {
+    /// Data directory for the embedded SQLite store [env: AGENTD_DATA_DIR] [default: ./agentd-data]
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Store URL (sqlite://…) overriding the data directory [env: AGENTD_DATABASE_URL]
+    #[arg(long)]
+    database_url: Option<String>,
+    /// Optional TOML config file [env: AGENTD_CONFIG]
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the Agent API server.
+    Serve {
+        /// Listen address; port 0 picks a free port [env: AGENTD_LISTEN] [default: 127.0.0.1:8080]
+        #[arg(long)]
+        listen: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Create an API key and print it once (only its hash is stored).
+    Create {
+        /// The project the key belongs to (created when missing).
+        #[arg(long, default_value = "default")]
+        project: String,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+fn load_config(common: &Common, listen: Option<String>) -> anyhow::Result<Config> {
+    let env = |name: &str| std::env::var(name).ok();
+    let path = common
+        .config
+        .clone()
+        .or_else(|| env("AGENTD_CONFIG").filter(|v| !v.is_empty()).map(PathBuf::from));
+    let file = match path {
+        Some(path) => RawConfig::read(&path)?,
+        None => RawConfig::default(),
+    };
+    let flags = Flags {
+        listen,
+        data_dir: common.data_dir.clone(),
+        database_url: common.database_url.clone(),
+    };
+    Ok(Config::resolve(file, &env, &flags)?)
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutdown signal received; finishing running requests");
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve { listen, common } => {
+            let config = load_config(&common, listen)?;
+            init_logging(config.log_format);
+            let state = agentd_server::build_state(&config).await?;
+            let listener = tokio::net::TcpListener::bind(config.listen).await?;
+            let addr = listener.local_addr()?;
+            {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "listening on http://{addr}")?;
+                out.flush()?;
+            }
+            tracing::info!(%addr, providers = ?config.providers.iter().map(|p| &p.name).collect::<Vec<_>>(), "agentd serving");
+            agentd_server::run(listener, agentd_server::app(state), shutdown_signal()).await?;
+        }
+        Command::Keys {
+            command: KeysCommand::Create { project, common },
+        } => {
+            let config = load_config(&common, None)?;
+            let store = agentd_server::open_store(&config).await?;
+            let registry = providers::registry::Registry::new(Vec::new())?;
+            let engine = engine::Engine::new(
+                std::sync::Arc::new(registry),
+                store,
+                engine::EngineConfig::default(),
+            );
+            let key = engine.create_key(&project).await?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{key}")?;
+            writeln!(
+                std::io::stderr(),
+                "created an API key for project \"{project}\"; it is shown only once"
+            )?;
+        }
+    }
+    Ok(())
+}

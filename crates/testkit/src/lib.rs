@@ -1,1 +1,203 @@
-//! placeholder
+//! Test utilities (dev-only): the scripted fake model provider, an in-process agentd on port 0,
+//! SSE transcript helpers with the stream invariants, and redaction of ids and times for
+//! snapshots.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use agentd_testkit::{TestApp, fake_provider::Reply};
+//! let app = TestApp::spawn().await;
+//! app.fake.push(Reply::text("Hello"));
+//! let (status, body) = app.post("/v1/responses", serde_json::json!({"model": "openai/gpt-test", "input": "Hi"})).await;
+//! # }
+//! ```
+
+#![expect(clippy::expect_used, clippy::panic, reason = "test utility: failing loudly is the point")]
+
+pub mod fake_provider;
+pub mod sse;
+
+use std::sync::Arc;
+
+use server::config::{Config, Flags, RawConfig};
+use server::state::AppState;
+use providers::registry::{ProviderConfig, WireApi};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+pub use crate::fake_provider::{FakeProvider, Reply};
+
+/// The API key the fake provider is configured with; tests assert it never leaks.
+pub const FAKE_PROVIDER_KEY: &str = "sk-fake-provider-secret-0123456789";
+
+/// agentd running in-process on 127.0.0.1:0, with the provider `openai` pointing at a
+/// [`FakeProvider`] and an in-memory store.
+pub struct TestApp {
+    pub base_url: String,
+    pub fake: FakeProvider,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        TestApp::spawn_with(|_| {}).await
+    }
+
+    /// Spawns with a chance to adjust the configuration first.
+    pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let fake = FakeProvider::start().await;
+        let no_env = |_: &str| None;
+        let flags = Flags {
+            listen: Some("127.0.0.1:0".to_owned()),
+            data_dir: None,
+            database_url: Some("sqlite::memory:".to_owned()),
+        };
+        let mut config =
+            Config::resolve(RawConfig::default(), &no_env, &flags).expect("test config resolves");
+        config.providers = vec![ProviderConfig {
+            name: "openai".to_owned(),
+            api: WireApi::ChatCompletions,
+            base_url: fake.base_url(),
+            api_key: Some(FAKE_PROVIDER_KEY.to_owned()),
+            models: vec!["gpt-test".to_owned()],
+        }];
+        adjust(&mut config);
+        let state = server::build_state(&config)
+            .await
+            .expect("state builds");
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .expect("bind port 0");
+        let addr = listener.local_addr().expect("local addr");
+        let (tx, rx) = oneshot::channel::<()>();
+        let app = server::app(state.clone());
+        tokio::spawn(async move {
+            let _ = server::run(listener, app, async {
+                let _ = rx.await;
+            })
+            .await;
+        });
+        TestApp {
+            base_url: format!("http://{addr}"),
+            fake,
+            client: reqwest::Client::new(),
+            state,
+            shutdown: Some(tx),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url, path)
+    }
+
+    /// POSTs JSON; returns the status and the JSON body.
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .expect("request sent");
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// POSTs raw bytes as JSON.
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let response = self
+            .client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("request sent");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let response = self
+            .client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// POSTs a streaming request and reads the whole stream; checks the stream invariants.
+    pub async fn post_stream(&self, path: &str, body: Value) -> sse::Transcript {
+        let response = self
+            .client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status().as_u16(), 200, "streaming request refused");
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            content_type.starts_with("text/event-stream"),
+            "content type {content_type}"
+        );
+        let raw = response.text().await.expect("stream body");
+        let transcript = sse::Transcript::parse(&raw);
+        transcript.assert_invariants();
+        transcript
+    }
+
+    pub fn shared(&self) -> Arc<String> {
+        Arc::new(self.base_url.clone())
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Replaces generated ids and times with stable placeholders for snapshots.
+pub fn redact(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, v)| {
+                    let v = match (key.as_str(), v) {
+                        ("created_at" | "completed_at", Value::Number(_)) => {
+                            Value::String("[time]".to_owned())
+                        }
+                        _ => redact(v),
+                    };
+                    (key.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::String(s) => Value::String(redact_id(s)),
+        other => other.clone(),
+    }
+}
+
+fn redact_id(s: &str) -> String {
+    for prefix in ["resp_", "msg_", "fc_", "mcpl_", "mcpr_", "call_gen_"] {
+        if let Some(rest) = s.strip_prefix(prefix) {
+            if rest.len() == 36 && rest.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+                return format!("[{prefix}id]");
+            }
+        }
+    }
+    s.to_owned()
+}

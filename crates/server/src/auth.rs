@@ -1,0 +1,31 @@
+//! Authentication as an extractor: a handler that takes [`Project`] cannot forget it.
+//!
+//! With keys in the store, `Authorization: Bearer KEY` must name one; it selects the project.
+//! With no key at all the server is in open mode (allowed only on loopback, checked at start):
+//! every request belongs to the `default` project.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The project the request acts for.
+#[derive(Debug, Clone)]
+pub struct Project(pub String);
+
+impl FromRequestParts<AppState> for Project {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let key = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .filter(|k| !k.is_empty());
+        state.auth.project_for(&state.engine, key).await.map(Project)
+    }
+}

@@ -1,0 +1,311 @@
+//! Configuration in two phases (style.md): [`RawConfig`] is what a TOML file holds
+//! (`deny_unknown_fields`), [`Config`] is the validated result of
+//! defaults < file < environment < command line, computed by [`Config::resolve`] alone.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use providers::registry::{ENV_SHORTCUTS, ProviderConfig, WireApi, env_shortcuts};
+use serde::Deserialize;
+
+/// Default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default data directory.
+pub const DEFAULT_DATA_DIR: &str = "./agentd-data";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid {name}: {message}")]
+    Invalid { name: String, message: String },
+}
+
+/// The config file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    pub listen: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+    #[serde(default)]
+    pub providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    pub engine: RawEngine,
+    #[serde(default)]
+    pub log: RawLog,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProvider {
+    pub api: Option<String>,
+    pub base_url: Option<String>,
+    /// The variable holding the key (the key itself never sits in the file).
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub models: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEngine {
+    pub default_max_steps: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLog {
+    /// `text` (default) or `json`.
+    pub format: Option<String>,
+}
+
+impl RawConfig {
+    pub fn from_toml(text: &str, path: &std::path::Path) -> Result<RawConfig, ConfigError> {
+        toml::from_str(text).map_err(|err| ConfigError::Parse {
+            path: path.to_owned(),
+            message: err.to_string(),
+        })
+    }
+
+    pub fn read(path: &std::path::Path) -> Result<RawConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        RawConfig::from_toml(&text, path)
+    }
+}
+
+/// Command-line values (highest precedence).
+#[derive(Debug, Default, Clone)]
+pub struct Flags {
+    pub listen: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+}
+
+/// Where the store lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// The embedded SQLite database in this directory.
+    DataDir(PathBuf),
+    /// An explicit database URL.
+    Url(String),
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub store: StoreLocation,
+    pub providers: Vec<ProviderConfig>,
+    pub default_max_steps: u32,
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// Merges defaults < file < environment < flags and validates the result.
+    pub fn resolve(
+        file: RawConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+        flags: &Flags,
+    ) -> Result<Config, ConfigError> {
+        let env_var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let listen = flags
+            .listen
+            .clone()
+            .or_else(|| env_var("AGENTD_LISTEN"))
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+        let listen: SocketAddr = listen.parse().map_err(|err| ConfigError::Invalid {
+            name: "listen address".to_owned(),
+            message: format!("{listen:?}: {err}"),
+        })?;
+        let data_dir = flags
+            .data_dir
+            .clone()
+            .or_else(|| env_var("AGENTD_DATA_DIR").map(PathBuf::from))
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let database_url = flags
+            .database_url
+            .clone()
+            .or_else(|| env_var("AGENTD_DATABASE_URL"))
+            .or(file.database_url);
+        let store = match database_url {
+            None => StoreLocation::DataDir(data_dir.clone()),
+            Some(url) if url.starts_with("sqlite:") => StoreLocation::Url(url),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                return Err(ConfigError::Invalid {
+                    name: "database URL".to_owned(),
+                    message: "PostgreSQL is not supported by this build yet; use sqlite://…".to_owned(),
+                });
+            }
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "database URL".to_owned(),
+                    message: "expected sqlite://… or postgres://…".to_owned(),
+                });
+            }
+        };
+        let default_max_steps = file.engine.default_max_steps.unwrap_or(10);
+        if !(1..=100).contains(&default_max_steps) {
+            return Err(ConfigError::Invalid {
+                name: "engine.default_max_steps".to_owned(),
+                message: "must be within 1..=100".to_owned(),
+            });
+        }
+        let log_format = match file.log.format.as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "log.format".to_owned(),
+                    message: format!("{other:?}: expected \"text\" or \"json\""),
+                });
+            }
+        };
+        let providers = merge_providers(file.providers, env)?;
+        Ok(Config {
+            listen,
+            data_dir,
+            store,
+            providers,
+            default_max_steps,
+            log_format,
+        })
+    }
+}
+
+/// File providers, then the environment shortcuts over them (env wins for key and base URL).
+fn merge_providers(
+    file: BTreeMap<String, RawProvider>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ProviderConfig>, ConfigError> {
+    let env_var = |name: &str| env(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let mut merged: Vec<ProviderConfig> = Vec::new();
+    for (name, raw) in file {
+        let invalid = |message: String| ConfigError::Invalid {
+            name: format!("providers.{name}"),
+            message,
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(invalid("a provider name is letters, digits, '-', '_' or '.'".to_owned()));
+        }
+        let shortcut = ENV_SHORTCUTS.iter().find(|row| row.provider == name);
+        let api = match (&raw.api, shortcut) {
+            (Some(api), _) => api
+                .parse::<WireApi>()
+                .map_err(|_| invalid(format!("unknown api {api:?}: expected chat_completions, responses, anthropic_messages or gemini")))?,
+            (None, Some(row)) => row.api,
+            (None, None) => WireApi::ChatCompletions,
+        };
+        let base_url = shortcut
+            .and_then(|row| env_var(row.base_url_var))
+            .or(raw.base_url)
+            .or_else(|| shortcut.map(|row| row.default_base_url.to_owned()))
+            .ok_or_else(|| invalid("base_url is required".to_owned()))?;
+        let api_key = shortcut
+            .and_then(|row| env_var(row.key_var))
+            .or_else(|| raw.api_key_env.as_deref().and_then(env_var));
+        merged.push(ProviderConfig {
+            name,
+            api,
+            base_url,
+            api_key,
+            models: raw.models,
+        });
+    }
+    for from_env in env_shortcuts(env) {
+        if !merged.iter().any(|p| p.name == from_env.name) {
+            merged.push(from_env);
+        }
+    }
+    Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    fn file(text: &str) -> RawConfig {
+        RawConfig::from_toml(text, std::path::Path::new("test.toml")).expect("valid toml")
+    }
+
+    #[test]
+    fn precedence_is_defaults_file_env_flags() {
+        let none = env_of(&[]);
+        let c = Config::resolve(RawConfig::default(), &none, &Flags::default()).expect("ok");
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.store, StoreLocation::DataDir(PathBuf::from(DEFAULT_DATA_DIR)));
+
+        let f = || file("listen = \"127.0.0.1:1000\"\ndata_dir = \"/from/file\"");
+        let c = Config::resolve(f(), &none, &Flags::default()).expect("ok");
+        assert_eq!(c.listen.port(), 1000);
+        assert_eq!(c.data_dir, PathBuf::from("/from/file"));
+
+        let env = env_of(&[("AGENTD_LISTEN", "127.0.0.1:2000"), ("AGENTD_DATA_DIR", "/from/env")]);
+        let c = Config::resolve(f(), &env, &Flags::default()).expect("ok");
+        assert_eq!(c.listen.port(), 2000);
+        assert_eq!(c.data_dir, PathBuf::from("/from/env"));
+
+        let flags = Flags {
+            listen: Some("127.0.0.1:3000".to_owned()),
+            data_dir: Some(PathBuf::from("/from/flag")),
+            database_url: Some("sqlite::memory:".to_owned()),
+        };
+        let c = Config::resolve(f(), &env, &flags).expect("ok");
+        assert_eq!(c.listen.port(), 3000);
+        assert_eq!(c.store, StoreLocation::Url("sqlite::memory:".to_owned()));
+    }
+
+    #[test]
+    fn unknown_config_keys_are_refused() {
+        let err = RawConfig::from_toml("lisen = \"x\"", std::path::Path::new("a.toml")).expect_err("typo");
+        assert!(err.to_string().contains("lisen"), "{err}");
+    }
+
+    #[test]
+    fn providers_merge_file_and_env() {
+        let env = env_of(&[("OPENAI_API_KEY", "sk-1"), ("LOCAL_API_KEY", "lk"), ("XAI_API_KEY", "xk")]);
+        let f = file(
+            "[providers.local]\napi = \"chat_completions\"\nbase_url = \"http://127.0.0.1:11434/v1\"\napi_key_env = \"LOCAL_API_KEY\"\nmodels = [\"llama3\"]\n\n[providers.openai]\nbase_url = \"http://proxy/v1\"\n",
+        );
+        let c = Config::resolve(f, &env, &Flags::default()).expect("ok");
+        let by = |n: &str| c.providers.iter().find(|p| p.name == n).expect("provider present");
+        assert_eq!(by("local").api_key.as_deref(), Some("lk"));
+        assert_eq!(by("local").models, vec!["llama3".to_owned()]);
+        assert_eq!(by("openai").base_url, "http://proxy/v1");
+        assert_eq!(by("openai").api_key.as_deref(), Some("sk-1"));
+        assert_eq!(by("xai").base_url, "https://api.x.ai/v1");
+        assert!(c.providers.iter().all(|p| p.name != "anthropic"));
+    }
+}

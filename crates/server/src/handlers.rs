@@ -1,0 +1,109 @@
+//! Handlers: extract, make one domain call, map the result.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use protocol::response::{Model, ModelList};
+use serde_json::{Value, json};
+
+use crate::auth::Project;
+use crate::error::ApiError;
+use crate::json::StrictRequest;
+use crate::sse;
+use crate::state::AppState;
+
+/// `POST /v1/agent`, `POST /v1/responses`.
+pub async fn create(
+    State(state): State<AppState>,
+    Project(project): Project,
+    StrictRequest(request): StrictRequest,
+) -> Result<Response, ApiError> {
+    let stream = request.stream.unwrap_or(false);
+    let background = request.background.unwrap_or(false);
+    let handle = state.engine.start(&project, request).await?;
+    if stream {
+        return Ok(sse::stream(handle.events()));
+    }
+    if background {
+        return Ok(Json(handle.initial).into_response());
+    }
+    match handle.finish().await {
+        Some(response) => Ok(Json(&*response).into_response()),
+        None => Err(ApiError::NotFound("the run ended without a response".to_owned())),
+    }
+}
+
+/// `GET /v1/{agent|responses}/{id}`.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    Project(project): Project,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    if let Some(stream) = query.get("stream") {
+        match stream.as_str() {
+            "true" => {
+                return Err(ApiError::NotImplemented(
+                    "resuming a stream (stream=true&starting_after=N) is not available on this server yet"
+                        .to_owned(),
+                ));
+            }
+            "false" => {}
+            _ => {
+                return Err(ApiError::InvalidQuery {
+                    message: "stream must be true or false".to_owned(),
+                    param: "stream".to_owned(),
+                });
+            }
+        }
+    }
+    let response = state.engine.get_response(&project, &id).await?;
+    Ok(Json(response).into_response())
+}
+
+/// `POST /v1/{agent|responses}/{id}/cancel`.
+pub async fn cancel(Project(_): Project, Path(_id): Path<String>) -> ApiError {
+    ApiError::NotImplemented("cancelling a response is not available on this server yet".to_owned())
+}
+
+/// `GET /v1/{agent|responses}/{id}/files` and `…/files/{file_id}/content`.
+pub async fn files(Project(_): Project) -> ApiError {
+    ApiError::NotImplemented("response files are not available on this server yet".to_owned())
+}
+
+/// `GET /v1/models` (no auth).
+pub async fn models(State(state): State<AppState>) -> Json<ModelList> {
+    let data = state
+        .engine
+        .router()
+        .list_models()
+        .into_iter()
+        .map(|m| Model {
+            id: m.id,
+            object: "model".to_owned(),
+            created: 0,
+            owned_by: m.owned_by,
+        })
+        .collect();
+    Json(ModelList {
+        object: "list".to_owned(),
+        data,
+    })
+}
+
+/// `GET /health`.
+pub async fn health() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> Json<Value> {
+    Json(crate::openapi::document())
+}
+
+/// Any other path.
+pub async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route".to_owned())
+}

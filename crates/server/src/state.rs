@@ -1,0 +1,81 @@
+//! Shared application state.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use engine::Engine;
+
+use crate::error::ApiError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    pub auth: Arc<AuthCache>,
+}
+
+/// Key-to-project lookups, cached: keys are never revoked while the server runs, so a known key
+/// stays valid. "No key exists" (open mode) is re-checked on every request, so a key created
+/// with `agentd keys create` while the server runs closes open mode at once.
+pub struct AuthCache {
+    /// Key hash -> project id.
+    known: Mutex<HashMap<String, String>>,
+    /// Set once any key was seen: the server is then never in open mode again.
+    has_keys: AtomicBool,
+    /// The project of open-mode requests.
+    default_project: String,
+}
+
+impl AuthCache {
+    pub fn new(default_project: String, has_keys: bool) -> AuthCache {
+        AuthCache {
+            known: Mutex::new(HashMap::new()),
+            has_keys: AtomicBool::new(has_keys),
+            default_project,
+        }
+    }
+
+    /// The project a request with this bearer key (if any) acts for.
+    pub async fn project_for(&self, engine: &Engine, key: Option<&str>) -> Result<String, ApiError> {
+        let hash = key.map(engine::hash_key);
+        if let Some(hash) = &hash {
+            let cached = self
+                .known
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(hash)
+                .cloned();
+            if let Some(project) = cached {
+                return Ok(project);
+            }
+        }
+        if self.open_mode(engine).await? {
+            return Ok(self.default_project.clone());
+        }
+        let (Some(key), Some(hash)) = (key, hash) else {
+            return Err(ApiError::Unauthorized);
+        };
+        match engine.authenticate(key).await? {
+            Some(project) => {
+                self.known
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(hash, project.clone());
+                Ok(project)
+            }
+            None => Err(ApiError::Unauthorized),
+        }
+    }
+
+    async fn open_mode(&self, engine: &Engine) -> Result<bool, ApiError> {
+        if self.has_keys.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        if engine.has_keys().await? {
+            self.has_keys.store(true, Ordering::Relaxed);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
