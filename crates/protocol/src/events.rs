@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::output::OutputItem;
+use crate::output::{ImageResult, OutputItem, SearchResult, UrlContent};
 use crate::response::{ErrorInfo, Response, Usage};
 
 /// One stream event.
@@ -24,9 +24,15 @@ pub enum EventData {
     #[serde(rename = "response.in_progress")]
     ResponseInProgress { response: Box<Response> },
     #[serde(rename = "response.output_item.added")]
-    OutputItemAdded { output_index: usize, item: OutputItem },
+    OutputItemAdded {
+        output_index: usize,
+        item: OutputItem,
+    },
     #[serde(rename = "response.output_item.done")]
-    OutputItemDone { output_index: usize, item: OutputItem },
+    OutputItemDone {
+        output_index: usize,
+        item: OutputItem,
+    },
     #[serde(rename = "response.output_text.delta")]
     OutputTextDelta {
         item_id: String,
@@ -59,7 +65,7 @@ pub enum EventData {
     },
     #[serde(rename = "response.reasoning.search_results")]
     SearchResults {
-        results: Vec<Value>,
+        results: Vec<SearchResult>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         thought: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,7 +81,7 @@ pub enum EventData {
     #[serde(rename = "response.reasoning.image_search_results")]
     ImageSearchResults {
         call_id: String,
-        results: Vec<Value>,
+        results: Vec<ImageResult>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         thought: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,7 +95,7 @@ pub enum EventData {
     },
     #[serde(rename = "response.reasoning.fetch_url_results")]
     FetchUrlResults {
-        contents: Vec<Value>,
+        contents: Vec<UrlContent>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         thought: Option<String>,
     },

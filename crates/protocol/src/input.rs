@@ -124,7 +124,9 @@ impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(MessageContent::Text(text)),
-            Value::Array(parts) => strict::from_value(Value::Array(parts)).map(MessageContent::Parts),
+            Value::Array(parts) => {
+                strict::from_value(Value::Array(parts)).map(MessageContent::Parts)
+            }
             other => Err(serde::de::Error::custom(format!(
                 "invalid type: {}, expected a string or an array of content parts",
                 strict::kind(&other)
@@ -189,18 +191,35 @@ impl<'de> Deserialize<'de> for ContentPart {
         let tag = strict::take_tag(&mut map, None)?;
         let value = Value::Object(map);
         match tag.as_str() {
-            "input_text" => {
-                strict::from_value::<InputTextPart, _>(value).map(|p| ContentPart::InputText { text: p.text })
-            }
-            "input_image" => strict::from_value::<InputImagePart, _>(value).map(|p| {
-                ContentPart::InputImage {
+            "input_text" => strict::from_value::<InputTextPart, _>(value)
+                .map(|p| ContentPart::InputText { text: p.text }),
+            "input_image" => {
+                strict::from_value::<InputImagePart, _>(value).map(|p| ContentPart::InputImage {
                     image_url: p.image_url,
                     detail: p.detail,
-                }
-            }),
+                })
+            }
             "input_file" => strict::from_value(value).map(ContentPart::InputFile),
             "output_text" => strict::from_value(value).map(ContentPart::OutputText),
-            other => Err(strict::unknown_tag("content part", other, CONTENT_PART_TYPES)),
+            sonar @ ("file_url" | "pdf_url" | "video_url" | "image_url") => {
+                let instead = match sonar {
+                    "image_url" => "; use input_image",
+                    "video_url" => "",
+                    _ => "; use input_file",
+                };
+                Err(strict::error_at(
+                    "type",
+                    format!(
+                        "content part type \"{sonar}\" is a Sonar content type that is not \
+                         supported on the Agent API{instead}"
+                    ),
+                ))
+            }
+            other => Err(strict::unknown_tag(
+                "content part",
+                other,
+                CONTENT_PART_TYPES,
+            )),
         }
     }
 }
@@ -290,7 +309,10 @@ impl<'de> Deserialize<'de> for FunctionOutput {
             Value::Array(parts) => {
                 let parts: Vec<ContentPart> = strict::from_value(Value::Array(parts))?;
                 if let Some(index) = parts.iter().position(|p| {
-                    !matches!(p, ContentPart::InputText { .. } | ContentPart::InputImage { .. })
+                    !matches!(
+                        p,
+                        ContentPart::InputText { .. } | ContentPart::InputImage { .. }
+                    )
                 }) {
                     return Err(strict::error_at(
                         &format!("[{index}].type"),

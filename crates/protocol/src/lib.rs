@@ -20,5 +20,6 @@ pub mod output;
 pub mod request;
 pub mod response;
 mod strict;
+pub mod validate;
 
 pub use strict::RequestError;

@@ -67,8 +67,9 @@ pub struct CreateRequest {
     pub service_tier: Option<ServiceTier>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileReference>,
+    /// Skills the model may load with `load_skill`; any skill switches the sandbox on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skills: Option<Vec<Value>>,
+    pub skills: Option<Vec<Skill>>,
     /// OpenAI extra: text output configuration (accepted and echoed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
@@ -284,6 +285,23 @@ impl<'de> Deserialize<'de> for Tool {
     }
 }
 
+impl Tool {
+    /// The tool's `type` on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Tool::Function(_) => "function",
+            Tool::WebSearch(_) => "web_search",
+            Tool::ImageSearch(_) => "image_search",
+            Tool::FetchUrl(_) => "fetch_url",
+            Tool::PeopleSearch(_) => "people_search",
+            Tool::FinanceSearch(_) => "finance_search",
+            Tool::Sandbox(_) => "sandbox",
+            Tool::Mcp(_) => "mcp",
+            Tool::Connector(_) => "connector",
+        }
+    }
+}
+
 /// A custom function tool: the caller runs it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -487,4 +505,87 @@ pub struct ApprovalFilter {
     pub read_only: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_names: Option<Vec<String>>,
+}
+
+/// One entry of `skills` (`SkillInput`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Skill {
+    /// A skill that ships with the service.
+    Builtin(BuiltinSkill),
+    /// A skill defined in the request itself (never echoed).
+    Inline(InlineSkill),
+    /// A managed skill uploaded through `/v1/skills`.
+    Custom(CustomSkill),
+}
+
+const SKILL_TYPES: &[&str] = &["builtin", "inline", "custom"];
+
+impl<'de> Deserialize<'de> for Skill {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = strict::object(deserializer, "a skill object")?;
+        let tag = strict::take_tag(&mut map, None)?;
+        let value = Value::Object(map);
+        match tag.as_str() {
+            "builtin" => strict::from_value(value).map(Skill::Builtin),
+            "inline" => strict::from_value(value).map(Skill::Inline),
+            "custom" => strict::from_value(value).map(Skill::Custom),
+            other => Err(strict::unknown_tag("skill", other, SKILL_TYPES)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinSkill {
+    pub name: BuiltinSkillName,
+}
+
+/// The built-in skills: `office` turns on all four leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BuiltinSkillName {
+    #[serde(rename = "office")]
+    Office,
+    #[serde(rename = "office/docx")]
+    OfficeDocx,
+    #[serde(rename = "office/pdf")]
+    OfficePdf,
+    #[serde(rename = "office/pptx")]
+    OfficePptx,
+    #[serde(rename = "office/xlsx")]
+    OfficeXlsx,
+}
+
+impl BuiltinSkillName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuiltinSkillName::Office => "office",
+            BuiltinSkillName::OfficeDocx => "office/docx",
+            BuiltinSkillName::OfficePdf => "office/pdf",
+            BuiltinSkillName::OfficePptx => "office/pptx",
+            BuiltinSkillName::OfficeXlsx => "office/xlsx",
+        }
+    }
+}
+
+/// A request-scoped skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InlineSkill {
+    /// Lowercase ASCII words joined by single hyphens.
+    pub name: String,
+    /// The routing trigger the model sees up front (≤ 1,024 bytes).
+    pub description: String,
+    /// The body `load_skill` returns (≤ 65,536 bytes; ≤ 262,144 across the request).
+    pub instructions: String,
+}
+
+/// A managed skill, by id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomSkill {
+    pub id: String,
+    /// A revision; the latest when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }

@@ -118,9 +118,13 @@ pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub total_tokens: u64,
+    #[serde(default)]
     pub input_tokens_details: InputTokensDetails,
+    /// Not in the Perplexity SDK schema (OpenAI's field); defaults when absent.
+    #[serde(default)]
     pub output_tokens_details: OutputTokensDetails,
     /// Per-tool counts, keyed by billing name (`search_web`, `fetch_url`, …).
+    #[serde(default)]
     pub tool_calls_details: BTreeMap<String, ToolCallDetails>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
@@ -129,8 +133,11 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct InputTokensDetails {
     /// OpenAI's name for cache reads.
+    #[serde(default)]
     pub cached_tokens: u64,
+    #[serde(default)]
     pub cache_creation_input_tokens: u64,
+    #[serde(default)]
     pub cache_read_input_tokens: u64,
 }
 
@@ -141,6 +148,7 @@ pub struct OutputTokensDetails {
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCallDetails {
+    #[serde(default)]
     pub invocation: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
@@ -160,6 +168,9 @@ pub struct Cost {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls_cost: Option<f64>,
     pub total_cost: f64,
+    /// Per-tool cost breakdown (`[migration-notes]` only; shape undocumented).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls_cost_details: Option<serde_json::Map<String, Value>>,
 }
 
 /// `POST …/{id}/cancel` acknowledgement.
@@ -168,6 +179,27 @@ pub struct CancelAck {
     pub response_id: String,
     /// Always `cancelling`.
     pub status: String,
+}
+
+/// `GET …/{id}/files`: the files a response delivered with `share_file`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseFileList {
+    /// Always `list`.
+    pub object: String,
+    pub data: Vec<ResponseFile>,
+}
+
+/// One shared file (`ResponseFile`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseFile {
+    /// Scoped to the parent response; distinct from the response id.
+    pub id: String,
+    /// Always `file`.
+    pub object: String,
+    pub filename: String,
+    pub bytes: u64,
+    /// Unix seconds.
+    pub created_at: i64,
 }
 
 /// `GET /v1/models`.

@@ -44,7 +44,10 @@ impl RequestError {
             _ => (path, message),
         };
         let message = match unknown_field(&message) {
-            Some(_) => format!("invalid request body: unknown field \"{path}\""),
+            Some(_) => match removed_parameter(&path) {
+                Some(why) => format!("invalid request body: unknown field \"{path}\": {why}"),
+                None => format!("invalid request body: unknown field \"{path}\""),
+            },
             None if path.is_empty() => format!("invalid request body: {message}"),
             None => format!("invalid request body: {path}: {message}"),
         };
@@ -138,10 +141,10 @@ fn nest(path: &str, message: &str) -> String {
 /// Splits an outer path and a message that may carry an inner path into (full path, message).
 fn split(outer: &str, message: &str) -> (String, String) {
     let outer = if outer == "." { "" } else { outer };
-    if let Some(rest) = message.strip_prefix(MARK) {
-        if let Some((inner, msg)) = rest.split_once(MARK) {
-            return (join(outer, inner), msg.to_owned());
-        }
+    if let Some(rest) = message.strip_prefix(MARK)
+        && let Some((inner, msg)) = rest.split_once(MARK)
+    {
+        return (join(outer, inner), msg.to_owned());
     }
     (outer.to_owned(), message.to_owned())
 }
@@ -154,6 +157,88 @@ fn join(outer: &str, inner: &str) -> String {
         (false, false) if inner.starts_with('[') => format!("{outer}{inner}"),
         (false, false) => format!("{outer}.{inner}"),
     }
+}
+
+/// Chat Completions (Sonar) parameters the Agent API refuses (spec §3): why, and what to use.
+const SONAR_PARAMETERS: &[(&str, &str)] = &[
+    (
+        "disable_search",
+        "a request searches only when it lists a search tool",
+    ),
+    ("enable_search_classifier", ""),
+    (
+        "search_mode",
+        "choose tools instead (finance_search replaces search_mode \"sec\")",
+    ),
+    ("return_images", "use the image_search tool"),
+    (
+        "image_domain_filter",
+        "use the image_search tool's filters.domain_filter",
+    ),
+    (
+        "image_format_filter",
+        "use the image_search tool's filters.format_filter",
+    ),
+    ("return_related_questions", ""),
+    ("presence_penalty", ""),
+    ("frequency_penalty", ""),
+    ("stop", ""),
+    ("top_k", ""),
+    ("n", ""),
+    ("logprobs", ""),
+    ("top_logprobs", ""),
+    (
+        "web_search_options",
+        "configure the web_search tool instead",
+    ),
+    ("search_language_filter", ""),
+    ("return_videos", ""),
+    ("num_images", ""),
+    ("messages", "use input"),
+    ("max_tokens", "use max_output_tokens"),
+    (
+        "search_domain_filter",
+        "set it in the web_search tool's filters",
+    ),
+    (
+        "search_recency_filter",
+        "set it in the web_search tool's filters",
+    ),
+    (
+        "search_after_date_filter",
+        "set it in the web_search tool's filters",
+    ),
+    (
+        "search_before_date_filter",
+        "set it in the web_search tool's filters",
+    ),
+    (
+        "last_updated_after_filter",
+        "set it in the web_search tool's filters",
+    ),
+    (
+        "last_updated_before_filter",
+        "set it in the web_search tool's filters",
+    ),
+];
+
+/// The explanation for an unknown field that is a removed Sonar parameter: top-level names,
+/// and `search_language_filter` wherever it appears (older docs put it in `filters`).
+fn removed_parameter(path: &str) -> Option<String> {
+    let name = if path.contains(['.', '[']) {
+        path.strip_suffix("search_language_filter")
+            .filter(|rest| rest.ends_with('.'))
+            .map(|_| "search_language_filter")?
+    } else {
+        path
+    };
+    let (name, hint) = SONAR_PARAMETERS.iter().find(|(n, _)| *n == name)?;
+    let mut why = format!("{name} is a Sonar parameter that is not supported on the Agent API");
+    if !hint.is_empty() {
+        why.push_str("; ");
+        why.push_str(hint);
+    }
+    Some(why)
 }
 
 /// `unknown field `x`, expected …` → `x`.

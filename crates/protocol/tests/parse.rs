@@ -1,4 +1,6 @@
-use agentd_protocol::request::CreateRequest;
+#![expect(clippy::expect_used, reason = "tests")]
+
+use agentd_protocol::request::{BuiltinSkill, BuiltinSkillName, CreateRequest, Skill};
 
 fn param(body: &str) -> (Option<String>, String) {
     let err = CreateRequest::parse(body.as_bytes()).expect_err("must fail");
@@ -9,11 +11,26 @@ fn param(body: &str) -> (Option<String>, String) {
 fn unknown_fields_name_their_path() {
     let cases = [
         (r#"{"input":"x","bogus":1}"#, "bogus"),
-        (r#"{"input":"x","tools":[{"type":"function","name":"f","strictt":true}]}"#, "tools[0].strictt"),
-        (r#"{"input":"x","tools":[{"type":"web_search"},{"type":"web_search","filters":{"foo":1}}]}"#, "tools[1].filters.foo"),
-        (r#"{"input":[{"role":"user","content":[{"type":"input_text","text":"a","x":1}]}]}"#, "input[0].content[0].x"),
-        (r#"{"input":[{"type":"function_call_output","call_id":"c","output":"o","extra":1}]}"#, "input[0].extra"),
-        (r#"{"input":"x","tools":[{"type":"mcp","server_label":"a","server_url":"u","require_approval":{"always":{"tool_namez":[]}}}]}"#, "tools[0].require_approval.always.tool_namez"),
+        (
+            r#"{"input":"x","tools":[{"type":"function","name":"f","strictt":true}]}"#,
+            "tools[0].strictt",
+        ),
+        (
+            r#"{"input":"x","tools":[{"type":"web_search"},{"type":"web_search","filters":{"foo":1}}]}"#,
+            "tools[1].filters.foo",
+        ),
+        (
+            r#"{"input":[{"role":"user","content":[{"type":"input_text","text":"a","x":1}]}]}"#,
+            "input[0].content[0].x",
+        ),
+        (
+            r#"{"input":[{"type":"function_call_output","call_id":"c","output":"o","extra":1}]}"#,
+            "input[0].extra",
+        ),
+        (
+            r#"{"input":"x","tools":[{"type":"mcp","server_label":"a","server_url":"u","require_approval":{"always":{"tool_namez":[]}}}]}"#,
+            "tools[0].require_approval.always.tool_namez",
+        ),
     ];
     for (body, want) in cases {
         let (got, message) = param(body);
@@ -48,4 +65,179 @@ fn message_type_is_optional_and_replays_parse() {
     let json = serde_json::to_value(&req).expect("serializes");
     assert_eq!(json["input"][0]["type"], "message");
     assert_eq!(json["input"][3]["type"], "function_call_output");
+}
+
+#[test]
+fn removed_sonar_parameters_are_refused_as_unsupported() {
+    let removed = [
+        ("disable_search", "true"),
+        ("enable_search_classifier", "true"),
+        ("search_mode", "\"academic\""),
+        ("return_images", "true"),
+        ("image_domain_filter", "[\"example.com\"]"),
+        ("image_format_filter", "[\"png\"]"),
+        ("return_related_questions", "true"),
+        ("presence_penalty", "0"),
+        ("frequency_penalty", "0"),
+        ("stop", "[\"\\n\"]"),
+        ("top_k", "5"),
+        ("n", "1"),
+        ("logprobs", "true"),
+        ("top_logprobs", "2"),
+        ("web_search_options", "{\"search_context_size\":\"high\"}"),
+        ("search_language_filter", "[\"en\"]"),
+        ("return_videos", "true"),
+        ("num_images", "2"),
+        ("messages", "[]"),
+        ("max_tokens", "100"),
+        ("search_domain_filter", "[\"example.com\"]"),
+        ("search_recency_filter", "\"week\""),
+    ];
+    for (name, value) in removed {
+        let body = format!(r#"{{"model":"perplexity/sonar","input":"x","{name}":{value}}}"#);
+        let (got, message) = param(&body);
+        assert_eq!(got.as_deref(), Some(name), "{message}");
+        assert!(
+            message.contains(&format!("unknown field \"{name}\"")),
+            "{message}"
+        );
+        assert!(
+            message.contains("not supported on the Agent API"),
+            "{message}"
+        );
+    }
+    let (got, message) = param(
+        r#"{"input":"x","tools":[{"type":"web_search","filters":{"search_language_filter":["en"]}}]}"#,
+    );
+    assert_eq!(
+        got.as_deref(),
+        Some("tools[0].filters.search_language_filter")
+    );
+    assert!(
+        message.contains("not supported on the Agent API"),
+        "{message}"
+    );
+    // Other unknown fields keep the plain message.
+    let (_, message) = param(r#"{"input":"x","tools":[{"type":"function","name":"f","stop":1}]}"#);
+    assert_eq!(
+        message,
+        "invalid request body: unknown field \"tools[0].stop\""
+    );
+}
+
+#[test]
+fn sonar_content_parts_are_refused_as_unsupported() {
+    for kind in ["file_url", "pdf_url", "video_url", "image_url"] {
+        let body = format!(
+            r#"{{"input":[{{"role":"user","content":[{{"type":"{kind}","{kind}":{{"url":"https://x"}}}}]}}]}}"#
+        );
+        let (got, message) = param(&body);
+        assert_eq!(
+            got.as_deref(),
+            Some("input[0].content[0].type"),
+            "{message}"
+        );
+        assert!(
+            message.contains("not supported on the Agent API"),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn openai_extras_are_accepted() {
+    let req = CreateRequest::parse(
+        br#"{"model":"openai/gpt-5.4","input":"x","text":{"format":{"type":"text"}},
+        "metadata":{"k":"v"},"parallel_tool_calls":false,"truncation":"auto",
+        "stream_options":{"include_usage":false},"include":["reasoning.encrypted_content"],
+        "user":"u","safety_identifier":"s"}"#,
+    )
+    .expect("parses");
+    assert_eq!(req.parallel_tool_calls, Some(false));
+}
+
+#[test]
+fn skills_are_typed() {
+    let req = CreateRequest::parse(
+        br#"{"input":"x","skills":[
+        {"type":"builtin","name":"office/pdf"},
+        {"type":"inline","name":"release-notes","description":"d","instructions":"i"},
+        {"type":"custom","id":"skill_1","version":"2"},
+        {"type":"custom","id":"skill_2"}]}"#,
+    )
+    .expect("parses");
+    let skills = req.skills.as_deref().unwrap_or_default();
+    assert!(matches!(
+        skills[0],
+        Skill::Builtin(BuiltinSkill {
+            name: BuiltinSkillName::OfficePdf
+        })
+    ));
+    assert!(matches!(&skills[1], Skill::Inline(s) if s.name == "release-notes"));
+    assert!(matches!(&skills[3], Skill::Custom(s) if s.version.is_none()));
+    let cases = [
+        (
+            r#"{"input":"x","skills":[{"type":"builtin","name":"office/doc"}]}"#,
+            "skills[0].name",
+        ),
+        (
+            r#"{"input":"x","skills":[{"type":"plugin","name":"p"}]}"#,
+            "skills[0].type",
+        ),
+        (r#"{"input":"x","skills":[{"name":"p"}]}"#, "skills[0].type"),
+        (
+            r#"{"input":"x","skills":[{"type":"custom","id":"s","revision":"1"}]}"#,
+            "skills[0].revision",
+        ),
+        (
+            r#"{"input":"x","skills":[{"type":"inline","name":"n","description":"d"}]}"#,
+            "skills[0]",
+        ),
+    ];
+    for (body, want) in cases {
+        let (got, message) = param(body);
+        assert_eq!(got.as_deref(), Some(want), "{body} -> {message}");
+    }
+}
+
+/// Every field of the SDK's `ResponsesRequestInput` (and of each `ToolInput`), plus the
+/// accepted OpenAI extras, parses and serializes back under the same names.
+#[test]
+fn request_fields_round_trip_under_their_sdk_names() {
+    let json = r#"{
+      "input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"},
+        {"type":"input_image","image_url":"https://example.com/a.png","detail":"high"},
+        {"type":"input_file","file_url":"https://example.com/a.pdf","filename":"a.pdf"}]},
+       {"type":"function_call","call_id":"call_1","name":"f","arguments":"{}","thought_signature":"sig"},
+       {"type":"function_call_output","call_id":"call_1","output":[{"type":"input_text","text":"ok"}],"name":"f","status":"completed"},
+       {"type":"reasoning","summary":[{"type":"summary_text","text":"s"}],"content":[{"type":"reasoning_text","text":"r"}],"encrypted_content":"e","id":"rs_1","status":"completed"},
+       {"type":"mcp_approval_request","id":"mcpr_1","server_label":"gh","name":"t","arguments":"{}"},
+       {"type":"mcp_approval_response","approval_request_id":"mcpr_1","approve":true,"reason":"ok"}],
+      "model":"openai/gpt-5.4","models":["openai/gpt-5.4","anthropic/claude-sonnet-4-6"],
+      "preset":"pro-search","effort":"medium","instructions":"Be brief.","language_preference":"en",
+      "max_output_tokens":1024,"max_steps":10,"max_tool_calls":5,"step_budget_reminder":true,
+      "reasoning":{"effort":"xhigh"},
+      "response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object"},"description":"d","strict":true}},
+      "tools":[
+        {"type":"web_search","search_context_size":"high","max_tokens":4000,"max_tokens_per_page":1000,"max_results":10,"search_type":"fast",
+         "user_location":{"city":"Paris","country":"FR","region":"IDF","latitude":48.85,"longitude":2.35},
+         "filters":{"search_domain_filter":["arxiv.org","-reddit.com"],"search_after_date_filter":"01/01/2025",
+           "search_before_date_filter":"12/31/2025","last_updated_after_filter":"01/01/2025","last_updated_before_filter":"12/31/2025"}},
+        {"type":"image_search","max_results":5,"filters":{"domain_filter":["example.com"],"format_filter":["png"],"safe_search":true}},
+        {"type":"fetch_url","max_urls":3,"total_budget_tokens":50000},
+        {"type":"people_search"},{"type":"finance_search"},{"type":"sandbox"},
+        {"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true},
+        {"type":"mcp","server_label":"gh","server_url":"https://mcp.example.com","authorization":"tok","headers":{"X-A":"b"},
+         "allowed_tools":["t"],"require_approval":{"always":{"read_only":false,"tool_names":["t"]},"never":{"read_only":true}},"defer_loading":true},
+        {"type":"connector","id":"conn_1","server_label":"slack","server_description":"Slack","allowed_tools":["post"],"require_approval":"never"}],
+      "tool_choice":{"type":"function","name":"f"},"parallel_tool_calls":true,"temperature":0.5,"top_p":0.9,
+      "stream":true,"stream_options":{"include_usage":true},"background":true,"store":false,
+      "previous_response_id":"resp_0","prompt_cache_key":"k","metadata":{"k":"v"},"truncation":"auto",
+      "service_tier":"priority","profile":{"type":"custom","id":"prof_1","version":"1"},
+      "skills":[{"type":"builtin","name":"office"},{"type":"inline","name":"n","description":"d","instructions":"i"},{"type":"custom","id":"s","version":"1"}],
+      "text":{"format":{"type":"text"}},"include":["x"],"user":"u","safety_identifier":"s"}"#;
+    let req = CreateRequest::parse(json.as_bytes()).expect("parses");
+    let expected: serde_json::Value = serde_json::from_str(json).expect("JSON");
+    assert_eq!(serde_json::to_value(&req).expect("serializes"), expected);
+    req.validate().expect("valid");
 }
