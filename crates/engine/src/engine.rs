@@ -1,6 +1,6 @@
 //! The engine's front door: start runs, retrieve responses, manage API keys.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -83,7 +83,11 @@ pub(crate) fn new_id(prefix: &str) -> String {
 }
 
 impl Engine {
-    pub fn new(router: Arc<dyn ModelRouter>, store: Arc<dyn Store>, config: EngineConfig) -> Engine {
+    pub fn new(
+        router: Arc<dyn ModelRouter>,
+        store: Arc<dyn Store>,
+        config: EngineConfig,
+    ) -> Engine {
         Engine {
             inner: Arc::new(Inner {
                 router,
@@ -165,11 +169,20 @@ impl Engine {
         // The record exists from the start so retrieve answers while the run goes on.
         self.inner
             .store
-            .put_response(&crate::run::record(&plan, &response, plan.transcript.clone()))
+            .put_response(&crate::run::record(
+                &plan,
+                &response,
+                plan.transcript.clone(),
+            ))
             .await?;
         self.lock_live().insert(id.clone(), log.clone());
 
-        let run = Run::new(plan, response.clone(), log.clone(), self.inner.store.clone());
+        let run = Run::new(
+            plan,
+            response.clone(),
+            log.clone(),
+            self.inner.store.clone(),
+        );
         let engine = self.clone();
         let run_id = id.clone();
         tokio::spawn(async move {
@@ -186,17 +199,24 @@ impl Engine {
     }
 
     fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<EventLog>>> {
-        self.inner.live.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn resolve_model(&self, request: &CreateRequest) -> Result<(String, ResolvedModel), EngineError> {
+    fn resolve_model(
+        &self,
+        request: &CreateRequest,
+    ) -> Result<(String, ResolvedModel), EngineError> {
         let (model_id, param) = match (&request.models, &request.model) {
             (Some(models), _) if !models.is_empty() => (models[0].clone(), "models[0]".to_owned()),
             (_, Some(model)) => (model.clone(), "model".to_owned()),
             _ => {
                 return Err(EngineError::InvalidModel {
-                    message: "no model given: set `model` (presets are not available on this server)"
-                        .to_owned(),
+                    message:
+                        "no model given: set `model` (presets are not available on this server)"
+                            .to_owned(),
                     param: "model".to_owned(),
                 });
             }
@@ -216,7 +236,9 @@ impl Engine {
     pub async fn get_response(&self, project_id: &str, id: &str) -> Result<Response, EngineError> {
         match self.inner.store.get_response(project_id, id).await? {
             Some(record) if record.visible => Ok(record.response),
-            _ => Err(EngineError::NotFound(format!("response \"{id}\" not found"))),
+            _ => Err(EngineError::NotFound(format!(
+                "response \"{id}\" not found"
+            ))),
         }
     }
 
@@ -298,7 +320,7 @@ fn initial_response(request: &CreateRequest, model_id: &str, background: bool) -
             .text
             .clone()
             .unwrap_or_else(|| json!({"format": {"type": "text"}})),
-        metadata: request.metadata.clone().unwrap_or_else(BTreeMap::new),
+        metadata: request.metadata.clone().unwrap_or_default(),
         previous_response_id: request.previous_response_id.clone(),
         prompt_cache_key: request.prompt_cache_key.clone(),
         reasoning: request.reasoning.clone(),

@@ -10,7 +10,7 @@
 //! and [`store`] (the ports), [`error`].
 //!
 //! ```no_run
-//! # async fn demo(engine: agentd_engine::Engine, request: agentd_protocol::request::CreateRequest) {
+//! # async fn demo(engine: agentd_engine::Engine, request: protocol::request::CreateRequest) {
 //! let handle = engine.start("proj_1", request).await.expect("valid request");
 //! let response = handle.finish().await;
 //! # }

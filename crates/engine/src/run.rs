@@ -10,7 +10,10 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use protocol::events::EventData;
-use protocol::input::{FunctionCallInput, FunctionCallOutput, FunctionOutput, InputItem, InputMessage, MessageContent, Role};
+use protocol::input::{
+    FunctionCallInput, FunctionCallOutput, FunctionOutput, InputItem, InputMessage, MessageContent,
+    Role,
+};
 use protocol::output::{
     FunctionCall, OutputContent, OutputItem, OutputMessage, OutputStatus, OutputText,
 };
@@ -126,7 +129,9 @@ impl Run {
         }
         match self.store.append_events(&self.response.id, &records).await {
             Ok(()) => self.flushed += records.len(),
-            Err(err) => tracing::error!(response_id = %self.response.id, error = %err, "event log write failed"),
+            Err(err) => {
+                tracing::error!(response_id = %self.response.id, error = %err, "event log write failed")
+            }
         }
     }
 
@@ -165,14 +170,15 @@ impl Run {
             }
             let mut handed_back = 0;
             for call in turn.calls {
-                self.transcript.push(InputItem::FunctionCall(FunctionCallInput {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                    id: None,
-                    status: None,
-                    thought_signature: call.thought_signature.clone(),
-                }));
+                self.transcript
+                    .push(InputItem::FunctionCall(FunctionCallInput {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                        id: None,
+                        status: None,
+                        thought_signature: call.thought_signature.clone(),
+                    }));
                 match self.plan.registry.check_call(&call.name, &call.arguments) {
                     Ok(()) => {
                         self.hand_back(call);
@@ -180,14 +186,15 @@ impl Run {
                     }
                     Err(problem) => {
                         tracing::debug!(response_id = %self.response.id, tool = %call.name, "tool call refused; the model is told");
-                        self.transcript.push(InputItem::FunctionCallOutput(FunctionCallOutput {
-                            call_id: call.id,
-                            output: FunctionOutput::Text(problem),
-                            name: Some(call.name),
-                            id: None,
-                            status: None,
-                            thought_signature: None,
-                        }));
+                        self.transcript
+                            .push(InputItem::FunctionCallOutput(FunctionCallOutput {
+                                call_id: call.id,
+                                output: FunctionOutput::Text(problem),
+                                name: Some(call.name),
+                                id: None,
+                                status: None,
+                                thought_signature: None,
+                            }));
                     }
                 }
             }
@@ -212,13 +219,29 @@ impl Run {
                 (None, None) => ModelToolChoice::Auto,
             },
         };
-        let tools_on = tools_on && !self.plan.registry.is_empty() && tool_choice != ModelToolChoice::None;
+        let tools_on =
+            tools_on && !self.plan.registry.is_empty() && tool_choice != ModelToolChoice::None;
         ModelRequest {
             model: self.plan.model.upstream_model.clone(),
-            messages: transcript::to_model_messages(request.instructions.as_deref(), &self.transcript),
-            tools: if tools_on { self.plan.registry.specs() } else { Vec::new() },
-            tool_choice: if tools_on { tool_choice } else { ModelToolChoice::None },
-            parallel_tool_calls: if tools_on { request.parallel_tool_calls } else { None },
+            messages: transcript::to_model_messages(
+                request.instructions.as_deref(),
+                &self.transcript,
+            ),
+            tools: if tools_on {
+                self.plan.registry.specs()
+            } else {
+                Vec::new()
+            },
+            tool_choice: if tools_on {
+                tool_choice
+            } else {
+                ModelToolChoice::None
+            },
+            parallel_tool_calls: if tools_on {
+                request.parallel_tool_calls
+            } else {
+                None
+            },
             temperature: request.temperature,
             top_p: request.top_p,
             max_output_tokens,
@@ -298,7 +321,8 @@ impl Run {
                     self.usage.input_tokens += usage.input_tokens;
                     self.usage.output_tokens += usage.output_tokens;
                     self.usage.input_tokens_details.cached_tokens += usage.cached_input_tokens;
-                    self.usage.input_tokens_details.cache_read_input_tokens += usage.cached_input_tokens;
+                    self.usage.input_tokens_details.cache_read_input_tokens +=
+                        usage.cached_input_tokens;
                     self.usage.output_tokens_details.reasoning_tokens += usage.reasoning_tokens;
                 }
                 Ok(ModelEvent::Finish(reason)) => finish = Some(reason),
@@ -324,9 +348,15 @@ impl Run {
             .into_iter()
             .filter(|c| !c.name.is_empty())
             .map(|c| ToolCall {
-                id: c.id.unwrap_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple())),
+                id: c
+                    .id
+                    .unwrap_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple())),
                 name: c.name,
-                arguments: if c.arguments.trim().is_empty() { "{}".to_owned() } else { c.arguments },
+                arguments: if c.arguments.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    c.arguments
+                },
                 thought_signature: c.thought_signature,
             })
             .collect();
@@ -423,7 +453,11 @@ impl Run {
         }
         // Store before the terminal event: a client that reads the end of the stream and then
         // retrieves the response sees the final object.
-        let record = record(&self.plan, &self.response, std::mem::take(&mut self.transcript));
+        let record = record(
+            &self.plan,
+            &self.response,
+            std::mem::take(&mut self.transcript),
+        );
         if let Err(err) = self.store.put_response(&record).await {
             tracing::error!(response_id = %self.response.id, error = %err, "response write failed");
         }

@@ -56,8 +56,11 @@ pub trait ResponseStore: Send + Sync {
 #[async_trait::async_trait]
 pub trait EventStore: Send + Sync {
     /// Append events of a run (a batch; sequence numbers increase).
-    async fn append_events(&self, response_id: &str, events: &[EventRecord])
-    -> Result<(), StoreError>;
+    async fn append_events(
+        &self,
+        response_id: &str,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError>;
     /// Events of a run with `sequence_number > after` (all when `after` is `None`), in order.
     async fn events_after(
         &self,

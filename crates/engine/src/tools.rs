@@ -164,7 +164,9 @@ mod tests {
                 {"type":"function","name":"loose","parameters":{"type":"object","properties":{"n":{"type":"integer"}}}}]"#,
         );
         assert!(r.check_call("f", r#"{"n":1}"#).is_ok());
-        let err = r.check_call("f", r#"{"n":"one"}"#).expect_err("type mismatch");
+        let err = r
+            .check_call("f", r#"{"n":"one"}"#)
+            .expect_err("type mismatch");
         assert!(err.contains("/n"), "{err}");
         assert!(r.check_call("f", "{").is_err());
         assert!(r.check_call("loose", r#"{"n":"one"}"#).is_ok());
@@ -178,6 +180,9 @@ mod tests {
         )
         .expect("parse");
         let echoed = serde_json::to_string(&redact(&tools)).expect("serialize");
-        assert!(!echoed.contains("tok") && !echoed.contains("X-Key"), "{echoed}");
+        assert!(
+            !echoed.contains("tok") && !echoed.contains("X-Key"),
+            "{echoed}"
+        );
     }
 }

@@ -203,7 +203,9 @@ mod tests {
         );
         let messages = to_model_messages(Some("be brief"), &items);
         assert_eq!(messages.len(), 5);
-        assert!(matches!(&messages[2], ModelMessage::Assistant { tool_calls, .. } if tool_calls.len() == 2));
+        assert!(
+            matches!(&messages[2], ModelMessage::Assistant { tool_calls, .. } if tool_calls.len() == 2)
+        );
         assert!(matches!(&messages[4], ModelMessage::Tool { name: Some(n), .. } if n == "g"));
     }
 
@@ -211,8 +213,11 @@ mod tests {
     fn output_without_call_and_call_without_output_are_refused() {
         let orphan = items(r#"[{"type":"function_call_output","call_id":"x","output":"1"}]"#);
         let err = check_function_calls(&orphan, 0).expect_err("orphan output");
-        assert!(matches!(err, EngineError::InvalidRequest(e) if e.param.as_deref() == Some("input[0].call_id")));
-        let pending = items(r#"[{"type":"function_call","call_id":"x","name":"f","arguments":"{}"}]"#);
+        assert!(
+            matches!(err, EngineError::InvalidRequest(e) if e.param.as_deref() == Some("input[0].call_id"))
+        );
+        let pending =
+            items(r#"[{"type":"function_call","call_id":"x","name":"f","arguments":"{}"}]"#);
         assert!(check_function_calls(&pending, 0).is_err());
     }
 }

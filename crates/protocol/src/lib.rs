@@ -1,9 +1,17 @@
 //! agentd's wire types: the create request, input and output items, the response object, stream
-//! events and the HTTP error envelope. serde only, no I/O.
+//! events and the HTTP error envelope, exactly as Perplexity's Agent API puts them on the wire
+//! (the SDK schema `perplexity/generated/api.py` wins on names and types). serde only, no I/O.
 //!
-//! Layout: [`request`] (the create request and its tools), [`input`] (input items), [`output`]
-//! (output items), [`response`] (the response object and other bodies), [`events`] (stream events),
-//! [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing).
+//! Layout: [`request`] (the create request, its tools and skills), [`validate`] (the request
+//! limits of spec §2–§4: [`request::CreateRequest::validate`]), [`input`] (input items),
+//! [`output`] (output items: the SDK's union plus agentd's `people_search_results` and
+//! `finance_results`), [`response`] (the response object and other bodies), [`events`] (stream
+//! events), [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing).
+//!
+//! Requests are parsed strictly: an unknown field anywhere is refused with its path, and the
+//! removed Sonar parameters say that they are not supported on the Agent API. Parsing checks
+//! shapes; [`request::CreateRequest::validate`] then checks limits, reporting the first violation
+//! in field order.
 //!
 //! ```
 //! use agentd_protocol::request::CreateRequest;
@@ -11,6 +19,9 @@
 //! let err = CreateRequest::parse(br#"{"input":"hi","tools":[{"type":"function","name":"f","strictt":true}]}"#)
 //!     .unwrap_err();
 //! assert_eq!(err.param.as_deref(), Some("tools[0].strictt"));
+//!
+//! let request = CreateRequest::parse(br#"{"model":"openai/gpt-5.4","input":"hi","max_steps":0}"#).unwrap();
+//! assert_eq!(request.validate().unwrap_err().param.as_deref(), Some("max_steps"));
 //! ```
 
 pub mod error;

@@ -23,9 +23,16 @@ impl FromRequestParts<AppState> for Project {
             .headers
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
             .map(str::trim)
             .filter(|k| !k.is_empty());
-        state.auth.project_for(&state.engine, key).await.map(Project)
+        state
+            .auth
+            .project_for(&state.engine, key)
+            .await
+            .map(Project)
     }
 }

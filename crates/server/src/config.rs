@@ -40,6 +40,15 @@ pub struct RawConfig {
     pub engine: RawEngine,
     #[serde(default)]
     pub log: RawLog,
+    #[serde(default)]
+    pub http: RawHttp,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp {
+    /// Interval of SSE keep-alive comments on a quiet stream, in milliseconds (default 15000).
+    pub sse_keep_alive_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -116,6 +125,8 @@ pub struct Config {
     pub providers: Vec<ProviderConfig>,
     pub default_max_steps: u32,
     pub log_format: LogFormat,
+    /// Interval of SSE keep-alive comments.
+    pub sse_keep_alive: std::time::Duration,
 }
 
 impl Config {
@@ -153,7 +164,8 @@ impl Config {
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
                 return Err(ConfigError::Invalid {
                     name: "database URL".to_owned(),
-                    message: "PostgreSQL is not supported by this build yet; use sqlite://…".to_owned(),
+                    message: "PostgreSQL is not supported by this build yet; use sqlite://…"
+                        .to_owned(),
                 });
             }
             Some(_) => {
@@ -180,6 +192,13 @@ impl Config {
                 });
             }
         };
+        let keep_alive_ms = file.http.sse_keep_alive_ms.unwrap_or(15_000);
+        if !(100..=600_000).contains(&keep_alive_ms) {
+            return Err(ConfigError::Invalid {
+                name: "http.sse_keep_alive_ms".to_owned(),
+                message: "must be within 100..=600000".to_owned(),
+            });
+        }
         let providers = merge_providers(file.providers, env)?;
         Ok(Config {
             listen,
@@ -188,6 +207,7 @@ impl Config {
             providers,
             default_max_steps,
             log_format,
+            sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
         })
     }
 }
@@ -197,7 +217,11 @@ fn merge_providers(
     file: BTreeMap<String, RawProvider>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<ProviderConfig>, ConfigError> {
-    let env_var = |name: &str| env(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let env_var = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
     let mut merged: Vec<ProviderConfig> = Vec::new();
     for (name, raw) in file {
         let invalid = |message: String| ConfigError::Invalid {
@@ -209,7 +233,9 @@ fn merge_providers(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         {
-            return Err(invalid("a provider name is letters, digits, '-', '_' or '.'".to_owned()));
+            return Err(invalid(
+                "a provider name is letters, digits, '-', '_' or '.'".to_owned(),
+            ));
         }
         let shortcut = ENV_SHORTCUTS.iter().find(|row| row.provider == name);
         let api = match (&raw.api, shortcut) {
@@ -265,14 +291,20 @@ mod tests {
         let none = env_of(&[]);
         let c = Config::resolve(RawConfig::default(), &none, &Flags::default()).expect("ok");
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(c.store, StoreLocation::DataDir(PathBuf::from(DEFAULT_DATA_DIR)));
+        assert_eq!(
+            c.store,
+            StoreLocation::DataDir(PathBuf::from(DEFAULT_DATA_DIR))
+        );
 
         let f = || file("listen = \"127.0.0.1:1000\"\ndata_dir = \"/from/file\"");
         let c = Config::resolve(f(), &none, &Flags::default()).expect("ok");
         assert_eq!(c.listen.port(), 1000);
         assert_eq!(c.data_dir, PathBuf::from("/from/file"));
 
-        let env = env_of(&[("AGENTD_LISTEN", "127.0.0.1:2000"), ("AGENTD_DATA_DIR", "/from/env")]);
+        let env = env_of(&[
+            ("AGENTD_LISTEN", "127.0.0.1:2000"),
+            ("AGENTD_DATA_DIR", "/from/env"),
+        ]);
         let c = Config::resolve(f(), &env, &Flags::default()).expect("ok");
         assert_eq!(c.listen.port(), 2000);
         assert_eq!(c.data_dir, PathBuf::from("/from/env"));
@@ -289,18 +321,28 @@ mod tests {
 
     #[test]
     fn unknown_config_keys_are_refused() {
-        let err = RawConfig::from_toml("lisen = \"x\"", std::path::Path::new("a.toml")).expect_err("typo");
+        let err = RawConfig::from_toml("lisen = \"x\"", std::path::Path::new("a.toml"))
+            .expect_err("typo");
         assert!(err.to_string().contains("lisen"), "{err}");
     }
 
     #[test]
     fn providers_merge_file_and_env() {
-        let env = env_of(&[("OPENAI_API_KEY", "sk-1"), ("LOCAL_API_KEY", "lk"), ("XAI_API_KEY", "xk")]);
+        let env = env_of(&[
+            ("OPENAI_API_KEY", "sk-1"),
+            ("LOCAL_API_KEY", "lk"),
+            ("XAI_API_KEY", "xk"),
+        ]);
         let f = file(
             "[providers.local]\napi = \"chat_completions\"\nbase_url = \"http://127.0.0.1:11434/v1\"\napi_key_env = \"LOCAL_API_KEY\"\nmodels = [\"llama3\"]\n\n[providers.openai]\nbase_url = \"http://proxy/v1\"\n",
         );
         let c = Config::resolve(f, &env, &Flags::default()).expect("ok");
-        let by = |n: &str| c.providers.iter().find(|p| p.name == n).expect("provider present");
+        let by = |n: &str| {
+            c.providers
+                .iter()
+                .find(|p| p.name == n)
+                .expect("provider present")
+        };
         assert_eq!(by("local").api_key.as_deref(), Some("lk"));
         assert_eq!(by("local").models, vec!["llama3".to_owned()]);
         assert_eq!(by("openai").base_url, "http://proxy/v1");

@@ -24,14 +24,16 @@ pub async fn create(
     let background = request.background.unwrap_or(false);
     let handle = state.engine.start(&project, request).await?;
     if stream {
-        return Ok(sse::stream(handle.events()));
+        return Ok(sse::stream(handle.events(), state.sse_keep_alive));
     }
     if background {
         return Ok(Json(handle.initial).into_response());
     }
     match handle.finish().await {
         Some(response) => Ok(Json(&*response).into_response()),
-        None => Err(ApiError::NotFound("the run ended without a response".to_owned())),
+        None => Err(ApiError::NotFound(
+            "the run ended without a response".to_owned(),
+        )),
     }
 }
 

@@ -88,6 +88,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let default_project = engine.default_project().await?;
     Ok(AppState {
         auth: Arc::new(AuthCache::new(default_project, has_keys)),
+        sse_keep_alive: config.sse_keep_alive,
         engine,
     })
 }

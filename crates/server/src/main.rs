@@ -57,10 +57,11 @@ enum KeysCommand {
 
 fn load_config(common: &Common, listen: Option<String>) -> anyhow::Result<Config> {
     let env = |name: &str| std::env::var(name).ok();
-    let path = common
-        .config
-        .clone()
-        .or_else(|| env("AGENTD_CONFIG").filter(|v| !v.is_empty()).map(PathBuf::from));
+    let path = common.config.clone().or_else(|| {
+        env("AGENTD_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
     let file = match path {
         Some(path) => RawConfig::read(&path)?,
         None => RawConfig::default(),

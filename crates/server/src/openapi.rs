@@ -44,14 +44,20 @@ pub fn document() -> Value {
             "responses": merge(json!({"200": {"description": "The file's bytes", "content": {"application/octet-stream": {}}}}), &errors)
         }}));
     }
-    paths.insert("/v1/models".to_owned(), json!({"get": {
-        "summary": "List the models of the configured providers (no auth)", "security": [],
-        "responses": {"200": {"description": "{object: list, data: [model]}"}}
-    }}));
-    paths.insert("/health".to_owned(), json!({"get": {
-        "summary": "Liveness", "security": [],
-        "responses": {"200": {"description": "{\"status\":\"ok\"}"}}
-    }}));
+    paths.insert(
+        "/v1/models".to_owned(),
+        json!({"get": {
+            "summary": "List the models of the configured providers (no auth)", "security": [],
+            "responses": {"200": {"description": "{object: list, data: [model]}"}}
+        }}),
+    );
+    paths.insert(
+        "/health".to_owned(),
+        json!({"get": {
+            "summary": "Liveness", "security": [],
+            "responses": {"200": {"description": "{\"status\":\"ok\"}"}}
+        }}),
+    );
     json!({
         "openapi": "3.1.0",
         "info": {"title": "agentd Agent API", "version": env!("CARGO_PKG_VERSION"),

@@ -9,13 +9,13 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt as _};
 
-/// How often a keep-alive comment is sent on a quiet stream.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// Streams serialized events as SSE.
-pub fn stream(events: impl Stream<Item = Arc<str>> + Send + 'static) -> Response {
+/// Streams serialized events as SSE, with a keep-alive comment after `keep_alive` of silence.
+pub fn stream(
+    events: impl Stream<Item = Arc<str>> + Send + 'static,
+    keep_alive: Duration,
+) -> Response {
     let frames = events.map(|line| Ok::<_, Infallible>(Event::default().data(&*line)));
     Sse::new(frames)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .keep_alive(KeepAlive::new().interval(keep_alive))
         .into_response()
 }

@@ -13,6 +13,8 @@ use crate::error::ApiError;
 pub struct AppState {
     pub engine: Engine,
     pub auth: Arc<AuthCache>,
+    /// Interval of SSE keep-alive comments.
+    pub sse_keep_alive: std::time::Duration,
 }
 
 /// Key-to-project lookups, cached: keys are never revoked while the server runs, so a known key
@@ -37,7 +39,11 @@ impl AuthCache {
     }
 
     /// The project a request with this bearer key (if any) acts for.
-    pub async fn project_for(&self, engine: &Engine, key: Option<&str>) -> Result<String, ApiError> {
+    pub async fn project_for(
+        &self,
+        engine: &Engine,
+        key: Option<&str>,
+    ) -> Result<String, ApiError> {
         let hash = key.map(engine::hash_key);
         if let Some(hash) = &hash {
             let cached = self

@@ -1,12 +1,10 @@
 //! Black-box tests of the HTTP API: agentd in-process on port 0, the scripted fake provider
 //! behind it over a real socket.
 
-#![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
 use std::time::Duration;
 
-use testkit::{FAKE_PROVIDER_KEY, Reply, TestApp, redact};
 use serde_json::{Value, json};
+use testkit::{FAKE_PROVIDER_KEY, Reply, TestApp, redact};
 
 const MODEL: &str = "openai/gpt-test";
 
@@ -28,17 +26,30 @@ fn order_tools() -> Value {
 #[tokio::test]
 async fn text_answer_is_returned_stored_and_retrievable() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::text("Hello there, world").usage(12, 3).cached_tokens(4));
+    app.fake.push(
+        Reply::text("Hello there, world")
+            .usage(12, 3)
+            .cached_tokens(4),
+    );
     let (status, body) = app
-        .post("/v1/agent", json!({"model": MODEL, "input": "Say hello", "instructions": "Be brief."}))
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "Say hello", "instructions": "Be brief."}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     insta::assert_json_snapshot!("text_answer", redact(&body));
-    assert_eq!(body["output"][0]["content"][0]["text"], "Hello there, world");
+    assert_eq!(
+        body["output"][0]["content"][0]["text"],
+        "Hello there, world"
+    );
 
     let sent = &app.fake.requests()[0];
     assert_eq!(sent["model"], "gpt-test");
-    assert_eq!(sent["messages"][0], json!({"role": "system", "content": "Be brief."}));
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "system", "content": "Be brief."})
+    );
     assert_eq!(sent["messages"][1]["role"], "user");
 
     let id = body["id"].as_str().unwrap();
@@ -52,9 +63,13 @@ async fn text_answer_is_returned_stored_and_retrievable() {
 #[tokio::test]
 async fn streaming_follows_the_documented_order_and_forwards_each_delta() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::text_chunks(["The ", "answer ", "is 42."]).usage(7, 3));
+    app.fake
+        .push(Reply::text_chunks(["The ", "answer ", "is 42."]).usage(7, 3));
     let transcript = app
-        .post_stream("/v1/responses", json!({"model": MODEL, "input": "?", "stream": true}))
+        .post_stream(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "?", "stream": true}),
+        )
         .await;
     assert_eq!(
         transcript.types(),
@@ -75,20 +90,30 @@ async fn streaming_follows_the_documented_order_and_forwards_each_delta() {
         .iter()
         .filter_map(|e| e["delta"].as_str())
         .collect();
-    assert_eq!(deltas, ["The ", "answer ", "is 42."], "deltas as the provider streamed them");
+    assert_eq!(
+        deltas,
+        ["The ", "answer ", "is 42."],
+        "deltas as the provider streamed them"
+    );
     let events: Vec<Value> = transcript.events.iter().map(redact).collect();
     insta::assert_json_snapshot!("text_stream", events);
 
     let completed = &transcript.terminal()["response"];
     assert_eq!(completed["usage"]["total_tokens"], 10);
-    let (_, stored) = app.get(&format!("/v1/responses/{}", completed["id"].as_str().unwrap())).await;
+    let (_, stored) = app
+        .get(&format!(
+            "/v1/responses/{}",
+            completed["id"].as_str().unwrap()
+        ))
+        .await;
     assert_eq!(&stored, completed);
 }
 
 #[tokio::test]
 async fn deltas_reach_the_client_before_the_model_finishes() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::text_chunks(["first ", "second"]).then_hang());
+    app.fake
+        .push(Reply::text_chunks(["first ", "second"]).then_hang());
     let response = app
         .client
         .post(app.url("/v1/responses"))
@@ -121,7 +146,10 @@ async fn function_call_round_trip_replay_and_previous_response_id_agree() {
         r#"{"order_id":"ORD-10042"}"#,
     )]));
     let (status, first) = app
-        .post("/v1/agent", json!({"model": MODEL, "input": question, "tools": order_tools()}))
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": question, "tools": order_tools()}),
+        )
         .await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["status"], "completed");
@@ -157,7 +185,10 @@ async fn function_call_round_trip_replay_and_previous_response_id_agree() {
         .await;
     assert_eq!(status, 200, "{chained}");
     assert_eq!(chained["previous_response_id"], first["id"]);
-    assert_eq!(replayed["output"][0]["content"][0]["text"], "Your order is in transit.");
+    assert_eq!(
+        replayed["output"][0]["content"][0]["text"],
+        "Your order is in transit."
+    );
 
     let requests = app.fake.requests();
     assert_eq!(requests.len(), 3);
@@ -175,12 +206,11 @@ async fn function_call_round_trip_replay_and_previous_response_id_agree() {
 #[tokio::test]
 async fn several_calls_in_one_turn_are_all_handed_back() {
     let app = TestApp::spawn().await;
-    app.fake.push(
-        Reply::text("Checking both.").then_tool_calls(vec![
+    app.fake
+        .push(Reply::text("Checking both.").then_tool_calls(vec![
             ("call_a", "get_order_status", r#"{"order_id":"A"}"#),
             ("call_b", "get_order_status", r#"{"order_id":"B"}"#),
-        ]),
-    );
+        ]));
     let transcript = app
         .post_stream(
             "/v1/agent",
@@ -199,54 +229,98 @@ async fn several_calls_in_one_turn_are_all_handed_back() {
     let added: Vec<&Value> = transcript
         .events
         .iter()
-        .filter(|e| e["type"] == "response.output_item.added" && e["item"]["type"] == "function_call")
+        .filter(|e| {
+            e["type"] == "response.output_item.added" && e["item"]["type"] == "function_call"
+        })
         .collect();
     assert_eq!(added.len(), 2);
-    assert_eq!(added[1]["item"]["arguments"], r#"{"order_id":"B"}"#, "added carries the arguments");
+    assert_eq!(
+        added[1]["item"]["arguments"], r#"{"order_id":"B"}"#,
+        "added carries the arguments"
+    );
 }
 
 #[tokio::test]
 async fn strict_arguments_that_fail_the_schema_go_back_to_the_model() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::tool_calls(vec![("call_bad", "get_order_status", r#"{"order":"X"}"#)]));
-    app.fake.push(Reply::tool_calls(vec![("call_ok", "get_order_status", r#"{"order_id":"X"}"#)]));
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_bad",
+        "get_order_status",
+        r#"{"order":"X"}"#,
+    )]));
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_ok",
+        "get_order_status",
+        r#"{"order_id":"X"}"#,
+    )]));
     let (status, body) = app
-        .post("/v1/agent", json!({"model": MODEL, "input": "?", "tools": order_tools()}))
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "tools": order_tools()}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     let output = body["output"].as_array().unwrap();
-    assert_eq!(output.len(), 1, "only the valid call reaches the caller: {body}");
+    assert_eq!(
+        output.len(),
+        1,
+        "only the valid call reaches the caller: {body}"
+    );
     assert_eq!(output[0]["call_id"], "call_ok");
     let second = &app.fake.requests()[1]["messages"];
     let tool_message = second.as_array().unwrap().last().unwrap();
     assert_eq!(tool_message["role"], "tool");
     assert_eq!(tool_message["tool_call_id"], "call_bad");
-    assert!(tool_message["content"].as_str().unwrap().contains("order_id"), "{tool_message}");
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .unwrap()
+            .contains("order_id"),
+        "{tool_message}"
+    );
 }
 
 #[tokio::test]
 async fn the_last_step_runs_without_tools_so_the_run_ends_with_an_answer() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::tool_calls(vec![("c1", "get_order_status", r#"{"nope":1}"#)]));
+    app.fake.push(Reply::tool_calls(vec![(
+        "c1",
+        "get_order_status",
+        r#"{"nope":1}"#,
+    )]));
     app.fake.push(Reply::text("I could not look it up."));
     let (status, body) = app
-        .post("/v1/agent", json!({"model": MODEL, "input": "?", "tools": order_tools(), "max_steps": 2}))
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "tools": order_tools(), "max_steps": 2}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "completed");
     let requests = app.fake.requests();
     assert!(requests[0].get("tools").is_some());
-    assert!(requests[1].get("tools").is_none(), "last step has tools disabled: {}", requests[1]);
-    assert_eq!(body["output"][0]["content"][0]["text"], "I could not look it up.");
+    assert!(
+        requests[1].get("tools").is_none(),
+        "last step has tools disabled: {}",
+        requests[1]
+    );
+    assert_eq!(
+        body["output"][0]["content"][0]["text"],
+        "I could not look it up."
+    );
 }
 
 #[tokio::test]
 async fn usage_is_summed_over_steps() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::tool_calls(vec![("c1", "get_order_status", "{}")]).usage(100, 5));
+    app.fake
+        .push(Reply::tool_calls(vec![("c1", "get_order_status", "{}")]).usage(100, 5));
     app.fake.push(Reply::text("done").usage(120, 7));
     let (_, body) = app
-        .post("/v1/agent", json!({"model": MODEL, "input": "?", "tools": order_tools(), "max_steps": 2}))
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "tools": order_tools(), "max_steps": 2}),
+        )
         .await;
     assert_eq!(body["usage"]["input_tokens"], 220);
     assert_eq!(body["usage"]["output_tokens"], 12);
@@ -283,21 +357,32 @@ async fn parameters_reach_the_model() {
         json!({"type": "function", "function": {"name": "get_order_status"}})
     );
     app.fake.push(Reply::text("ok"));
-    app.post("/v1/agent", json!({"model": MODEL, "input": "?", "tools": order_tools(), "tool_choice": "none"})).await;
+    app.post(
+        "/v1/agent",
+        json!({"model": MODEL, "input": "?", "tools": order_tools(), "tool_choice": "none"}),
+    )
+    .await;
     assert!(app.fake.requests()[2].get("tools").is_none());
 }
 
 #[tokio::test]
 async fn output_token_cap_ends_the_run_incomplete() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::text("a long answer that was cut").finish_reason("length"));
+    app.fake
+        .push(Reply::text("a long answer that was cut").finish_reason("length"));
     let transcript = app
-        .post_stream("/v1/agent", json!({"model": MODEL, "input": "?", "max_output_tokens": 16, "stream": true}))
+        .post_stream(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "max_output_tokens": 16, "stream": true}),
+        )
         .await;
     let terminal = transcript.terminal();
     assert_eq!(terminal["type"], "response.incomplete");
     assert_eq!(terminal["response"]["status"], "incomplete");
-    assert_eq!(terminal["response"]["incomplete_details"]["reason"], "max_output_tokens");
+    assert_eq!(
+        terminal["response"]["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
     assert_eq!(terminal["response"]["output"][0]["status"], "incomplete");
 }
 
@@ -305,16 +390,27 @@ async fn output_token_cap_ends_the_run_incomplete() {
 async fn provider_errors_fail_the_run_with_http_200_and_no_secret() {
     let app = TestApp::spawn().await;
     app.fake.push(Reply::error(500, "upstream exploded"));
-    let (status, body) = app.post("/v1/agent", json!({"model": MODEL, "input": "?"})).await;
+    let (status, body) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "?"}))
+        .await;
     assert_eq!(status, 200);
     assert_eq!(body["status"], "failed");
-    assert!(body["error"]["message"].as_str().unwrap().contains("upstream exploded"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("upstream exploded"),
+        "{body}"
+    );
     assert!(body["error"]["code"].is_string());
     assert!(!body.to_string().contains(FAKE_PROVIDER_KEY));
 
     app.fake.push(Reply::error(429, "slow down"));
     let transcript = app
-        .post_stream("/v1/agent", json!({"model": MODEL, "input": "?", "stream": true}))
+        .post_stream(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "stream": true}),
+        )
         .await;
     let failed = transcript.terminal();
     assert_eq!(failed["type"], "response.failed");
@@ -327,23 +423,39 @@ async fn provider_errors_fail_the_run_with_http_200_and_no_secret() {
 async fn store_false_hides_the_response_but_it_can_still_be_continued() {
     let app = TestApp::spawn().await;
     app.fake.push(Reply::text("secret plan"));
-    let (_, first) = app.post("/v1/agent", json!({"model": MODEL, "input": "plan", "store": false})).await;
+    let (_, first) = app
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "plan", "store": false}),
+        )
+        .await;
     assert_eq!(first["store"], false);
-    let (status, _) = app.get(&format!("/v1/agent/{}", first["id"].as_str().unwrap())).await;
+    let (status, _) = app
+        .get(&format!("/v1/agent/{}", first["id"].as_str().unwrap()))
+        .await;
     assert_eq!(status, 404);
     app.fake.push(Reply::text("continued"));
     let (status, second) = app
-        .post("/v1/agent", json!({"model": MODEL, "input": "more", "previous_response_id": first["id"]}))
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "more", "previous_response_id": first["id"]}),
+        )
         .await;
     assert_eq!(status, 200, "{second}");
     let messages = &app.fake.requests()[1]["messages"];
-    assert_eq!(messages[1], json!({"role": "assistant", "content": "secret plan"}));
+    assert_eq!(
+        messages[1],
+        json!({"role": "assistant", "content": "secret plan"})
+    );
 }
 
 #[tokio::test]
 async fn a_client_that_disconnects_does_not_lose_the_run() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::text_chunks(["one ", "two ", "three"]).delay_between_chunks(Duration::from_millis(150)));
+    app.fake.push(
+        Reply::text_chunks(["one ", "two ", "three"])
+            .delay_between_chunks(Duration::from_millis(150)),
+    );
     let response = app
         .client
         .post(app.url("/v1/responses"))
@@ -370,7 +482,10 @@ async fn a_client_that_disconnects_does_not_lose_the_run() {
             assert_eq!(stored["output"][0]["content"][0]["text"], "one two three");
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "run never finished: {stored}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "run never finished: {stored}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -379,14 +494,46 @@ async fn a_client_that_disconnects_does_not_lose_the_run() {
 async fn request_errors_name_the_offending_field() {
     let app = TestApp::spawn().await;
     let cases = [
-        (json!({"model": MODEL, "input": "x", "tools": [{"type": "function", "name": "f", "strictt": true}]}), "tools[0].strictt", "invalid_request"),
-        (json!({"model": MODEL, "input": "x", "max_steps": 0}), "max_steps", "invalid_request"),
-        (json!({"model": MODEL, "input": "x", "temperature": 3}), "temperature", "invalid_request"),
-        (json!({"model": MODEL, "input": "x", "top_k": 3}), "top_k", "invalid_request"),
-        (json!({"model": "anthropic/claude-sonnet-4-6", "input": "x", "max_output_tokens": 100}), "model", "invalid_model"),
-        (json!({"model": MODEL, "input": [{"type": "function_call_output", "call_id": "nope", "output": "1"}]}), "input[0].call_id", "invalid_request"),
-        (json!({"model": MODEL, "input": "x", "previous_response_id": "resp_missing"}), "previous_response_id", "invalid_request"),
-        (json!({"model": MODEL, "input": "x", "tools": [{"type": "function", "name": "web_search"}]}), "tools[0].name", "invalid_request"),
+        (
+            json!({"model": MODEL, "input": "x", "tools": [{"type": "function", "name": "f", "strictt": true}]}),
+            "tools[0].strictt",
+            "invalid_request",
+        ),
+        (
+            json!({"model": MODEL, "input": "x", "max_steps": 0}),
+            "max_steps",
+            "invalid_request",
+        ),
+        (
+            json!({"model": MODEL, "input": "x", "temperature": 3}),
+            "temperature",
+            "invalid_request",
+        ),
+        (
+            json!({"model": MODEL, "input": "x", "top_k": 3}),
+            "top_k",
+            "invalid_request",
+        ),
+        (
+            json!({"model": "anthropic/claude-sonnet-4-6", "input": "x", "max_output_tokens": 100}),
+            "model",
+            "invalid_model",
+        ),
+        (
+            json!({"model": MODEL, "input": [{"type": "function_call_output", "call_id": "nope", "output": "1"}]}),
+            "input[0].call_id",
+            "invalid_request",
+        ),
+        (
+            json!({"model": MODEL, "input": "x", "previous_response_id": "resp_missing"}),
+            "previous_response_id",
+            "invalid_request",
+        ),
+        (
+            json!({"model": MODEL, "input": "x", "tools": [{"type": "function", "name": "web_search"}]}),
+            "tools[0].name",
+            "invalid_request",
+        ),
     ];
     for (body, param, kind) in cases {
         let (status, error) = app.post("/v1/agent", body.clone()).await;
@@ -396,10 +543,22 @@ async fn request_errors_name_the_offending_field() {
         assert_eq!(error["error"]["code"], 400);
     }
     let (_, error) = app
-        .post("/v1/agent", json!({"model": "anthropic/claude-sonnet-4-6", "input": "x", "max_output_tokens": 100}))
+        .post(
+            "/v1/agent",
+            json!({"model": "anthropic/claude-sonnet-4-6", "input": "x", "max_output_tokens": 100}),
+        )
         .await;
-    assert!(error["error"]["message"].as_str().unwrap().contains("ANTHROPIC_API_KEY"), "{error}");
-    assert!(app.fake.requests().is_empty(), "no invalid request reached the model");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{error}"
+    );
+    assert!(
+        app.fake.requests().is_empty(),
+        "no invalid request reached the model"
+    );
 
     let (status, error) = app.post_raw("/v1/agent", "{\"input\": ").await;
     assert_eq!(status, 400, "{error}");
@@ -408,7 +567,10 @@ async fn request_errors_name_the_offending_field() {
 #[tokio::test]
 async fn bodies_over_32_mib_are_refused_with_413() {
     let app = TestApp::spawn().await;
-    let big = format!("{{\"model\":\"{MODEL}\",\"input\":\"{}\"}}", "a".repeat(33 * 1024 * 1024));
+    let big = format!(
+        "{{\"model\":\"{MODEL}\",\"input\":\"{}\"}}",
+        "a".repeat(33 * 1024 * 1024)
+    );
     let (status, error) = app.post_raw("/v1/agent", big).await;
     assert_eq!(status, 413);
     assert_eq!(error["error"]["type"], "payload_too_large");
@@ -418,12 +580,16 @@ async fn bodies_over_32_mib_are_refused_with_413() {
 async fn keys_and_projects_isolate_responses() {
     let app = TestApp::spawn().await;
     app.fake.push(Reply::text("open mode works"));
-    let (status, _) = app.post("/v1/agent", json!({"model": MODEL, "input": "hi"})).await;
+    let (status, _) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "hi"}))
+        .await;
     assert_eq!(status, 200, "open mode accepts no key on loopback");
 
     let key_a = app.state.engine.create_key("alpha").await.unwrap();
     let key_b = app.state.engine.create_key("beta").await.unwrap();
-    let (status, error) = app.post("/v1/agent", json!({"model": MODEL, "input": "hi"})).await;
+    let (status, error) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "hi"}))
+        .await;
     assert_eq!(status, 401, "{error}");
     let send = |key: &str, body: Value| {
         app.client
@@ -432,18 +598,39 @@ async fn keys_and_projects_isolate_responses() {
             .json(&body)
             .send()
     };
-    let wrong = send("agd_wrong", json!({"model": MODEL, "input": "hi"})).await.unwrap();
+    let wrong = send("agd_wrong", json!({"model": MODEL, "input": "hi"}))
+        .await
+        .unwrap();
     assert_eq!(wrong.status().as_u16(), 401);
 
     app.fake.push(Reply::text("for alpha"));
-    let created: Value = send(&key_a, json!({"model": MODEL, "input": "hi"})).await.unwrap().json().await.unwrap();
+    let created: Value = send(&key_a, json!({"model": MODEL, "input": "hi"}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let id = created["id"].as_str().unwrap();
-    let get = |key: &str| app.client.get(app.url(&format!("/v1/agent/{id}"))).bearer_auth(key).send();
+    let get = |key: &str| {
+        app.client
+            .get(app.url(&format!("/v1/agent/{id}")))
+            .bearer_auth(key)
+            .send()
+    };
     assert_eq!(get(&key_a).await.unwrap().status().as_u16(), 200);
     let other = get(&key_b).await.unwrap();
     assert_eq!(other.status().as_u16(), 404, "another project's id is 404");
-    let continued = send(&key_b, json!({"model": MODEL, "input": "hi", "previous_response_id": id})).await.unwrap();
-    assert_eq!(continued.status().as_u16(), 400, "another project's response cannot be continued");
+    let continued = send(
+        &key_b,
+        json!({"model": MODEL, "input": "hi", "previous_response_id": id}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        continued.status().as_u16(),
+        400,
+        "another project's response cannot be continued"
+    );
 }
 
 #[tokio::test]
@@ -451,7 +638,10 @@ async fn models_health_and_openapi_are_served() {
     let app = TestApp::spawn().await;
     let (status, models) = app.get("/v1/models").await;
     assert_eq!(status, 200);
-    assert_eq!(models, json!({"object": "list", "data": [{"id": "openai/gpt-test", "object": "model", "created": 0, "owned_by": "openai"}]}));
+    assert_eq!(
+        models,
+        json!({"object": "list", "data": [{"id": "openai/gpt-test", "object": "model", "created": 0, "owned_by": "openai"}]})
+    );
     assert_eq!(app.get("/health").await, (200, json!({"status": "ok"})));
     let (status, doc) = app.get("/openapi.json").await;
     assert_eq!(status, 200);
@@ -461,4 +651,25 @@ async fn models_health_and_openapi_are_served() {
     assert_eq!(status, 501, "{error}");
     let (status, _) = app.get("/v1/nope").await;
     assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn quiet_streams_carry_keep_alive_comments() {
+    let app =
+        TestApp::spawn_with(|config| config.sse_keep_alive = Duration::from_millis(100)).await;
+    app.fake.push(
+        Reply::text_chunks(["slow ", "answer"]).delay_between_chunks(Duration::from_millis(450)),
+    );
+    let transcript = app
+        .post_stream(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "stream": true}),
+        )
+        .await;
+    assert!(
+        transcript.comments >= 1,
+        "no keep-alive in {}",
+        transcript.raw
+    );
+    assert_eq!(transcript.terminal()["type"], "response.completed");
 }

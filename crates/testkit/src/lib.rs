@@ -11,17 +11,20 @@
 //! # }
 //! ```
 
-#![expect(clippy::expect_used, clippy::panic, reason = "test utility: failing loudly is the point")]
+#![expect(
+    clippy::expect_used,
+    reason = "test utility: failing loudly is the point"
+)]
 
 pub mod fake_provider;
 pub mod sse;
 
 use std::sync::Arc;
 
-use server::config::{Config, Flags, RawConfig};
-use server::state::AppState;
 use providers::registry::{ProviderConfig, WireApi};
 use serde_json::Value;
+use server::config::{Config, Flags, RawConfig};
+use server::state::AppState;
 use tokio::sync::oneshot;
 
 pub use crate::fake_provider::{FakeProvider, Reply};
@@ -63,9 +66,7 @@ impl TestApp {
             models: vec!["gpt-test".to_owned()],
         }];
         adjust(&mut config);
-        let state = server::build_state(&config)
-            .await
-            .expect("state builds");
+        let state = server::build_state(&config).await.expect("state builds");
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .expect("bind port 0");
@@ -193,10 +194,11 @@ pub fn redact(value: &Value) -> Value {
 
 fn redact_id(s: &str) -> String {
     for prefix in ["resp_", "msg_", "fc_", "mcpl_", "mcpr_", "call_gen_"] {
-        if let Some(rest) = s.strip_prefix(prefix) {
-            if rest.len() == 36 && rest.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-                return format!("[{prefix}id]");
-            }
+        if let Some(rest) = s.strip_prefix(prefix)
+            && rest.len() == 36
+            && rest.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+        {
+            return format!("[{prefix}id]");
         }
     }
     s.to_owned()

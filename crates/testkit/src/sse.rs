@@ -84,7 +84,10 @@ impl Transcript {
                 .as_u64()
                 .expect("every event has a sequence_number");
             if let Some(prev) = last {
-                assert!(seq > prev, "sequence numbers must increase: {prev} then {seq}");
+                assert!(
+                    seq > prev,
+                    "sequence numbers must increase: {prev} then {seq}"
+                );
             }
             last = Some(seq);
         }

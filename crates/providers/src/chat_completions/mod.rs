@@ -261,6 +261,28 @@ mod tests {
     }
 
     #[test]
+    fn debug_shows_neither_key_nor_query() -> Result<(), ProvidersError> {
+        let client = ChatCompletionsClient::new(
+            &ProviderConfig {
+                name: "gw".into(),
+                api: crate::WireApi::ChatCompletions,
+                base_url: "https://gw.example/v1?key=query-secret".into(),
+                api_key: Some("sk-secret-test".into()),
+                models: vec![],
+            },
+            &ClientOptions::default(),
+        )?;
+        let text = format!("{client:?}");
+        assert!(!text.contains("query-secret"), "{text}");
+        assert!(!text.contains("sk-secret-test"), "{text}");
+        assert!(
+            text.contains("https://gw.example/v1/chat/completions"),
+            "{text}"
+        );
+        Ok(())
+    }
+
+    #[test]
     fn endpoint_rejects_non_http() {
         assert!(endpoint("ftp://example.com", &["x"]).is_err());
         assert!(endpoint("api.openai.com/v1", &["x"]).is_err());
