@@ -242,6 +242,27 @@ impl Engine {
         }
     }
 
+    /// The stored event log of a response of this project (`store: false` ones included: the
+    /// log serves resumes, not retrieval).
+    pub async fn stored_events(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Vec<crate::store::EventRecord>, EngineError> {
+        if self
+            .inner
+            .store
+            .get_response(project_id, id)
+            .await?
+            .is_none()
+        {
+            return Err(EngineError::NotFound(format!(
+                "response \"{id}\" not found"
+            )));
+        }
+        Ok(self.inner.store.events_after(id, None).await?)
+    }
+
     /// Creates an API key for a project (created when missing); returns the key, shown once.
     pub async fn create_key(&self, project: &str) -> Result<String, EngineError> {
         let project_id = self.inner.store.ensure_project(project).await?;

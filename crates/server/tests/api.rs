@@ -673,3 +673,118 @@ async fn quiet_streams_carry_keep_alive_comments() {
     );
     assert_eq!(transcript.terminal()["type"], "response.completed");
 }
+
+#[tokio::test]
+async fn the_event_log_is_stored_exactly_as_streamed() {
+    let app = TestApp::spawn().await;
+    app.fake.push(Reply::tool_calls(vec![(
+        "c1",
+        "get_order_status",
+        r#"{"id":1}"#,
+    )]));
+    app.fake.push(Reply::text_chunks(["a", "b"]));
+    let transcript = app
+        .post_stream(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "stream": true, "tools": order_tools(), "max_steps": 2}),
+        )
+        .await;
+    let id = transcript.terminal()["response"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let project = app.state.engine.default_project().await.unwrap();
+    let stored = app.state.engine.stored_events(&project, &id).await.unwrap();
+    let stored: Vec<Value> = stored
+        .iter()
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(stored, transcript.events);
+    assert!(
+        app.state
+            .engine
+            .stored_events("proj_other", &id)
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn openai_extras_are_accepted_and_echoed() {
+    let app = TestApp::spawn().await;
+    app.fake.push(Reply::text("ok"));
+    let (status, body) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "?", "metadata": {"team": "search"}, "truncation": "auto",
+                   "text": {"format": {"type": "text"}, "verbosity": "low"}, "parallel_tool_calls": false,
+                   "stream_options": {"include_usage": true}, "include": [], "user": "u-1",
+                   "safety_identifier": "s-1", "service_tier": "auto", "reasoning": {"effort": "low"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["metadata"], json!({"team": "search"}));
+    assert_eq!(body["truncation"], "auto");
+    assert_eq!(body["text"]["verbosity"], "low");
+    assert_eq!(body["parallel_tool_calls"], false);
+    assert_eq!(body["user"], "u-1");
+    assert_eq!(body["safety_identifier"], "s-1");
+    assert_eq!(body["service_tier"], "auto");
+    assert_eq!(body["reasoning"], json!({"effort": "low"}));
+    assert_eq!(app.fake.requests()[0]["reasoning_effort"], "low");
+}
+
+#[tokio::test]
+async fn usage_can_be_left_out_of_the_terminal_snapshot() {
+    let app = TestApp::spawn().await;
+    app.fake.push(Reply::text("ok").usage(5, 1));
+    let transcript = app
+        .post_stream(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "stream": true, "stream_options": {"include_usage": false}}),
+        )
+        .await;
+    let response = &transcript.terminal()["response"];
+    assert!(response["usage"].is_null(), "{response}");
+    let (_, stored) = app
+        .get(&format!("/v1/agent/{}", response["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(
+        stored["usage"]["total_tokens"], 6,
+        "the stored response keeps usage"
+    );
+}
+
+#[tokio::test]
+async fn a_running_response_is_retrievable_with_empty_output() {
+    let app = TestApp::spawn().await;
+    app.fake.push(
+        Reply::text_chunks(["slow ", "answer"]).delay_between_chunks(Duration::from_millis(300)),
+    );
+    let (status, queued) = app
+        .post(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "background": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{queued}");
+    assert_eq!(queued["status"], "queued");
+    assert_eq!(queued["background"], true);
+    let id = queued["id"].as_str().unwrap();
+    let (_, running) = app.get(&format!("/v1/agent/{id}")).await;
+    assert!(
+        matches!(running["status"].as_str(), Some("queued" | "in_progress")),
+        "{running}"
+    );
+    assert_eq!(running["output"], json!([]));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, polled) = app.get(&format!("/v1/agent/{id}")).await;
+        if polled["status"] == "completed" {
+            assert_eq!(polled["output"][0]["content"][0]["text"], "slow answer");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{polled}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
