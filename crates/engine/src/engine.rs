@@ -151,29 +151,22 @@ impl Engine {
         let id = response.id.clone();
         let log = EventLog::new();
         let (done_tx, done_rx) = watch::channel(None);
+        let max_steps = request
+            .max_steps
+            .unwrap_or(self.inner.config.default_max_steps);
         let plan = RunPlan {
             project_id: project_id.to_owned(),
             request,
             model: resolved,
             registry,
             transcript: items,
-            max_steps: 0,
+            max_steps,
         };
-        let plan = RunPlan {
-            max_steps: plan
-                .request
-                .max_steps
-                .unwrap_or(self.inner.config.default_max_steps),
-            ..plan
-        };
-        // The record exists from the start so retrieve answers while the run goes on.
+        // The record exists from the start so retrieve answers while the run goes on. Its
+        // transcript is written at the end: an unfinished response cannot be continued.
         self.inner
             .store
-            .put_response(&crate::run::record(
-                &plan,
-                &response,
-                plan.transcript.clone(),
-            ))
+            .put_response(&crate::run::record(&plan, &response, Vec::new()))
             .await?;
         self.lock_live().insert(id.clone(), log.clone());
 

@@ -7,10 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use protocol::input::{
-    ContentPart, FunctionCallInput, InputItem, InputMessage, MessageContent, Role,
-};
-use protocol::output::{OutputItem, OutputStatus};
+use protocol::input::{ContentPart, InputItem, InputMessage, MessageContent, Role};
 
 use crate::error::EngineError;
 use crate::model::{self, ModelMessage, ToolCall};
@@ -151,35 +148,6 @@ fn part_to_model(part: &ContentPart) -> model::ContentPart {
             file_url: file.file_url.clone(),
         },
     }
-}
-
-/// The transcript items a finished run's output adds (what the model produced).
-pub fn output_to_items(output: &[OutputItem]) -> Vec<InputItem> {
-    output
-        .iter()
-        .filter_map(|item| match item {
-            OutputItem::Message(message) => Some(InputItem::Message(InputMessage {
-                role: Role::Assistant,
-                content: MessageContent::Text(message.text()),
-                id: None,
-                status: None,
-            })),
-            OutputItem::FunctionCall(call) => Some(InputItem::FunctionCall(FunctionCallInput {
-                call_id: call.call_id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                id: None,
-                status: None,
-                thought_signature: call.thought_signature.clone(),
-            })),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Whether an output item ended in a state that allows continuing from it.
-pub fn is_settled(status: OutputStatus) -> bool {
-    !matches!(status, OutputStatus::InProgress)
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ pub enum ApiError {
     NotImplemented(String),
     #[error("{message}")]
     InvalidQuery { message: String, param: String },
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// What the logging middleware reports about an error answer (never secrets: messages are
@@ -32,7 +34,7 @@ pub enum ApiError {
 pub struct ErrorLog(pub String);
 
 impl ApiError {
-    /// (status, type, param, public message, internal detail to log).
+    /// (status, type, param, public message). The `Display` text is what gets logged.
     fn parts(&self) -> (StatusCode, &'static str, Option<String>, String) {
         match self {
             ApiError::Engine(EngineError::InvalidRequest(err)) | ApiError::Request(err) => (
@@ -74,6 +76,12 @@ impl ApiError {
                 "payload_too_large",
                 None,
                 self.to_string(),
+            ),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                None,
+                "internal error".to_owned(),
             ),
             ApiError::InvalidQuery { message, param } => (
                 StatusCode::BAD_REQUEST,

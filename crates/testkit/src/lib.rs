@@ -19,8 +19,6 @@
 pub mod fake_provider;
 pub mod sse;
 
-use std::sync::Arc;
-
 use providers::registry::{ProviderConfig, WireApi};
 use serde_json::Value;
 use server::config::{Config, Flags, RawConfig};
@@ -155,10 +153,6 @@ impl TestApp {
         let transcript = sse::Transcript::parse(&raw);
         transcript.assert_invariants();
         transcript
-    }
-
-    pub fn shared(&self) -> Arc<String> {
-        Arc::new(self.base_url.clone())
     }
 }
 
