@@ -447,6 +447,7 @@ impl Run {
                 });
             }
             Err(error) => {
+                tracing::warn!(response_id = %self.response.id, code = ?error.code, error = %error.message, "run failed");
                 self.response.status = ResponseStatus::Failed;
                 self.response.error = Some(error.clone());
             }

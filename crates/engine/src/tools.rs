@@ -41,7 +41,7 @@ impl Registry {
                 other => {
                     return Err(EngineError::NotImplemented(format!(
                         "tools[{index}]: the {} tool is not available on this server yet",
-                        tool_type(other)
+                        other.type_name()
                     )));
                 }
             }
@@ -116,20 +116,6 @@ fn function_def(tool: &FunctionTool, index: usize) -> Result<FunctionDef, Engine
         },
         validator,
     })
-}
-
-fn tool_type(tool: &Tool) -> &'static str {
-    match tool {
-        Tool::Function(_) => "function",
-        Tool::WebSearch(_) => "web_search",
-        Tool::ImageSearch(_) => "image_search",
-        Tool::FetchUrl(_) => "fetch_url",
-        Tool::PeopleSearch(_) => "people_search",
-        Tool::FinanceSearch(_) => "finance_search",
-        Tool::Sandbox(_) => "sandbox",
-        Tool::Mcp(_) => "mcp",
-        Tool::Connector(_) => "connector",
-    }
 }
 
 /// The request's tools as echoed on the response: secrets (`authorization`, `headers`) removed.
