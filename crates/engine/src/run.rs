@@ -381,6 +381,12 @@ impl Run {
             output_index: index,
             item,
         });
+        self.emit(EventData::ContentPartAdded {
+            item_id: id.clone(),
+            output_index: index,
+            content_index: 0,
+            part: text_part(""),
+        });
         (index, id, String::new())
     }
 
@@ -392,15 +398,17 @@ impl Run {
             text: text.to_owned(),
             logprobs: Vec::new(),
         });
+        self.emit(EventData::ContentPartDone {
+            item_id: item_id.clone(),
+            output_index: index,
+            content_index: 0,
+            part: text_part(text),
+        });
         let item = OutputItem::Message(OutputMessage {
             id: item_id,
             status,
             role: "assistant".to_owned(),
-            content: vec![OutputContent::OutputText(OutputText {
-                text: text.to_owned(),
-                annotations: Vec::new(),
-                logprobs: Vec::new(),
-            })],
+            content: vec![text_part(text)],
         });
         self.response.output[index] = item.clone();
         self.emit(EventData::OutputItemDone {
@@ -488,14 +496,20 @@ impl Run {
     }
 }
 
+fn text_part(text: &str) -> OutputContent {
+    OutputContent::OutputText(OutputText {
+        text: text.to_owned(),
+        annotations: Vec::new(),
+        logprobs: Vec::new(),
+    })
+}
+
 /// A provider failure as the run's error. Adapters keep secrets out of their messages.
 fn provider_error(err: ModelError) -> ErrorInfo {
+    // Codes from OpenAI's `ResponseError` list, so its SDK accepts them; the message says more.
     let code = match &err {
-        ModelError::Upstream { status: 429, .. } => "rate_limited",
-        ModelError::Upstream { .. } => "upstream_error",
-        ModelError::Transport(_) => "upstream_unreachable",
-        ModelError::Protocol(_) => "upstream_protocol_error",
-        ModelError::Timeout => "upstream_timeout",
+        ModelError::Upstream { status: 429, .. } => "rate_limit_exceeded",
+        _ => "server_error",
     };
     ErrorInfo {
         message: format!("model provider error: {err}"),

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::output::{ImageResult, OutputItem, SearchResult, UrlContent};
+use crate::output::{ImageResult, OutputContent, OutputItem, SearchResult, UrlContent};
 use crate::response::{ErrorInfo, Response, Usage};
 
 /// One stream event.
@@ -42,6 +42,22 @@ pub enum EventData {
         /// Always `[]` (OpenAI SDK compatibility).
         #[serde(default)]
         logprobs: Vec<Value>,
+    },
+    /// A content part of a message starts (OpenAI's stream helpers build the part from it).
+    #[serde(rename = "response.content_part.added")]
+    ContentPartAdded {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        part: OutputContent,
+    },
+    /// A content part of a message is complete.
+    #[serde(rename = "response.content_part.done")]
+    ContentPartDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        part: OutputContent,
     },
     #[serde(rename = "response.output_text.done")]
     OutputTextDone {

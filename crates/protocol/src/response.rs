@@ -139,6 +139,9 @@ pub struct InputTokensDetails {
     pub cache_creation_input_tokens: u64,
     #[serde(default)]
     pub cache_read_input_tokens: u64,
+    /// OpenAI's name for cache writes (required by the OpenAI SDK's `ResponseUsage`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

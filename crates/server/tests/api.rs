@@ -77,10 +77,12 @@ async fn streaming_follows_the_documented_order_and_forwards_each_delta() {
             "response.created",
             "response.in_progress",
             "response.output_item.added",
+            "response.content_part.added",
             "response.output_text.delta",
             "response.output_text.delta",
             "response.output_text.delta",
             "response.output_text.done",
+            "response.content_part.done",
             "response.output_item.done",
             "response.completed",
         ]
@@ -414,7 +416,7 @@ async fn provider_errors_fail_the_run_with_http_200_and_no_secret() {
         .await;
     let failed = transcript.terminal();
     assert_eq!(failed["type"], "response.failed");
-    assert_eq!(failed["error"]["code"], "rate_limited");
+    assert_eq!(failed["error"]["code"], "rate_limit_exceeded");
     assert_eq!(failed["response"]["status"], "failed");
     assert!(!transcript.raw.contains(FAKE_PROVIDER_KEY));
 }

@@ -113,6 +113,20 @@ impl FakeProvider {
         lock(&self.shared.replies).push_back(reply);
     }
 
+    /// Forgets unused replies and everything received so far; returns how many replies were
+    /// discarded.
+    pub fn reset(&self) -> usize {
+        let discarded = {
+            let mut replies = lock(&self.shared.replies);
+            let n = replies.len();
+            replies.clear();
+            n
+        };
+        lock(&self.shared.requests).clear();
+        lock(&self.shared.headers).clear();
+        discarded
+    }
+
     /// How many scripted replies have not been used yet.
     pub fn pending_replies(&self) -> usize {
         lock(&self.shared.replies).len()

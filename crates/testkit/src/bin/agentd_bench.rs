@@ -1,0 +1,691 @@
+//! `agentd-bench`: a small load tool that measures what agentd adds per request and per streamed
+//! token, compared with calling the upstream (the scripted fake provider) directly.
+//!
+//! Everything runs in this one process on one multi-thread tokio runtime: the fake provider, agentd
+//! (through [`TestApp`], with a file-backed SQLite store by default) and the load generator. For each
+//! concurrency level C it runs three phases with the same upstream content (T text deltas):
+//!
+//! - `direct`: `POST {fake}/v1/chat/completions` with the body the Chat Completions adapter sends
+//!   (`stream: true`, `include_usage`), reading the whole SSE body;
+//! - `agentd`: `POST {agentd}/v1/responses` `{"model":"openai/gpt-test","input":"hi"}`;
+//! - `agentd stream`: the same with `"stream": true`, reading the whole SSE body.
+//!
+//! Each phase is closed-loop: C workers each send the next request as soon as their previous one
+//! ended, after an uncounted warm-up. The report is Markdown on stdout (progress goes to stderr):
+//! throughput, latency percentiles, process CPU per request (from `/proc/self/stat`), and what
+//! agentd adds: the p50 latency and CPU differences against `direct`. See `docs/benchmarks.md`.
+//!
+//! ```text
+//! cargo run --release -p agentd-testkit --bin agentd-bench -- --requests 2000 --concurrency 1,64,512 --tokens 50
+//! ```
+
+#![expect(
+    clippy::print_stdout,
+    clippy::expect_used,
+    reason = "benchmark tool: prints its report"
+)]
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agentd_testkit::sse::Transcript;
+use agentd_testkit::{FAKE_PROVIDER_KEY, Reply, TestApp};
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::json;
+use server::config::StoreLocation;
+
+const USAGE: &str = "\
+agentd-bench: what agentd adds per request and per streamed token, compared with calling the
+fake provider directly (everything in one process; see docs/benchmarks.md).
+
+usage: agentd-bench [--requests N] [--concurrency C1,C2,..] [--tokens T] [--warmup W]
+                    [--store file|memory]
+
+  --requests N        measured requests per phase (default 2000)
+  --concurrency LIST  requests in flight, one run per value (default 1,64,512)
+  --tokens T          text deltas the fake provider streams per answer (default 50)
+  --warmup W          uncounted requests before each phase; at least C are sent so every
+                      connection pool is full (default 100)
+  --store KIND        agentd's SQLite store: `file` (WAL, in a temporary directory, the
+                      deployed default) or `memory` (default file)
+";
+
+/// Open files each in-flight request may hold through agentd: the client's socket and agentd's
+/// accepted end, agentd's upstream socket and the fake provider's accepted end. Idle pooled
+/// connections of the earlier phases stay open too, hence the margin in [`fd_needed`].
+const FDS_PER_AGENTD_REQUEST: usize = 4;
+/// How long one request may take before it counts as an error.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Linux reports `utime`/`stime` in `USER_HZ` ticks, which is 100 on every architecture.
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+
+/// The validated command line.
+#[derive(Debug, Clone)]
+struct Args {
+    requests: usize,
+    concurrency: Vec<usize>,
+    tokens: usize,
+    warmup: usize,
+    store: StoreKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoreKind {
+    File,
+    Memory,
+}
+
+impl StoreKind {
+    fn label(self) -> &'static str {
+        match self {
+            StoreKind::File => "SQLite file (WAL, synchronous=NORMAL)",
+            StoreKind::Memory => "SQLite in memory",
+        }
+    }
+}
+
+/// `Ok(None)` means `--help`.
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
+    let mut parsed = Args {
+        requests: 2000,
+        concurrency: vec![1, 64, 512],
+        tokens: 50,
+        warmup: 100,
+        store: StoreKind::File,
+    };
+    while let Some(flag) = args.next() {
+        if flag == "-h" || flag == "--help" {
+            return Ok(None);
+        }
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
+            None => (flag.clone(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match name.as_str() {
+            "--requests" => parsed.requests = positive(&name, &value()?)?,
+            "--tokens" => parsed.tokens = positive(&name, &value()?)?,
+            "--warmup" => {
+                let raw = value()?;
+                parsed.warmup = raw
+                    .parse()
+                    .map_err(|_| format!("--warmup: {raw:?} is not a number"))?;
+            }
+            "--concurrency" => {
+                parsed.concurrency = value()?
+                    .split(',')
+                    .map(|part| positive(&name, part.trim()))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--store" => {
+                parsed.store = match value()?.as_str() {
+                    "file" => StoreKind::File,
+                    "memory" => StoreKind::Memory,
+                    other => return Err(format!("--store: {other:?} is not `file` or `memory`")),
+                };
+            }
+            // `cargo bench`-style harness flags are not ours; say so rather than guess.
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(Some(parsed))
+}
+
+fn positive(name: &str, raw: &str) -> Result<usize, String> {
+    match raw.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{name}: {raw:?} is not a positive number")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("agentd-bench: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "agentd-bench: this is a debug build; the figures mean little. Run with --release:\n  \
+             cargo run --release -p agentd-testkit --bin agentd-bench"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("build the tokio runtime");
+    runtime.block_on(bench(args))
+}
+
+/// Which way a phase reaches the (fake) model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// The fake provider's Chat Completions endpoint, streaming.
+    Direct,
+    /// agentd `/v1/responses`, one JSON answer.
+    Agentd,
+    /// agentd `/v1/responses` with `stream: true`.
+    AgentdStream,
+}
+
+impl Route {
+    const ALL: [Route; 3] = [Route::Direct, Route::Agentd, Route::AgentdStream];
+
+    fn label(self) -> &'static str {
+        match self {
+            Route::Direct => "(a) direct to the fake provider, stream",
+            Route::Agentd => "(b) via agentd, non-streaming",
+            Route::AgentdStream => "(c) via agentd, stream",
+        }
+    }
+}
+
+/// One prepared request, cloned cheaply by every worker.
+struct Target {
+    client: reqwest::Client,
+    route: Route,
+    url: String,
+    body: Bytes,
+}
+
+/// What one phase measured.
+struct PhaseResult {
+    route: Route,
+    concurrency: usize,
+    /// Latencies of the successful measured requests, sorted.
+    latencies: Vec<Duration>,
+    errors: usize,
+    first_error: Option<String>,
+    wall: Duration,
+    /// Process CPU (user + system, all threads) during the measured part.
+    cpu: Duration,
+}
+
+impl PhaseResult {
+    fn requests(&self) -> usize {
+        self.latencies.len() + self.errors
+    }
+
+    fn throughput(&self) -> f64 {
+        self.latencies.len() as f64 / self.wall.as_secs_f64()
+    }
+
+    /// Nearest-rank percentile in milliseconds (NaN when nothing succeeded).
+    fn percentile_ms(&self, p: f64) -> f64 {
+        if self.latencies.is_empty() {
+            return f64::NAN;
+        }
+        let rank = ((p / 100.0) * self.latencies.len() as f64).ceil() as usize;
+        let index = rank.clamp(1, self.latencies.len()) - 1;
+        self.latencies[index].as_secs_f64() * 1e3
+    }
+
+    /// Process CPU per request in microseconds (all requests, including failed ones).
+    fn cpu_per_request_us(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.requests().max(1) as f64
+    }
+}
+
+async fn bench(args: Args) -> ExitCode {
+    let max_concurrency = args.concurrency.iter().copied().max().unwrap_or(1);
+    let open_files = open_files_limit();
+    let needed = fd_needed(max_concurrency);
+    if let Some(limit) = open_files
+        && limit < needed as u64
+    {
+        eprintln!(
+            "agentd-bench: warning: the open-files limit is {limit}, and {max_concurrency} concurrent \
+             requests may need about {needed} descriptors; raise it first (`ulimit -n {}`) or \
+             expect connection errors",
+            needed.next_power_of_two()
+        );
+    }
+
+    let data_dir = match args.store {
+        StoreKind::File => Some(std::env::temp_dir().join(format!(
+            "agentd-bench-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0)
+        ))),
+        StoreKind::Memory => None,
+    };
+    let store_dir: Option<PathBuf> = data_dir.clone();
+    let app = TestApp::spawn_with(move |config| {
+        if let Some(dir) = store_dir {
+            config.store = StoreLocation::DataDir(dir);
+        }
+    })
+    .await;
+
+    // After TestApp::spawn: building the provider client installed rustls' crypto provider,
+    // which a reqwest built with `rustls-no-provider` needs even for plain HTTP clients.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(max_concurrency)
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .expect("build the load client");
+
+    let answer = Reply::text_chunks((0..args.tokens).map(|i| format!(" tok{i}")));
+    sanity_check(&app, &answer, args.tokens).await;
+
+    let direct_body = json!({
+        "model": "gpt-test",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let targets = Route::ALL.map(|route| {
+        let (url, body) = match route {
+            Route::Direct => (
+                format!("{}/chat/completions", app.fake.base_url()),
+                direct_body.clone(),
+            ),
+            Route::Agentd => (
+                app.url("/v1/responses"),
+                json!({"model": "openai/gpt-test", "input": "hi"}),
+            ),
+            Route::AgentdStream => (
+                app.url("/v1/responses"),
+                json!({"model": "openai/gpt-test", "input": "hi", "stream": true}),
+            ),
+        };
+        Arc::new(Target {
+            client: client.clone(),
+            route,
+            url,
+            body: Bytes::from(body.to_string()),
+        })
+    });
+
+    let mut results = Vec::new();
+    for &concurrency in &args.concurrency {
+        for target in &targets {
+            let warmup = args.warmup.max(concurrency);
+            eprintln!(
+                "agentd-bench: C={concurrency:<4} {:<40} warm-up {warmup}, measuring {}…",
+                target.route.label(),
+                args.requests
+            );
+            script(&app, &answer, warmup + args.requests);
+            let warm = run_phase(target, warmup, concurrency).await;
+            if warm.errors > 0 {
+                eprintln!(
+                    "agentd-bench:   warm-up: {} errors, first: {}",
+                    warm.errors,
+                    warm.first_error.as_deref().unwrap_or("?")
+                );
+            }
+            let result = run_phase(target, args.requests, concurrency).await;
+            if let Some(error) = &result.first_error {
+                eprintln!("agentd-bench:   {} errors, first: {error}", result.errors);
+            }
+            results.push(result);
+        }
+    }
+    let leftover = app.fake.pending_replies();
+
+    println!(
+        "{}",
+        report(&args, &results, open_files, leftover, data_dir.is_some())
+    );
+
+    drop(app);
+    if let Some(dir) = data_dir {
+        // Best effort: the store may still hold the files for a moment; the OS temp dir is
+        // cleaned eventually anyway.
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    if results.iter().any(|r| r.errors > 0) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// One streamed request through agentd, checked with the testkit's stream invariants, so the
+/// numbers are about a run that really works end to end.
+async fn sanity_check(app: &TestApp, answer: &Reply, tokens: usize) {
+    app.fake.push(answer.clone());
+    let transcript: Transcript = app
+        .post_stream(
+            "/v1/responses",
+            json!({"model": "openai/gpt-test", "input": "hi", "stream": true}),
+        )
+        .await;
+    let deltas = transcript
+        .types()
+        .iter()
+        .filter(|t| *t == "response.output_text.delta")
+        .count();
+    assert_eq!(
+        deltas, tokens,
+        "agentd streams one delta per upstream delta"
+    );
+    assert_eq!(transcript.terminal()["type"], "response.completed");
+}
+
+/// Makes sure at least `count` replies are queued. All replies are equal, so replies left over
+/// by a request that failed before reaching the fake provider serve the next phase.
+fn script(app: &TestApp, answer: &Reply, count: usize) {
+    for _ in app.fake.pending_replies()..count {
+        app.fake.push(answer.clone());
+    }
+}
+
+/// Sends `total` requests with `concurrency` in flight (closed loop: C workers, each sending its
+/// next request when the previous one ended), on tokio tasks so the client work spreads over
+/// the runtime's worker threads like the servers' does.
+async fn run_phase(target: &Arc<Target>, total: usize, concurrency: usize) -> PhaseResult {
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = process_cpu();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..concurrency.min(total))
+        .map(|_| {
+            let target = Arc::clone(target);
+            let next = Arc::clone(&next);
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                let mut errors = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < total {
+                    match one_request(&target).await {
+                        Ok(latency) => latencies.push(latency),
+                        Err(error) => errors.push(error),
+                    }
+                }
+                (latencies, errors)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(total);
+    let mut errors = 0;
+    let mut first_error = None;
+    for worker in workers {
+        let (mut done, failed) = worker.await.expect("a load worker panicked");
+        latencies.append(&mut done);
+        errors += failed.len();
+        if first_error.is_none() {
+            first_error = failed.into_iter().next();
+        }
+    }
+    let wall = started.elapsed();
+    let cpu = process_cpu().saturating_sub(cpu_before);
+    latencies.sort_unstable();
+    PhaseResult {
+        route: target.route,
+        concurrency,
+        latencies,
+        errors,
+        first_error,
+        wall,
+        cpu,
+    }
+}
+
+/// One request, read to the end. The success checks are cheap on purpose (no JSON parsing),
+/// because the client's CPU is part of the process CPU we report.
+async fn one_request(target: &Target) -> Result<Duration, String> {
+    let started = Instant::now();
+    let mut request = target
+        .client
+        .post(&target.url)
+        .header(CONTENT_TYPE, "application/json")
+        .body(target.body.clone());
+    if target.route == Route::Direct {
+        // What the adapter sends upstream.
+        request = request
+            .header(ACCEPT, "text/event-stream")
+            .header(AUTHORIZATION, format!("Bearer {FAKE_PROVIDER_KEY}"));
+    }
+    let response = request.send().await.map_err(|e| error_chain(&e))?;
+    let status = response.status();
+    let body = response.bytes().await.map_err(|e| error_chain(&e))?;
+    let latency = started.elapsed();
+    let text = String::from_utf8_lossy(&body);
+    if !status.is_success() {
+        return Err(format!("HTTP {status}: {}", excerpt(&text)));
+    }
+    let complete = match target.route {
+        Route::Direct => text.ends_with("data: [DONE]\n\n"),
+        // The top-level `status` is serialized before the output items.
+        Route::Agentd => text
+            .find("\"status\":")
+            .is_some_and(|at| text[at + "\"status\":".len()..].starts_with("\"completed\"")),
+        // The terminal event is the last frame.
+        Route::AgentdStream => {
+            let last_frame = text.trim_end().rfind("data:").unwrap_or(0);
+            text[last_frame..].contains("\"response.completed\"")
+        }
+    };
+    if complete {
+        Ok(latency)
+    } else {
+        Err(format!("incomplete answer: {}", excerpt(&text)))
+    }
+}
+
+/// An error with its sources (reqwest's own message hides the interesting part).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let _ = write!(message, ": {cause}");
+        source = cause.source();
+    }
+    message
+}
+
+fn excerpt(text: &str) -> String {
+    let end = text
+        .char_indices()
+        .nth(300)
+        .map_or(text.len(), |(index, _)| index);
+    text[..end].to_owned()
+}
+
+/// User + system CPU time of this process (all threads), from `/proc/self/stat`; zero where
+/// that file does not exist (not Linux).
+fn process_cpu() -> Duration {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| stat_cpu_ticks(&stat))
+        .map_or(Duration::ZERO, |ticks| {
+            Duration::from_secs_f64(ticks as f64 / CLOCK_TICKS_PER_SECOND)
+        })
+}
+
+/// `utime + stime` (fields 14 and 15) of a `/proc/PID/stat` line. The fields after the
+/// parenthesized command name (which may contain spaces) start at field 3.
+fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(14 - 3);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The soft `Max open files` limit, from `/proc/self/limits`.
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line["Max open files".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Descriptors the run may hold at once: the in-flight requests through agentd, plus the idle
+/// pooled connections (client to fake, client to agentd, agentd to fake: both ends each), plus
+/// a margin for the runtime, SQLite and stdio.
+fn fd_needed(max_concurrency: usize) -> usize {
+    FDS_PER_AGENTD_REQUEST * max_concurrency + 2 * 3 * max_concurrency + 256
+}
+
+fn report(
+    args: &Args,
+    results: &[PhaseResult],
+    open_files: Option<u64>,
+    leftover_replies: usize,
+    file_store: bool,
+) -> String {
+    let mut out = String::new();
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let profile = if cfg!(debug_assertions) {
+        "debug (not meaningful)"
+    } else {
+        "release"
+    };
+    let _ = writeln!(out, "## agentd-bench\n");
+    let _ = writeln!(
+        out,
+        "- build: {profile}; {cores} CPU(s) available; one tokio runtime with {cores} worker threads \
+         shared by the load client, agentd and the fake provider"
+    );
+    let _ = writeln!(
+        out,
+        "- {} measured requests per phase (after a warm-up of max({}, C)); {} streamed text deltas per answer",
+        args.requests, args.warmup, args.tokens
+    );
+    let _ = writeln!(
+        out,
+        "- agentd store: {}{}",
+        args.store.label(),
+        if file_store {
+            " in a temporary directory"
+        } else {
+            ""
+        }
+    );
+    if let Some(limit) = open_files {
+        let _ = writeln!(out, "- open-files limit: {limit}");
+    }
+    if leftover_replies > 0 {
+        let _ = writeln!(
+            out,
+            "- {leftover_replies} scripted replies were left unused (requests that failed before reaching the fake provider)"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n| C | route | requests | errors | req/s | p50 ms | p90 ms | p99 ms | CPU µs/req |"
+    );
+    let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in results {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.0} |",
+            r.concurrency,
+            r.route.label(),
+            r.requests(),
+            r.errors,
+            r.throughput(),
+            r.percentile_ms(50.0),
+            r.percentile_ms(90.0),
+            r.percentile_ms(99.0),
+            r.cpu_per_request_us(),
+        );
+    }
+
+    let tokens = args.tokens as f64;
+    let _ = writeln!(
+        out,
+        "\n### What agentd adds (against (a), same concurrency)\n\n\
+         | C | latency/request, p50 (b − a) ms | latency/token, p50 (c − a)/T µs | \
+         CPU/request (b − a) µs | CPU/streamed request (c − a) µs | CPU/token (c − a)/T µs | \
+         CPU/token, streaming part (c − b)/T µs |"
+    );
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|");
+    for &concurrency in &args.concurrency {
+        let find = |route: Route| {
+            results
+                .iter()
+                .find(|r| r.route == route && r.concurrency == concurrency)
+        };
+        let (Some(a), Some(b), Some(c)) = (
+            find(Route::Direct),
+            find(Route::Agentd),
+            find(Route::AgentdStream),
+        ) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "| {concurrency} | {:.3} | {:.1} | {:.0} | {:.0} | {:.1} | {:.1} |",
+            b.percentile_ms(50.0) - a.percentile_ms(50.0),
+            (c.percentile_ms(50.0) - a.percentile_ms(50.0)) * 1e3 / tokens,
+            b.cpu_per_request_us() - a.cpu_per_request_us(),
+            c.cpu_per_request_us() - a.cpu_per_request_us(),
+            (c.cpu_per_request_us() - a.cpu_per_request_us()) / tokens,
+            (c.cpu_per_request_us() - b.cpu_per_request_us()) / tokens,
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Args>, String> {
+        parse_args(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    #[test]
+    fn defaults_and_flags() {
+        let args = parse(&[]).expect("parses").expect("not help");
+        assert_eq!(
+            (args.requests, args.concurrency, args.tokens, args.warmup),
+            (2000, vec![1, 64, 512], 50, 100)
+        );
+        let args = parse(&[
+            "--requests",
+            "10",
+            "--concurrency=2, 8",
+            "--tokens",
+            "5",
+            "--store",
+            "memory",
+        ])
+        .expect("parses")
+        .expect("not help");
+        assert_eq!(
+            (args.requests, args.concurrency, args.tokens, args.store),
+            (10, vec![2, 8], 5, StoreKind::Memory)
+        );
+        assert!(parse(&["--help"]).expect("parses").is_none());
+        assert!(parse(&["--requests", "0"]).is_err());
+        assert!(parse(&["--concurrency"]).is_err());
+        assert!(parse(&["--bench"]).is_err());
+    }
+
+    #[test]
+    fn cpu_ticks_are_utime_plus_stime() {
+        let stat = "4242 (agentd bench) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 31 0 0 20 0 4 0";
+        assert_eq!(stat_cpu_ticks(stat), Some(281));
+        assert_eq!(stat_cpu_ticks("4242 (x) S 1"), None);
+        assert!(
+            stat_cpu_ticks(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default())
+                .is_some()
+                || !cfg!(target_os = "linux")
+        );
+    }
+}

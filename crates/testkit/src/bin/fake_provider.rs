@@ -1,0 +1,217 @@
+//! `fake-provider`: the scripted fake model provider ([`agentd_testkit::FakeProvider`]) as a
+//! process, for test suites that drive a real `agentd` binary (the Python client suite in
+//! `tests/clients/`).
+//!
+//! It starts two HTTP servers on loopback, prints three lines on stdout and then serves until
+//! it is killed:
+//!
+//! ```text
+//! listening on http://127.0.0.1:PORT1     the fake provider (OpenAI Chat Completions)
+//! base_url http://127.0.0.1:PORT1/v1      the value for OPENAI_BASE_URL
+//! control_url http://127.0.0.1:PORT2      the control API below
+//! ```
+//!
+//! Control API (JSON):
+//!
+//! - `POST /script` with an array of replies, queued in order, one per upstream request.
+//!   A reply is an object with exactly one of
+//!   `{"text": "Hello world"}` (streamed word by word),
+//!   `{"text_chunks": ["Hel", "lo"]}`,
+//!   `{"tool_calls": [["call_1", "get_order_status", "{\"order_id\":\"ORD-10042\"}"]]}`,
+//!   `{"error": [500, "message"]}`,
+//!   `{"raw_sse": ["{...}", "[DONE]"]}`,
+//!   `{"hang": true}` (head and first chunk, then nothing),
+//!   `{"hang_before_headers": true}`,
+//!   and optionally the modifiers `"usage": [input, output]`, `"cached_tokens": n`,
+//!   `"reasoning_tokens": n`, `"finish_reason": "length"`,
+//!   `"then_tool_calls": [[id, name, arguments], …]`, `"delay_ms": n`, `"then_hang": true`.
+//!   Answers `{"pending_replies": n}`; an unknown key or a malformed reply is a 400 and queues
+//!   nothing.
+//! - `GET /requests`: the request bodies received since the last reset, in order.
+//! - `GET /headers`: their headers, as objects `{name: value}` (lower-case names).
+//! - `GET /pending`: `{"pending_replies": n}`.
+//! - `POST /reset`: forgets the requests received so far and discards unused replies; answers
+//!   `{"discarded_replies": n}`.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentd_testkit::{FakeProvider, Reply};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// What the control handlers share.
+struct Control {
+    fake: FakeProvider,
+}
+
+/// One scripted reply as the control API accepts it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedReply {
+    text: Option<String>,
+    text_chunks: Option<Vec<String>>,
+    tool_calls: Option<Vec<(String, String, String)>>,
+    error: Option<(u16, String)>,
+    raw_sse: Option<Vec<String>>,
+    #[serde(default)]
+    hang: bool,
+    #[serde(default)]
+    hang_before_headers: bool,
+    usage: Option<(u64, u64)>,
+    cached_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
+    finish_reason: Option<String>,
+    then_tool_calls: Option<Vec<(String, String, String)>>,
+    delay_ms: Option<u64>,
+    #[serde(default)]
+    then_hang: bool,
+}
+
+fn borrowed(calls: &[(String, String, String)]) -> Vec<(&str, &str, &str)> {
+    calls
+        .iter()
+        .map(|(id, name, arguments)| (id.as_str(), name.as_str(), arguments.as_str()))
+        .collect()
+}
+
+impl ScriptedReply {
+    fn into_reply(self) -> Result<Reply, String> {
+        let mut kinds = Vec::new();
+        if let Some(text) = &self.text {
+            kinds.push(Reply::text(text));
+        }
+        if let Some(chunks) = &self.text_chunks {
+            kinds.push(Reply::text_chunks(chunks.clone()));
+        }
+        if let Some(calls) = &self.tool_calls {
+            kinds.push(Reply::tool_calls(borrowed(calls)));
+        }
+        if let Some((status, message)) = &self.error {
+            kinds.push(Reply::error(*status, message));
+        }
+        if let Some(payloads) = &self.raw_sse {
+            kinds.push(Reply::raw_sse(payloads.clone()));
+        }
+        if self.hang {
+            kinds.push(Reply::hang());
+        }
+        if self.hang_before_headers {
+            kinds.push(Reply::hang_before_headers());
+        }
+        if kinds.len() != 1 {
+            return Err(format!(
+                "a reply needs exactly one of text, text_chunks, tool_calls, error, raw_sse, \
+                 hang, hang_before_headers; got {}",
+                kinds.len()
+            ));
+        }
+        let mut reply = kinds.remove(0);
+        if let Some((input, output)) = self.usage {
+            reply = reply.usage(input, output);
+        }
+        if let Some(tokens) = self.cached_tokens {
+            reply = reply.cached_tokens(tokens);
+        }
+        if let Some(tokens) = self.reasoning_tokens {
+            reply = reply.reasoning_tokens(tokens);
+        }
+        if let Some(reason) = &self.finish_reason {
+            reply = reply.finish_reason(reason);
+        }
+        if let Some(calls) = &self.then_tool_calls {
+            reply = reply.then_tool_calls(borrowed(calls));
+        }
+        if let Some(ms) = self.delay_ms {
+            reply = reply.delay_between_chunks(Duration::from_millis(ms));
+        }
+        if self.then_hang {
+            reply = reply.then_hang();
+        }
+        Ok(reply)
+    }
+}
+
+fn bad_request(message: String) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({"error": message}))).into_response()
+}
+
+async fn script(State(control): State<Arc<Control>>, body: axum::body::Bytes) -> Response {
+    let replies: Vec<ScriptedReply> = match serde_json::from_slice(&body) {
+        Ok(replies) => replies,
+        Err(err) => return bad_request(format!("expected an array of replies: {err}")),
+    };
+    let mut ready = Vec::new();
+    for (at, reply) in replies.into_iter().enumerate() {
+        match reply.into_reply() {
+            Ok(reply) => ready.push(reply),
+            Err(err) => return bad_request(format!("reply {at}: {err}")),
+        }
+    }
+    for reply in ready {
+        control.fake.push(reply);
+    }
+    Json(json!({"pending_replies": control.fake.pending_replies()})).into_response()
+}
+
+async fn requests(State(control): State<Arc<Control>>) -> Json<Vec<Value>> {
+    Json(control.fake.requests())
+}
+
+async fn headers(State(control): State<Arc<Control>>) -> Json<Vec<Value>> {
+    let all = control.fake.headers();
+    let as_json = all
+        .iter()
+        .map(|headers| {
+            let map: Map<String, Value> = headers
+                .iter()
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                    (name.as_str().to_owned(), Value::String(value))
+                })
+                .collect();
+            Value::Object(map)
+        })
+        .collect();
+    Json(as_json)
+}
+
+async fn pending(State(control): State<Arc<Control>>) -> Json<Value> {
+    Json(json!({"pending_replies": control.fake.pending_replies()}))
+}
+
+async fn reset(State(control): State<Arc<Control>>) -> Json<Value> {
+    Json(json!({"discarded_replies": control.fake.reset()}))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let fake = FakeProvider::start().await;
+    let provider_addr = fake.addr();
+    let base_url = fake.base_url();
+    let control = Arc::new(Control { fake });
+    let app = Router::new()
+        .route("/script", post(script))
+        .route("/requests", get(requests))
+        .route("/headers", get(headers))
+        .route("/pending", get(pending))
+        .route("/reset", post(reset))
+        .with_state(control);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let control_addr = listener.local_addr()?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on http://{provider_addr}")?;
+        writeln!(out, "base_url {base_url}")?;
+        writeln!(out, "control_url http://{control_addr}")?;
+        out.flush()?;
+    }
+    axum::serve(listener, app).await?;
+    Ok(())
+}

@@ -1,0 +1,85 @@
+"""Shared pieces of the client tests: the docs' order-status tool and stream checks."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+# The function tool of the Perplexity docs' custom-function example (agent-api/tools/custom-functions,
+# the "Give it tools" page), verbatim.
+ORDER_TOOLS = [
+    {
+        "type": "function",
+        "name": "get_order_status",
+        "description": "Look up the current status of an internal order by its order ID.",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+        "strict": True,
+    }
+]
+
+ORDER_QUESTION = "What's the status of order ORD-10042?"
+ORDER_ARGUMENTS = '{"order_id":"ORD-10042"}'
+ORDER_ANSWER = "Order ORD-10042 is in transit and should arrive on Friday."
+
+
+def get_order_status(order_id: str) -> dict[str, str]:
+    """The caller's own function, which the service never runs."""
+    return {"order_id": order_id, "status": "in_transit", "eta": "Friday"}
+
+
+def order_call(call_id: str = "call_Ku9yfMSIZWrJBGm2wqCaFF0G") -> dict[str, Any]:
+    """The fake model's first turn: one get_order_status call."""
+    return {"tool_calls": [[call_id, "get_order_status", ORDER_ARGUMENTS]]}
+
+
+def order_answer() -> dict[str, Any]:
+    """The fake model's second turn: the final text."""
+    return {"text": ORDER_ANSWER, "usage": [40, 12]}
+
+
+TERMINAL = {"response.completed", "response.failed", "response.incomplete", "response.cancelled"}
+
+
+def check_stream_invariants(events: Sequence[Any]) -> None:
+    """design.md §7 invariants on a parsed event list (SDK objects with `.type`, `.sequence_number`)."""
+    types = [event.type for event in events]
+    assert types, "empty stream"
+    assert types[0] == "response.created", types
+    numbers = [event.sequence_number for event in events]
+    assert all(a < b for a, b in zip(numbers, numbers[1:])), f"sequence numbers not increasing: {numbers}"
+    terminal = [t for t in types if t in TERMINAL]
+    assert len(terminal) == 1, f"expected exactly one terminal event, got {terminal}"
+    assert types[-1] in TERMINAL, f"the terminal event is not last: {types}"
+    ids = {response_id(event) for event in events if getattr(event, "response", None) is not None}
+    assert len(ids) == 1, f"more than one response id in one stream: {ids}"
+
+
+def response_id(event: Any) -> str:
+    """The id of an event's `response` snapshot (a dict where the SDK types no `response`, as on
+    Perplexity's `response.failed`)."""
+    response = event.response
+    return response["id"] if isinstance(response, dict) else response.id
+
+
+def assert_in_order(types: Sequence[str], expected: Iterable[str]) -> None:
+    """`expected` occurs in `types` as a subsequence (other events may come between)."""
+    position = 0
+    for wanted in expected:
+        try:
+            position = types.index(wanted, position) + 1
+        except ValueError:
+            raise AssertionError(f"{wanted!r} missing or out of order in {list(types)}") from None
+
+
+def text_deltas(events: Sequence[Any]) -> str:
+    return "".join(event.delta for event in events if event.type == "response.output_text.delta")
+
+
+def tool_result_message(request: dict[str, Any]) -> dict[str, Any]:
+    """The `tool` message of an upstream request (exactly one expected)."""
+    tools = [m for m in request["messages"] if m.get("role") == "tool"]
+    assert len(tools) == 1, request["messages"]
+    return tools[0]
