@@ -1,7 +1,6 @@
 //! The engine's front door: start runs, retrieve responses, manage API keys.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use protocol::input::InputItem;
@@ -43,8 +42,6 @@ struct Inner {
     router: Arc<dyn ModelRouter>,
     store: Arc<dyn Store>,
     config: EngineConfig,
-    /// Runs still going, by response id: late readers follow their event log from memory.
-    live: Mutex<HashMap<String, Arc<EventLog>>>,
 }
 
 /// A started run: its id, its events and its final response.
@@ -93,7 +90,6 @@ impl Engine {
                 router,
                 store,
                 config,
-                live: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -168,7 +164,6 @@ impl Engine {
             .store
             .put_response(&crate::run::record(&plan, &response, Vec::new()))
             .await?;
-        self.lock_live().insert(id.clone(), log.clone());
 
         let run = Run::new(
             plan,
@@ -176,11 +171,8 @@ impl Engine {
             log.clone(),
             self.inner.store.clone(),
         );
-        let engine = self.clone();
-        let run_id = id.clone();
         tokio::spawn(async move {
             let finished = run.execute().await;
-            engine.lock_live().remove(&run_id);
             let _ = done_tx.send(Some(Arc::new(finished)));
         });
         Ok(RunHandle {
@@ -189,13 +181,6 @@ impl Engine {
             log,
             done: done_rx,
         })
-    }
-
-    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<EventLog>>> {
-        self.inner
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn resolve_model(
