@@ -1,19 +1,25 @@
-//! The engine's front door: start runs, retrieve responses, manage API keys.
+//! The engine's front door: start, cancel and resume runs, retrieve responses, manage keys.
 
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use futures::Stream;
 use protocol::input::InputItem;
 use protocol::request::{CreateRequest, ToolChoice, ToolChoiceMode, Truncation};
-use protocol::response::{Response, ResponseStatus};
+use protocol::response::{CancelAck, Response, ResponseStatus};
 use serde_json::json;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::error::EngineError;
 use crate::events::EventLog;
+use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::model::{ModelRouter, ResolveError, ResolvedModel};
 use crate::run::{Run, RunPlan};
-use crate::store::{KeyRecord, Store};
+use crate::store::{JobRecord, JobState, KeyRecord, Store};
 use crate::tools::{self, Registry};
 use crate::transcript;
 
@@ -22,12 +28,24 @@ use crate::transcript;
 pub struct EngineConfig {
     /// `max_steps` when the request gives none.
     pub default_max_steps: u32,
+    /// Background runs executed at once (the worker pool's size).
+    pub workers: usize,
+    /// Background runs a project may have waiting for a worker; more is 429.
+    pub max_queued_per_project: u64,
+    /// How long a worker's claim on a job holds without renewal (renewed every third of it).
+    pub lease: Duration,
+    /// How long event logs are kept for resume.
+    pub event_retention: Duration,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             default_max_steps: 10,
+            workers: 16,
+            max_queued_per_project: 1000,
+            lease: Duration::from_secs(30),
+            event_retention: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -35,22 +53,45 @@ impl Default for EngineConfig {
 /// Runs agent requests. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    router: Arc<dyn ModelRouter>,
-    store: Arc<dyn Store>,
-    config: EngineConfig,
+pub(crate) struct Inner {
+    pub(crate) router: Arc<dyn ModelRouter>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) config: EngineConfig,
+    /// Runs of this process not yet ended, by response id: cancel reaches them and resumes
+    /// follow their event log from memory.
+    live: Mutex<HashMap<String, LiveRun>>,
+    /// Wakes an idle worker when a background job is queued.
+    pub(crate) job_ready: Notify,
+    /// This process's name as a job lease owner.
+    pub(crate) worker_id: String,
+    pub(crate) metrics: Metrics,
+    /// Cancelled at shutdown: workers stop claiming jobs.
+    pub(crate) stopping: CancellationToken,
+    /// Every background job execution, so shutdown can wait for them.
+    pub(crate) jobs: TaskTracker,
 }
 
-/// A started run: its id, its events and its final response.
+/// What cancel and resume need of a run in progress.
+#[derive(Clone)]
+pub(crate) struct LiveRun {
+    pub(crate) log: Arc<EventLog>,
+    pub(crate) cancel: CancellationToken,
+}
+
+/// A boxed stream of serialized wire events.
+pub type EventStream = Pin<Box<dyn Stream<Item = Arc<str>> + Send>>;
+
+/// A started run: its id, its events and (foreground runs) its final response.
 pub struct RunHandle {
     pub id: String,
     /// The snapshot at start (status `in_progress`, or `queued` for background runs).
     pub initial: Response,
     log: Arc<EventLog>,
-    done: watch::Receiver<Option<Arc<Response>>>,
+    /// `None` for background runs, which a worker executes.
+    done: Option<watch::Receiver<Option<Arc<Response>>>>,
 }
 
 impl RunHandle {
@@ -59,19 +100,40 @@ impl RunHandle {
         self.log.follow(0)
     }
 
-    /// Waits for the run to end and returns the final response.
-    pub async fn finish(mut self) -> Option<Arc<Response>> {
-        match self.done.wait_for(Option::is_some).await {
+    /// Waits for a foreground run to end and returns the final response.
+    pub async fn finish(self) -> Option<Arc<Response>> {
+        let mut done = self.done?;
+        match done.wait_for(Option::is_some).await {
             Ok(value) => value.clone(),
             Err(_) => None,
         }
     }
 }
 
+/// Everything a run needs, checked and resolved.
+pub(crate) struct Prepared {
+    pub(crate) plan: RunPlan,
+    pub(crate) response: Response,
+}
+
+/// What a background job carries through the store.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct JobPayload {
+    pub(crate) request: CreateRequest,
+    pub(crate) transcript: Vec<InputItem>,
+}
+
 pub(crate) fn now_secs() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
 
@@ -90,6 +152,12 @@ impl Engine {
                 router,
                 store,
                 config,
+                live: Mutex::new(HashMap::new()),
+                job_ready: Notify::new(),
+                worker_id: new_id("worker"),
+                metrics: Metrics::default(),
+                stopping: CancellationToken::new(),
+                jobs: TaskTracker::new(),
             }),
         }
     }
@@ -98,7 +166,8 @@ impl Engine {
         &self.inner.router
     }
 
-    /// Validates the request, resolves its transcript and model, and starts the run.
+    /// Validates the request, resolves its transcript and model, and starts the run: at once
+    /// (foreground) or as a job for the worker pool (`background: true`).
     ///
     /// Errors here are request errors (the run never started); errors after this point end
     /// the run with status `failed`.
@@ -108,9 +177,75 @@ impl Engine {
         request: CreateRequest,
     ) -> Result<RunHandle, EngineError> {
         request.validate()?;
-        let (model_id, resolved) = self.resolve_model(&request)?;
-        let registry = Registry::from_request(request.tools.as_deref().unwrap_or_default())?;
+        let background = request.background.unwrap_or(false);
+        if background {
+            let queued = self.inner.store.count_queued(project_id).await?;
+            if queued >= self.inner.config.max_queued_per_project {
+                return Err(EngineError::QueueFull(format!(
+                    "this project already has {queued} background runs waiting (limit {}); retry when some have started",
+                    self.inner.config.max_queued_per_project
+                )));
+            }
+        }
+        let transcript = self.transcript_for(project_id, &request).await?;
+        let Prepared { plan, response } =
+            self.prepare(project_id, request, transcript, background)?;
+        let id = response.id.clone();
+        // The record exists from the start so retrieve answers while the run goes on. Its
+        // transcript is written at the end: an unfinished response cannot be continued.
+        self.inner
+            .store
+            .put_response(&crate::run::record(&plan, &response, Vec::new()))
+            .await?;
+        let live = self.register(&id);
+        if background {
+            let payload = serde_json::to_string(&JobPayload {
+                request: plan.request,
+                transcript: plan.transcript,
+            })
+            .map_err(|err| EngineError::Internal(format!("job payload: {err}")))?;
+            self.inner
+                .store
+                .insert_job(&JobRecord {
+                    response_id: id.clone(),
+                    project_id: project_id.to_owned(),
+                    payload,
+                    state: JobState::Queued,
+                    lease_owner: None,
+                    lease_until_ms: 0,
+                    created_at_ms: now_ms(),
+                })
+                .await?;
+            self.inner.job_ready.notify_one();
+            return Ok(RunHandle {
+                id,
+                initial: response,
+                log: live.log,
+                done: None,
+            });
+        }
+        let (done_tx, done_rx) = watch::channel(None);
+        let engine = self.clone();
+        let initial = response.clone();
+        let log = live.log.clone();
+        tokio::spawn(async move {
+            let finished = engine.execute(plan, response, live).await;
+            let _ = done_tx.send(Some(Arc::new(finished)));
+        });
+        Ok(RunHandle {
+            id,
+            initial,
+            log,
+            done: Some(done_rx),
+        })
+    }
 
+    /// The transcript a request continues: the previous response's, then this input.
+    async fn transcript_for(
+        &self,
+        project_id: &str,
+        request: &CreateRequest,
+    ) -> Result<Vec<InputItem>, EngineError> {
         let mut items: Vec<InputItem> = Vec::new();
         if let Some(previous_id) = &request.previous_response_id {
             let previous = self
@@ -141,46 +276,169 @@ impl Engine {
         let new_from = items.len();
         items.extend(request.input.clone().into_items());
         transcript::check_function_calls(&items, new_from)?;
+        Ok(items)
+    }
 
-        let background = request.background.unwrap_or(false);
+    /// Resolves the model and tools and builds the initial response.
+    pub(crate) fn prepare(
+        &self,
+        project_id: &str,
+        request: CreateRequest,
+        transcript: Vec<InputItem>,
+        background: bool,
+    ) -> Result<Prepared, EngineError> {
+        let (model_id, resolved) = self.resolve_model(&request)?;
+        let registry = Registry::from_request(request.tools.as_deref().unwrap_or_default())?;
         let response = initial_response(&request, &model_id, background);
-        let id = response.id.clone();
-        let log = EventLog::new();
-        let (done_tx, done_rx) = watch::channel(None);
         let max_steps = request
             .max_steps
             .unwrap_or(self.inner.config.default_max_steps);
-        let plan = RunPlan {
-            project_id: project_id.to_owned(),
-            request,
-            model: resolved,
-            registry,
-            transcript: items,
-            max_steps,
-        };
-        // The record exists from the start so retrieve answers while the run goes on. Its
-        // transcript is written at the end: an unfinished response cannot be continued.
-        self.inner
-            .store
-            .put_response(&crate::run::record(&plan, &response, Vec::new()))
-            .await?;
+        Ok(Prepared {
+            plan: RunPlan {
+                project_id: project_id.to_owned(),
+                request,
+                model: resolved,
+                registry,
+                transcript,
+                max_steps,
+            },
+            response,
+        })
+    }
 
+    /// Adds a run to the live map (or returns the entry a submission already made).
+    pub(crate) fn register(&self, id: &str) -> LiveRun {
+        self.lock_live()
+            .entry(id.to_owned())
+            .or_insert_with(|| LiveRun {
+                log: EventLog::new(),
+                cancel: CancellationToken::new(),
+            })
+            .clone()
+    }
+
+    fn live(&self, id: &str) -> Option<LiveRun> {
+        self.lock_live().get(id).cloned()
+    }
+
+    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveRun>> {
+        self.inner
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Executes a run to its end and returns the final response.
+    pub(crate) async fn execute(
+        &self,
+        plan: RunPlan,
+        response: Response,
+        live: LiveRun,
+    ) -> Response {
+        let id = response.id.clone();
+        let started = Instant::now();
+        self.inner.metrics.run_started();
         let run = Run::new(
             plan,
-            response.clone(),
-            log.clone(),
+            response,
+            live.log,
             self.inner.store.clone(),
+            live.cancel,
         );
-        tokio::spawn(async move {
-            let finished = run.execute().await;
-            let _ = done_tx.send(Some(Arc::new(finished)));
-        });
-        Ok(RunHandle {
-            id,
-            initial: response,
-            log,
-            done: done_rx,
+        let finished = run.execute().await;
+        self.inner
+            .metrics
+            .run_finished(finished.status, started.elapsed());
+        self.lock_live().remove(&id);
+        finished
+    }
+
+    /// Asks a run to stop. The run ends `cancelled` shortly after; the answer is only the
+    /// acknowledgement (spec decision 8).
+    pub async fn cancel(&self, project_id: &str, id: &str) -> Result<CancelAck, EngineError> {
+        let record = self
+            .inner
+            .store
+            .get_response(project_id, id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("response \"{id}\" not found")))?;
+        if record.response.status.is_terminal() {
+            return Err(EngineError::NotCancellable(format!(
+                "response \"{id}\" has already ended with status {} and cannot be cancelled",
+                record.response.status.as_str()
+            )));
+        }
+        if let Some(live) = self.live(id) {
+            live.cancel.cancel();
+        }
+        // A job still waiting for a worker is taken out of the queue and ended now.
+        self.cancel_queued(id).await?;
+        Ok(CancelAck {
+            response_id: id.to_owned(),
+            status: "cancelling".to_owned(),
         })
+    }
+
+    /// Replays a run's events after `starting_after` (all when `None`), then follows the run
+    /// until its terminal event if it is still going.
+    pub async fn resume(
+        &self,
+        project_id: &str,
+        id: &str,
+        starting_after: Option<u64>,
+    ) -> Result<EventStream, EngineError> {
+        match self.inner.store.get_response(project_id, id).await? {
+            Some(record) if record.visible => {}
+            _ => {
+                return Err(EngineError::NotFound(format!(
+                    "response \"{id}\" not found"
+                )));
+            }
+        }
+        let from = starting_after.map_or(0, |n| n.saturating_add(1));
+        let bad_cursor = |last: Option<u64>| {
+            EngineError::invalid(
+                "starting_after",
+                match last {
+                    Some(last) => format!(
+                        "starting_after {} is beyond the last event ({last}) of response \"{id}\"",
+                        starting_after.unwrap_or_default()
+                    ),
+                    None => format!("response \"{id}\" has no events to resume yet"),
+                },
+            )
+        };
+        if let Some(live) = self.live(id) {
+            let len = live.log.len() as u64;
+            if from > len {
+                return Err(bad_cursor(len.checked_sub(1)));
+            }
+            return Ok(Box::pin(live.log.follow(from as usize)));
+        }
+        let stored = self.inner.store.events_after(id, None).await?;
+        let Some(last) = stored.last().map(|e| e.sequence_number) else {
+            return Err(EngineError::invalid(
+                "starting_after",
+                format!(
+                    "the event log of response \"{id}\" has expired or was never kept; retrieve the response instead"
+                ),
+            ));
+        };
+        if from > last + 1 {
+            return Err(bad_cursor(Some(last)));
+        }
+        let lines: Vec<Arc<str>> = stored
+            .into_iter()
+            .filter(|e| e.sequence_number >= from)
+            .map(|e| Arc::from(e.data))
+            .collect();
+        Ok(Box::pin(futures::stream::iter(lines)))
+    }
+
+    /// A snapshot of the run metrics.
+    pub async fn metrics(&self) -> Result<MetricsSnapshot, EngineError> {
+        let queued = self.inner.store.count_all_queued().await?;
+        Ok(self.inner.metrics.snapshot(queued))
     }
 
     fn resolve_model(

@@ -18,6 +18,15 @@ pub enum EngineError {
     /// The capability is not built yet (501 `not_implemented`).
     #[error("{0}")]
     NotImplemented(String),
+    /// The run has ended and cannot be cancelled (400 `invalid_request`).
+    #[error("{0}")]
+    NotCancellable(String),
+    /// Too many background runs are waiting (429 `request_rate_limit_exceeded`).
+    #[error("{0}")]
+    QueueFull(String),
+    /// Something that should not fail did (500 `internal_error`).
+    #[error("{0}")]
+    Internal(String),
     /// Storage failed (500 `internal_error`).
     #[error(transparent)]
     Store(#[from] StoreError),

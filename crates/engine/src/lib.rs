@@ -19,13 +19,15 @@
 pub mod engine;
 pub mod error;
 pub mod events;
+mod jobs;
 mod keys;
+pub mod metrics;
 pub mod model;
 mod run;
 pub mod store;
 pub mod tools;
 pub mod transcript;
 
-pub use engine::{Engine, EngineConfig, RunHandle};
+pub use engine::{Engine, EngineConfig, EventStream, RunHandle};
 pub use error::EngineError;
 pub use keys::hash_key;

@@ -19,6 +19,7 @@ use protocol::output::{
 };
 use protocol::request::{CreateRequest, ToolChoice, ToolChoiceMode};
 use protocol::response::{ErrorInfo, IncompleteDetails, Response, ResponseStatus, Usage};
+use tokio_util::sync::CancellationToken;
 
 use crate::engine::{new_id, now_secs};
 use crate::events::EventLog;
@@ -63,12 +64,27 @@ pub struct Run {
     usage: Usage,
     /// Events already written to the store.
     flushed: usize,
+    /// Set by a cancel request: the run stops at the next event or step boundary.
+    cancel: CancellationToken,
 }
 
 /// How the step loop ended (failures are `Err(ErrorInfo)`).
 enum Outcome {
     Completed,
     Incomplete(&'static str),
+    Cancelled,
+}
+
+/// Why the step loop stopped early.
+enum Stop {
+    Failed(ErrorInfo),
+    Cancelled,
+}
+
+impl From<ErrorInfo> for Stop {
+    fn from(error: ErrorInfo) -> Self {
+        Stop::Failed(error)
+    }
 }
 
 /// What one model turn produced.
@@ -92,6 +108,7 @@ impl Run {
         response: Response,
         log: Arc<EventLog>,
         store: Arc<dyn Store>,
+        cancel: CancellationToken,
     ) -> Run {
         let transcript = plan.transcript.clone();
         Run {
@@ -102,6 +119,7 @@ impl Run {
             store,
             usage: Usage::default(),
             flushed: 0,
+            cancel,
         }
     }
 
@@ -114,7 +132,11 @@ impl Run {
         self.emit(EventData::ResponseInProgress {
             response: Box::new(self.response.clone()),
         });
-        let outcome = self.steps().await;
+        let outcome = match self.steps().await {
+            Ok(outcome) => Ok(outcome),
+            Err(Stop::Cancelled) => Ok(Outcome::Cancelled),
+            Err(Stop::Failed(error)) => Err(error),
+        };
         self.finish(outcome).await
     }
 
@@ -135,10 +157,13 @@ impl Run {
         }
     }
 
-    async fn steps(&mut self) -> Result<Outcome, ErrorInfo> {
+    async fn steps(&mut self) -> Result<Outcome, Stop> {
         let max_steps = self.plan.max_steps.max(1);
         let budget = self.response.max_output_tokens;
         for step in 1..=max_steps {
+            if self.cancel.is_cancelled() {
+                return Err(Stop::Cancelled);
+            }
             let last = step == max_steps;
             let remaining = match budget {
                 Some(cap) => {
@@ -265,20 +290,26 @@ impl Run {
     }
 
     /// Streams one model turn, forwarding text as it arrives.
-    async fn model_turn(&mut self, request: ModelRequest) -> Result<Turn, ErrorInfo> {
-        let mut stream = self
-            .plan
-            .model
-            .client
-            .stream(request)
-            .await
-            .map_err(provider_error)?;
+    async fn model_turn(&mut self, request: ModelRequest) -> Result<Turn, Stop> {
+        let client = self.plan.model.client.clone();
+        let mut stream = tokio::select! {
+            started = client.stream(request) => started.map_err(provider_error)?,
+            () = self.cancel.cancelled() => return Err(Stop::Cancelled),
+        };
         // (output index, item id, text so far) of the message being streamed.
         let mut message: Option<(usize, String, String)> = None;
         let mut calls: Vec<PartialCall> = Vec::new();
         let mut finish = None;
         let mut failure = None;
-        while let Some(event) = stream.next().await {
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => event,
+                () = self.cancel.cancelled() => {
+                    failure = Some(Stop::Cancelled);
+                    break;
+                }
+            };
+            let Some(event) = event else { break };
             match event {
                 Ok(ModelEvent::TextDelta(delta)) => {
                     if delta.is_empty() {
@@ -327,7 +358,7 @@ impl Run {
                 }
                 Ok(ModelEvent::Finish(reason)) => finish = Some(reason),
                 Err(err) => {
-                    failure = Some(provider_error(err));
+                    failure = Some(Stop::Failed(provider_error(err)));
                     break;
                 }
             }
@@ -448,6 +479,7 @@ impl Run {
         self.response.completed_at = Some(now_secs());
         match &outcome {
             Ok(Outcome::Completed) => self.response.status = ResponseStatus::Completed,
+            Ok(Outcome::Cancelled) => self.response.status = ResponseStatus::Cancelled,
             Ok(Outcome::Incomplete(reason)) => {
                 self.response.status = ResponseStatus::Incomplete;
                 self.response.incomplete_details = Some(IncompleteDetails {
@@ -485,6 +517,7 @@ impl Run {
         self.emit(match outcome {
             Ok(Outcome::Completed) => EventData::ResponseCompleted { response: snapshot },
             Ok(Outcome::Incomplete(_)) => EventData::ResponseIncomplete { response: snapshot },
+            Ok(Outcome::Cancelled) => EventData::ResponseCancelled { response: snapshot },
             Err(error) => EventData::ResponseFailed {
                 error,
                 response: snapshot,

@@ -90,6 +90,84 @@ pub trait KeyStore: Send + Sync {
     async fn has_keys(&self) -> Result<bool, StoreError>;
 }
 
+/// Where a background job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Waiting for a worker.
+    Queued,
+    /// Claimed by a worker that holds a lease.
+    Running,
+}
+
+/// A background run waiting for, or held by, a worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub response_id: String,
+    pub project_id: String,
+    /// What the worker needs to run it (the engine's own JSON; opaque to stores).
+    pub payload: String,
+    pub state: JobState,
+    /// The worker holding the lease (`None` while queued).
+    pub lease_owner: Option<String>,
+    /// Epoch milliseconds until which the lease holds (0 while queued).
+    pub lease_until_ms: i64,
+    /// Epoch milliseconds; claims go oldest first.
+    pub created_at_ms: i64,
+}
+
+/// A claimed job and the state it was in before the claim: a job claimed from `Running` lost
+/// its worker (a crash or a stop) and must not simply run again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedJob {
+    pub job: JobRecord,
+    pub previous_state: JobState,
+}
+
+#[async_trait::async_trait]
+pub trait JobStore: Send + Sync {
+    /// Adds a queued job.
+    async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError>;
+    /// Atomically claims the oldest job that is queued or whose lease expired before `now_ms`:
+    /// sets it `Running` with `owner` and `lease_until_ms`. Two claimers never get the same job.
+    async fn claim_job(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError>;
+    /// Claims one given job if it is still queued (used to end a cancelled queued job at once).
+    async fn claim_queued_job(
+        &self,
+        response_id: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<JobRecord>, StoreError>;
+    /// Extends a lease; `false` when `owner` no longer holds the job.
+    async fn renew_lease(
+        &self,
+        response_id: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<bool, StoreError>;
+    /// Removes a finished job.
+    async fn delete_job(&self, response_id: &str) -> Result<(), StoreError>;
+    /// How many jobs of this project are queued (not yet claimed).
+    async fn count_queued(&self, project_id: &str) -> Result<u64, StoreError>;
+    /// How many jobs are queued in all projects.
+    async fn count_all_queued(&self) -> Result<u64, StoreError>;
+}
+
+#[async_trait::async_trait]
+pub trait MaintenanceStore: Send + Sync {
+    /// Responses whose status is `queued` or `in_progress` but that no job row holds: runs
+    /// whose process died. Only meaningful while no run of this store is executing (start-up).
+    async fn orphaned_responses(&self) -> Result<Vec<(String, String)>, StoreError>;
+    /// Deletes the event logs of responses created before `created_before` (unix seconds);
+    /// returns how many events were deleted.
+    async fn purge_events(&self, created_before: i64) -> Result<u64, StoreError>;
+}
+
 /// Everything the engine and server need from storage.
-pub trait Store: ResponseStore + EventStore + KeyStore {}
-impl<T: ResponseStore + EventStore + KeyStore> Store for T {}
+pub trait Store: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore {}
+impl<T: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore> Store for T {}

@@ -42,6 +42,8 @@ pub struct RawConfig {
     pub log: RawLog,
     #[serde(default)]
     pub http: RawHttp,
+    #[serde(default)]
+    pub runs: RawRuns,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -66,6 +68,19 @@ pub struct RawProvider {
 #[serde(deny_unknown_fields)]
 pub struct RawEngine {
     pub default_max_steps: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRuns {
+    /// Background runs executed at once (default 16).
+    pub workers: Option<usize>,
+    /// Background runs a project may have waiting (default 1000).
+    pub max_queued_per_project: Option<u64>,
+    /// Job lease in seconds (default 30).
+    pub lease_secs: Option<u64>,
+    /// How long event logs are kept for resume, in hours (default 24).
+    pub event_retention_hours: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -123,7 +138,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub store: StoreLocation,
     pub providers: Vec<ProviderConfig>,
-    pub default_max_steps: u32,
+    /// The engine's settings (`[engine]` and `[runs]`).
+    pub engine: engine::EngineConfig,
     pub log_format: LogFormat,
     /// Interval of SSE keep-alive comments.
     pub sse_keep_alive: std::time::Duration,
@@ -175,7 +191,11 @@ impl Config {
                 });
             }
         };
-        let default_max_steps = file.engine.default_max_steps.unwrap_or(10);
+        let defaults = engine::EngineConfig::default();
+        let default_max_steps = file
+            .engine
+            .default_max_steps
+            .unwrap_or(defaults.default_max_steps);
         if !(1..=100).contains(&default_max_steps) {
             return Err(ConfigError::Invalid {
                 name: "engine.default_max_steps".to_owned(),
@@ -192,6 +212,39 @@ impl Config {
                 });
             }
         };
+        let runs = &file.runs;
+        let workers = runs.workers.unwrap_or(defaults.workers);
+        if !(1..=1024).contains(&workers) {
+            return Err(ConfigError::Invalid {
+                name: "runs.workers".to_owned(),
+                message: "must be within 1..=1024".to_owned(),
+            });
+        }
+        let lease_secs = runs.lease_secs.unwrap_or(defaults.lease.as_secs());
+        if !(3..=3600).contains(&lease_secs) {
+            return Err(ConfigError::Invalid {
+                name: "runs.lease_secs".to_owned(),
+                message: "must be within 3..=3600".to_owned(),
+            });
+        }
+        let retention_hours = runs
+            .event_retention_hours
+            .unwrap_or(defaults.event_retention.as_secs() / 3600);
+        if !(1..=24 * 365).contains(&retention_hours) {
+            return Err(ConfigError::Invalid {
+                name: "runs.event_retention_hours".to_owned(),
+                message: "must be within 1..=8760".to_owned(),
+            });
+        }
+        let engine = engine::EngineConfig {
+            default_max_steps,
+            workers,
+            max_queued_per_project: runs
+                .max_queued_per_project
+                .unwrap_or(defaults.max_queued_per_project),
+            lease: std::time::Duration::from_secs(lease_secs),
+            event_retention: std::time::Duration::from_secs(retention_hours * 3600),
+        };
         let keep_alive_ms = file.http.sse_keep_alive_ms.unwrap_or(15_000);
         if !(100..=600_000).contains(&keep_alive_ms) {
             return Err(ConfigError::Invalid {
@@ -205,7 +258,7 @@ impl Config {
             data_dir,
             store,
             providers,
-            default_max_steps,
+            engine,
             log_format,
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
         })

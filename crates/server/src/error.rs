@@ -59,6 +59,24 @@ impl ApiError {
                 None,
                 message.clone(),
             ),
+            ApiError::Engine(EngineError::NotCancellable(message)) => (
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                None,
+                message.clone(),
+            ),
+            ApiError::Engine(EngineError::QueueFull(message)) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "request_rate_limit_exceeded",
+                None,
+                message.clone(),
+            ),
+            ApiError::Engine(EngineError::Internal(_)) | ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                None,
+                "internal error".to_owned(),
+            ),
             ApiError::Engine(EngineError::Store(_)) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal_error",
@@ -76,12 +94,6 @@ impl ApiError {
                 "payload_too_large",
                 None,
                 self.to_string(),
-            ),
-            ApiError::Internal(_) => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                None,
-                "internal error".to_owned(),
             ),
             ApiError::InvalidQuery { message, param } => (
                 StatusCode::BAD_REQUEST,

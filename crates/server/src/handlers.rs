@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use protocol::response::{Model, ModelList};
+use protocol::response::{CancelAck, Model, ModelList};
 use serde_json::{Value, json};
 
 use crate::auth::Project;
@@ -37,37 +37,53 @@ pub async fn create(
     }
 }
 
-/// `GET /v1/{agent|responses}/{id}`.
+/// The largest `starting_after` the SDKs send (2^53 - 1).
+const MAX_CURSOR: u64 = (1 << 53) - 1;
+
+/// `GET /v1/{agent|responses}/{id}`; with `?stream=true&starting_after=N`, resume the stream.
 pub async fn retrieve(
     State(state): State<AppState>,
     Project(project): Project,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    if let Some(stream) = query.get("stream") {
-        match stream.as_str() {
-            "true" => {
-                return Err(ApiError::NotImplemented(
-                    "resuming a stream (stream=true&starting_after=N) is not available on this server yet"
-                        .to_owned(),
-                ));
-            }
-            "false" => {}
+    let stream = match query.get("stream").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            return Err(ApiError::InvalidQuery {
+                message: "stream must be true or false".to_owned(),
+                param: "stream".to_owned(),
+            });
+        }
+    };
+    let starting_after = match query.get("starting_after") {
+        None => None,
+        Some(raw) => match raw.parse::<u64>() {
+            Ok(n) if n <= MAX_CURSOR => Some(n),
             _ => {
                 return Err(ApiError::InvalidQuery {
-                    message: "stream must be true or false".to_owned(),
-                    param: "stream".to_owned(),
+                    message: format!("starting_after must be an integer in 0..={MAX_CURSOR}"),
+                    param: "starting_after".to_owned(),
                 });
             }
-        }
+        },
+    };
+    if stream {
+        let events = state.engine.resume(&project, &id, starting_after).await?;
+        return Ok(sse::stream(events, state.sse_keep_alive));
     }
     let response = state.engine.get_response(&project, &id).await?;
     Ok(Json(response).into_response())
 }
 
 /// `POST /v1/{agent|responses}/{id}/cancel`.
-pub async fn cancel(Project(_): Project, Path(_id): Path<String>) -> ApiError {
-    ApiError::NotImplemented("cancelling a response is not available on this server yet".to_owned())
+pub async fn cancel(
+    State(state): State<AppState>,
+    Project(project): Project,
+    Path(id): Path<String>,
+) -> Result<Json<CancelAck>, ApiError> {
+    Ok(Json(state.engine.cancel(&project, &id).await?))
 }
 
 /// `GET /v1/{agent|responses}/{id}/files` and `…/files/{file_id}/content`.
@@ -93,6 +109,19 @@ pub async fn models(State(state): State<AppState>) -> Json<ModelList> {
         object: "list".to_owned(),
         data,
     })
+}
+
+/// `GET /metrics` (Prometheus text format; no auth, like health).
+pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let snapshot = state.engine.metrics().await?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::metrics::render(&snapshot),
+    )
+        .into_response())
 }
 
 /// `GET /health`.

@@ -18,6 +18,7 @@ pub mod config;
 pub mod error;
 pub mod handlers;
 pub mod json;
+pub mod metrics;
 pub mod openapi;
 pub mod routes;
 pub mod sse;
@@ -31,7 +32,7 @@ use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use engine::{Engine, EngineConfig};
+use engine::Engine;
 use providers::registry::Registry;
 use store::SqliteStore;
 use tokio::net::TcpListener;
@@ -74,18 +75,15 @@ pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError
 pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let store = open_store(config).await?;
     let registry = Registry::new(config.providers.clone())?;
-    let engine = Engine::new(
-        Arc::new(registry),
-        store,
-        EngineConfig {
-            default_max_steps: config.default_max_steps,
-        },
-    );
+    let engine = Engine::new(Arc::new(registry), store, config.engine.clone());
     let has_keys = engine.has_keys().await?;
     if !has_keys && !config.listen.ip().is_loopback() {
         return Err(ServerError::OpenModeNotLoopback(config.listen));
     }
     let default_project = engine.default_project().await?;
+    // Runs a previous process left unfinished end now, before anything new starts.
+    engine.recover().await?;
+    engine.spawn_workers();
     Ok(AppState {
         auth: Arc::new(AuthCache::new(default_project, has_keys)),
         sse_keep_alive: config.sse_keep_alive,

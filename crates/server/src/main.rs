@@ -124,7 +124,14 @@ async fn main() -> anyhow::Result<()> {
                 out.flush()?;
             }
             tracing::info!(%addr, providers = ?config.providers.iter().map(|p| &p.name).collect::<Vec<_>>(), "agentd serving");
-            agentd_server::run(listener, agentd_server::app(state), shutdown_signal()).await?;
+            agentd_server::run(
+                listener,
+                agentd_server::app(state.clone()),
+                shutdown_signal(),
+            )
+            .await?;
+            // Foreground requests are done; give background runs the same grace to end.
+            state.engine.shutdown(agentd_server::SHUTDOWN_GRACE).await;
         }
         Command::Keys {
             command: KeysCommand::Create { project, common },

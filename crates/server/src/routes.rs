@@ -10,6 +10,7 @@ use crate::state::AppState;
 pub fn routes() -> Router<AppState> {
     let mut router = Router::new()
         .route("/health", get(handlers::health))
+        .route("/metrics", get(handlers::metrics))
         .route("/openapi.json", get(handlers::openapi))
         .route("/v1/models", get(handlers::models));
     for base in ["/v1/agent", "/v1/responses"] {

@@ -650,7 +650,7 @@ async fn models_health_and_openapi_are_served() {
     assert!(doc["paths"]["/v1/agent"]["post"].is_object());
     assert!(doc["paths"]["/v1/responses/{id}"]["get"].is_object());
     let (status, error) = app.post("/v1/agent/resp_x/cancel", json!({})).await;
-    assert_eq!(status, 501, "{error}");
+    assert_eq!(status, 404, "{error}");
     let (status, _) = app.get("/v1/nope").await;
     assert_eq!(status, 404);
 }

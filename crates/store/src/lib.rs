@@ -1,5 +1,6 @@
 //! SQLite storage for agentd: the adapter behind the engine's storage ports
-//! ([`engine::store::ResponseStore`], [`engine::store::EventStore`], [`engine::store::KeyStore`]).
+//! ([`engine::store::ResponseStore`], [`engine::store::EventStore`], [`engine::store::KeyStore`],
+//! [`engine::store::JobStore`], [`engine::store::MaintenanceStore`]).
 //!
 //! The SQL is kept portable to PostgreSQL (TEXT and BIGINT columns, JSON as TEXT, times as Unix
 //! seconds, `$n` placeholders, `ON CONFLICT` upserts) so a PostgreSQL pool can later share it.
@@ -8,12 +9,13 @@
 //!
 //! - `lib.rs`: [`SqliteStore`], opening the database (pragmas, pools) and running migrations.
 //! - `migrate.rs`: the schema migrations, embedded from `crates/store/migrations/*.sql`.
-//! - `responses.rs`, `events.rs`, `keys.rs`: one port each.
+//! - `responses.rs`, `events.rs`, `keys.rs`, `jobs.rs`, `maintenance.rs`: one port each.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
 //! Writes go through a pool of one connection (SQLite admits one writer at a time, so queueing
 //! in-process is cheaper than busy waits); reads use a separate pool and run concurrently under
-//! WAL. An event batch is a single transaction with multi-row inserts.
+//! WAL. An event batch is a single transaction with multi-row inserts; a job claim is a single
+//! `BEGIN IMMEDIATE` transaction (see `jobs.rs`).
 //!
 //! # Example
 //!
@@ -36,7 +38,9 @@
 
 mod error;
 mod events;
+mod jobs;
 mod keys;
+mod maintenance;
 mod migrate;
 mod responses;
 

@@ -11,8 +11,10 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::sqlite::SqlitePool;
 
 /// `(version, description, sql)`, in version order.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (2, "jobs", include_str!("../migrations/0002_jobs.sql")),
+];
 
 /// Apply the migrations not yet applied to this database.
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), StoreError> {

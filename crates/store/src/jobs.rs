@@ -1,0 +1,233 @@
+//! [`JobStore`]: the queue of background runs, claimed by workers under a lease.
+//!
+//! Every write goes through the single writer connection, so in-process claims are already
+//! serialized; a claim additionally runs in a `BEGIN IMMEDIATE` transaction, which takes the
+//! database write lock before it reads, so claimers in other processes sharing the file cannot
+//! interleave between the read of the candidate and its update either.
+//!
+//! A PostgreSQL store would instead select the candidate with `FOR UPDATE SKIP LOCKED` in the
+//! same transaction (concurrent claimers then skip each other's rows instead of queueing).
+
+use engine::store::{ClaimedJob, JobRecord, JobState, JobStore, StoreError};
+use sqlx::Row;
+use sqlx::error::ErrorKind;
+use sqlx::sqlite::SqliteRow;
+
+use crate::{SqliteStore, error};
+
+const QUEUED: &str = "queued";
+const RUNNING: &str = "running";
+
+const INSERT: &str = "\
+INSERT INTO jobs
+    (response_id, project_id, payload, state, lease_owner, lease_until_ms, created_at_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// The oldest claimable job and its state before the claim. PostgreSQL: append
+/// `FOR UPDATE SKIP LOCKED`.
+const SELECT_CLAIMABLE: &str = "\
+SELECT response_id, state
+FROM jobs
+WHERE state = 'queued' OR (state = 'running' AND lease_until_ms < $1)
+ORDER BY created_at_ms, response_id
+LIMIT 1";
+
+/// Takes the job chosen by [`SELECT_CLAIMABLE`]; the claimability condition is repeated so the
+/// statement stays correct on its own.
+const CLAIM: &str = "\
+UPDATE jobs SET state = 'running', lease_owner = $1, lease_until_ms = $2
+WHERE response_id = $3
+  AND (state = 'queued' OR (state = 'running' AND lease_until_ms < $4))
+RETURNING response_id, project_id, payload, state, lease_owner, lease_until_ms, created_at_ms";
+
+const CLAIM_QUEUED: &str = "\
+UPDATE jobs SET state = 'running', lease_owner = $1, lease_until_ms = $2
+WHERE response_id = $3 AND state = 'queued'
+RETURNING response_id, project_id, payload, state, lease_owner, lease_until_ms, created_at_ms";
+
+const RENEW: &str = "\
+UPDATE jobs SET lease_until_ms = $1
+WHERE response_id = $2 AND state = 'running' AND lease_owner = $3";
+
+const DELETE: &str = "DELETE FROM jobs WHERE response_id = $1";
+
+const COUNT_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND state = 'queued'";
+
+const COUNT_ALL_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE state = 'queued'";
+
+#[async_trait::async_trait]
+impl JobStore for SqliteStore {
+    async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
+        sqlx::query(INSERT)
+            .bind(job.response_id.as_str())
+            .bind(job.project_id.as_str())
+            .bind(job.payload.as_str())
+            .bind(state_text(job.state))
+            .bind(job.lease_owner.as_deref())
+            .bind(job.lease_until_ms)
+            .bind(job.created_at_ms)
+            .execute(&self.writer)
+            .await
+            .map_err(|e| match e.as_database_error().map(|d| d.kind()) {
+                Some(ErrorKind::UniqueViolation) => {
+                    StoreError::Conflict(format!("job {}", job.response_id))
+                }
+                _ => error::backend(e),
+            })?;
+        Ok(())
+    }
+
+    async fn claim_job(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(error::backend)?;
+        let Some(candidate) = sqlx::query(SELECT_CLAIMABLE)
+            .bind(now_ms)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(error::backend)?
+        else {
+            // Nothing written: ending the transaction either way is the same.
+            tx.commit().await.map_err(error::backend)?;
+            return Ok(None);
+        };
+        let response_id: String = candidate
+            .try_get("response_id")
+            .map_err(|e| error::bad_column("job", "response_id", e))?;
+        let what = format!("job {response_id}");
+        let previous_state = decode_state(&candidate, &what)?;
+        let claimed = sqlx::query(CLAIM)
+            .bind(owner)
+            .bind(lease_until_ms)
+            .bind(response_id.as_str())
+            .bind(now_ms)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(error::backend)?;
+        let Some(row) = claimed else {
+            // Impossible under the write lock; give up rather than report a claim we lack.
+            return Err(StoreError::Backend(format!(
+                "{what} changed during its claim"
+            )));
+        };
+        let job = decode_job(&row)?;
+        tx.commit().await.map_err(error::backend)?;
+        Ok(Some(ClaimedJob {
+            job,
+            previous_state,
+        }))
+    }
+
+    async fn claim_queued_job(
+        &self,
+        response_id: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<JobRecord>, StoreError> {
+        let row = sqlx::query(CLAIM_QUEUED)
+            .bind(owner)
+            .bind(lease_until_ms)
+            .bind(response_id)
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(error::backend)?;
+        row.as_ref().map(decode_job).transpose()
+    }
+
+    async fn renew_lease(
+        &self,
+        response_id: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(RENEW)
+            .bind(lease_until_ms)
+            .bind(response_id)
+            .bind(owner)
+            .execute(&self.writer)
+            .await
+            .map_err(error::backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_job(&self, response_id: &str) -> Result<(), StoreError> {
+        sqlx::query(DELETE)
+            .bind(response_id)
+            .execute(&self.writer)
+            .await
+            .map_err(error::backend)?;
+        Ok(())
+    }
+
+    async fn count_queued(&self, project_id: &str) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(COUNT_QUEUED)
+            .bind(project_id)
+            .fetch_one(&self.reader)
+            .await
+            .map_err(error::backend)?;
+        count_u64(count)
+    }
+
+    async fn count_all_queued(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(COUNT_ALL_QUEUED)
+            .fetch_one(&self.reader)
+            .await
+            .map_err(error::backend)?;
+        count_u64(count)
+    }
+}
+
+fn count_u64(count: i64) -> Result<u64, StoreError> {
+    u64::try_from(count).map_err(|_| StoreError::Backend(format!("negative count {count}")))
+}
+
+fn state_text(state: JobState) -> &'static str {
+    match state {
+        JobState::Queued => QUEUED,
+        JobState::Running => RUNNING,
+    }
+}
+
+fn decode_state(row: &SqliteRow, what: &str) -> Result<JobState, StoreError> {
+    let state: String = row
+        .try_get("state")
+        .map_err(|e| error::bad_column(what, "state", e))?;
+    match state.as_str() {
+        QUEUED => Ok(JobState::Queued),
+        RUNNING => Ok(JobState::Running),
+        _ => Err(StoreError::Corrupt(format!("{what}: unknown state"))),
+    }
+}
+
+fn decode_job(row: &SqliteRow) -> Result<JobRecord, StoreError> {
+    let response_id: String = row
+        .try_get("response_id")
+        .map_err(|e| error::bad_column("job", "response_id", e))?;
+    let what = format!("job {response_id}");
+    Ok(JobRecord {
+        project_id: row
+            .try_get("project_id")
+            .map_err(|e| error::bad_column(&what, "project_id", e))?,
+        payload: row
+            .try_get("payload")
+            .map_err(|e| error::bad_column(&what, "payload", e))?,
+        state: decode_state(row, &what)?,
+        lease_owner: row
+            .try_get("lease_owner")
+            .map_err(|e| error::bad_column(&what, "lease_owner", e))?,
+        lease_until_ms: row
+            .try_get("lease_until_ms")
+            .map_err(|e| error::bad_column(&what, "lease_until_ms", e))?,
+        created_at_ms: row
+            .try_get("created_at_ms")
+            .map_err(|e| error::bad_column(&what, "created_at_ms", e))?,
+        response_id,
+    })
+}
