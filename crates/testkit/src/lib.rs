@@ -129,6 +129,18 @@ impl TestApp {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// GETs a text body (e.g. `/metrics`).
+    pub async fn get_text(&self, path: &str) -> String {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+            .text()
+            .await
+            .expect("text body")
+    }
+
     /// POSTs a streaming request and reads the whole stream; checks the stream invariants.
     pub async fn post_stream(&self, path: &str, body: Value) -> sse::Transcript {
         let response = self

@@ -1,0 +1,405 @@
+//! Background runs, stream resume, cancel and limits, against agentd in-process.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use testkit::sse::Transcript;
+use testkit::{Reply, TestApp};
+
+const MODEL: &str = "openai/gpt-test";
+
+/// Polls until the response reaches a terminal status.
+async fn wait_terminal(app: &TestApp, id: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = app.get(&format!("/v1/responses/{id}")).await;
+        assert_eq!(status, 200, "{body}");
+        if matches!(
+            body["status"].as_str(),
+            Some("completed" | "failed" | "cancelled" | "incomplete")
+        ) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never ended: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn get_stream(app: &TestApp, path: &str) -> (u16, String) {
+    let response = app.client.get(app.url(path)).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn resume_from_any_cursor_reproduces_the_original_events() {
+    let app = TestApp::spawn().await;
+    app.fake.push(Reply::text_chunks(["one ", "two ", "three"]));
+    let original = app
+        .post_stream(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "count", "stream": true}),
+        )
+        .await;
+    let id = original.terminal()["response"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let last = original.events.len() as u64 - 1;
+    for cursor in [0, 3, last - 1] {
+        let (status, raw) = get_stream(
+            &app,
+            &format!("/v1/responses/{id}?stream=true&starting_after={cursor}"),
+        )
+        .await;
+        assert_eq!(status, 200, "{raw}");
+        let resumed = Transcript::parse(&raw);
+        assert_eq!(
+            resumed.events,
+            original.events[cursor as usize + 1..],
+            "cursor {cursor}"
+        );
+    }
+    let (status, raw) = get_stream(&app, &format!("/v1/agent/{id}?stream=true")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        Transcript::parse(&raw).events,
+        original.events,
+        "no cursor: the whole log"
+    );
+    let (status, raw) = get_stream(
+        &app,
+        &format!("/v1/responses/{id}?stream=true&starting_after={last}"),
+    )
+    .await;
+    assert_eq!(
+        (status, Transcript::parse(&raw).events.len()),
+        (200, 0),
+        "nothing after the end"
+    );
+
+    let (status, raw) = get_stream(
+        &app,
+        &format!("/v1/responses/{id}?stream=true&starting_after={}", last + 5),
+    )
+    .await;
+    assert_eq!(status, 400, "{raw}");
+    let error: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(error["error"]["param"], "starting_after");
+    let (status, _) = get_stream(
+        &app,
+        "/v1/responses/resp_unknown?stream=true&starting_after=1",
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = get_stream(
+        &app,
+        &format!("/v1/responses/{id}?stream=true&starting_after=-1"),
+    )
+    .await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn a_background_stream_can_be_left_and_resumed_while_the_run_goes_on() {
+    let app = TestApp::spawn().await;
+    app.fake.push(
+        Reply::text_chunks(["a ", "b ", "c ", "d"])
+            .delay_between_chunks(Duration::from_millis(200)),
+    );
+    let response = app
+        .client
+        .post(app.url("/v1/responses"))
+        .json(&json!({"model": MODEL, "input": "go", "stream": true, "background": true}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    use futures::StreamExt as _;
+    let mut seen = String::new();
+    while !seen.contains("response.in_progress") {
+        seen.push_str(&String::from_utf8_lossy(
+            &body.next().await.unwrap().unwrap(),
+        ));
+    }
+    drop(body);
+    let first = Transcript::parse(
+        seen.split("\n\n")
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+            .as_str(),
+    );
+    let id = first.events[0]["response"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(first.events[0]["response"]["status"], "queued");
+    // Resume while the run is still streaming: the rest arrives live, to the terminal event.
+    let (status, raw) = get_stream(
+        &app,
+        &format!("/v1/responses/{id}?stream=true&starting_after=1"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let rest = Transcript::parse(&raw);
+    assert_eq!(rest.events[0]["sequence_number"], 2);
+    assert_eq!(rest.terminal()["type"], "response.completed");
+    let text: String = rest
+        .events
+        .iter()
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert_eq!(text, "a b c d");
+}
+
+/// Starts a streaming request and returns its response id (from the first frame) with the
+/// rest of the body to read.
+async fn start_stream(app: &TestApp, body: Value) -> (String, reqwest::Response) {
+    let mut response = app
+        .client
+        .post(app.url("/v1/agent"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("\n\n") {
+        seen.push_str(&String::from_utf8_lossy(
+            &response.chunk().await.unwrap().unwrap(),
+        ));
+    }
+    let first = Transcript::parse(seen.split("\n\n").next().unwrap());
+    let id = first.events[0]["response"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (id, response)
+}
+
+#[tokio::test]
+async fn cancel_stops_a_slow_foreground_run_promptly() {
+    let app = TestApp::spawn().await;
+    app.fake.push(
+        Reply::text_chunks(["slow ", "slower ", "slowest"])
+            .delay_between_chunks(Duration::from_secs(20)),
+    );
+    let (id, mut rest) =
+        start_stream(&app, json!({"model": MODEL, "input": "?", "stream": true})).await;
+    // Wait for the first delta so the cancel lands mid-stream.
+    let mut raw = String::new();
+    while !raw.contains("output_text.delta") {
+        raw.push_str(&String::from_utf8_lossy(
+            &rest.chunk().await.unwrap().unwrap(),
+        ));
+    }
+    let started = tokio::time::Instant::now();
+    let (status, ack) = app.post(&format!("/v1/agent/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 200, "{ack}");
+    assert_eq!(ack, json!({"response_id": id, "status": "cancelling"}));
+    while let Some(chunk) = rest.chunk().await.unwrap() {
+        raw.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the stream ended long after the cancel"
+    );
+    let tail = Transcript::parse(&raw);
+    assert_eq!(tail.terminal()["type"], "response.cancelled");
+    let final_ = wait_terminal(&app, &id).await;
+    assert_eq!(final_["status"], "cancelled");
+    assert_eq!(
+        final_["output"][0]["status"], "incomplete",
+        "the cut message is kept: {final_}"
+    );
+    assert_eq!(
+        app.fake.dropped_streams(),
+        1,
+        "the upstream stream was closed"
+    );
+
+    let (status, error) = app.post(&format!("/v1/agent/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 400, "cancelling an ended run: {error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled")
+    );
+    let (status, _) = app.post("/v1/responses/resp_nope/cancel", json!({})).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn another_projects_run_cannot_be_cancelled_or_resumed() {
+    let app = TestApp::spawn().await;
+    app.fake.push(Reply::text("mine"));
+    let key_a = app.state.engine.create_key("a").await.unwrap();
+    let key_b = app.state.engine.create_key("b").await.unwrap();
+    let created: Value = app
+        .client
+        .post(app.url("/v1/agent"))
+        .bearer_auth(&key_a)
+        .json(&json!({"model": MODEL, "input": "hi", "background": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().unwrap();
+    let cancel = app
+        .client
+        .post(app.url(&format!("/v1/agent/{id}/cancel")))
+        .bearer_auth(&key_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status().as_u16(), 404);
+    let resume = app
+        .client
+        .get(app.url(&format!("/v1/agent/{id}?stream=true&starting_after=0")))
+        .bearer_auth(&key_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resume.status().as_u16(), 404);
+}
+
+#[tokio::test]
+async fn queued_runs_are_bounded_per_project_and_cancel_at_once() {
+    let app = TestApp::spawn_with(|config| {
+        config.engine.workers = 1;
+        config.engine.max_queued_per_project = 1;
+    })
+    .await;
+    app.fake
+        .push(Reply::text_chunks(["busy ", "worker"]).delay_between_chunks(Duration::from_secs(3)));
+    let body = json!({"model": MODEL, "input": "?", "background": true});
+    let (_, running) = app.post("/v1/agent", body.clone()).await;
+    // Wait until the worker holds the first run, so the next one stays queued.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while app.fake.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (status, queued) = app.post("/v1/agent", body.clone()).await;
+    assert_eq!(status, 200, "{queued}");
+    let (status, refused) = app.post("/v1/agent", body.clone()).await;
+    assert_eq!(status, 429, "{refused}");
+    assert_eq!(refused["error"]["type"], "request_rate_limit_exceeded");
+    let metrics = app.get_text("/metrics").await;
+    assert!(
+        metrics.contains("agentd_background_queue_depth 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("agentd_runs_active 1"), "{metrics}");
+
+    let queued_id = queued["id"].as_str().unwrap();
+    let started = tokio::time::Instant::now();
+    let (status, _) = app
+        .post(&format!("/v1/agent/{queued_id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let ended = wait_terminal(&app, queued_id).await;
+    assert_eq!(ended["status"], "cancelled");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "a queued run does not wait for a worker to cancel"
+    );
+    assert_eq!(
+        app.fake.requests().len(),
+        1,
+        "the cancelled run never reached the model"
+    );
+    let (status, raw) = get_stream(&app, &format!("/v1/agent/{queued_id}?stream=true")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        Transcript::parse(&raw).terminal()["type"],
+        "response.cancelled"
+    );
+
+    let first = wait_terminal(&app, running["id"].as_str().unwrap()).await;
+    assert_eq!(first["status"], "completed");
+    let metrics = app.get_text("/metrics").await;
+    assert!(
+        metrics.contains("agentd_runs_finished_total{status=\"completed\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("agentd_runs_finished_total{status=\"cancelled\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("agentd_run_duration_seconds_count 2"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_background_runs_all_finish() {
+    let app = TestApp::spawn().await;
+    for i in 0..200 {
+        app.fake.push(Reply::text(&format!("answer {i}")));
+    }
+    let creates = (0..200).map(|i| {
+        let app = &app;
+        async move {
+            let (status, body) = app
+                .post(
+                    "/v1/responses",
+                    json!({"model": MODEL, "input": format!("q{i}"), "background": true}),
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body["id"].as_str().unwrap().to_owned()
+        }
+    });
+    let ids = futures::future::join_all(creates).await;
+    let finals = futures::future::join_all(ids.iter().map(|id| wait_terminal(&app, id))).await;
+    let mut answers: Vec<String> = finals
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "completed", "{r}");
+            r["output"][0]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    answers.sort();
+    answers.dedup();
+    assert_eq!(answers.len(), 200, "every run got its own answer");
+    assert_eq!(app.fake.pending_replies(), 0);
+}
+
+#[tokio::test]
+async fn an_expired_event_log_is_a_clear_400() {
+    let app = TestApp::spawn_with(|config| config.engine.event_retention = Duration::ZERO).await;
+    app.fake.push(Reply::text("old"));
+    let (_, body) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "?"}))
+        .await;
+    let id = body["id"].as_str().unwrap();
+    let (status, _) = get_stream(
+        &app,
+        &format!("/v1/agent/{id}?stream=true&starting_after=0"),
+    )
+    .await;
+    assert_eq!(status, 200, "the log is there before the purge");
+    // Logs of responses created before this second are purged.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert!(app.state.engine.purge_expired_events().await.unwrap() > 0);
+    let (status, raw) = get_stream(
+        &app,
+        &format!("/v1/agent/{id}?stream=true&starting_after=0"),
+    )
+    .await;
+    assert_eq!(status, 400, "{raw}");
+    assert!(raw.contains("expired"), "{raw}");
+    let (status, _) = app.get(&format!("/v1/agent/{id}")).await;
+    assert_eq!(status, 200, "the response itself is kept");
+}
