@@ -1,5 +1,7 @@
 //! Background runs, stream resume, cancel and limits, against agentd in-process.
 
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
