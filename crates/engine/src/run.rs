@@ -31,6 +31,9 @@ use crate::store::{ResponseRecord, Store};
 use crate::tools::Registry;
 use crate::transcript;
 
+/// How often a turn in progress writes its new events to the store.
+const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Everything a run needs, resolved before it starts.
 pub struct RunPlan {
     pub project_id: String,
@@ -301,9 +304,18 @@ impl Run {
         let mut calls: Vec<PartialCall> = Vec::new();
         let mut finish = None;
         let mut failure = None;
+        // A long turn still reaches the store regularly: a crash loses at most this much of
+        // the event log.
+        let mut flush = tokio::time::interval(FLUSH_EVERY);
+        flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        flush.tick().await;
         loop {
             let event = tokio::select! {
                 event = stream.next() => event,
+                _ = flush.tick() => {
+                    self.flush_events().await;
+                    continue;
+                }
                 () = self.cancel.cancelled() => {
                     failure = Some(Stop::Cancelled);
                     break;

@@ -80,7 +80,7 @@ impl TestApp {
         TestApp {
             base_url: format!("http://{addr}"),
             fake,
-            client: reqwest::Client::new(),
+            client: http_client(),
             state,
             shutdown: Some(tx),
         }
@@ -174,6 +174,12 @@ impl Drop for TestApp {
             let _ = tx.send(());
         }
     }
+}
+
+/// An HTTP client for tests (installs the process's TLS crypto provider first, as agentd does).
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
 }
 
 /// Replaces generated ids and times with stable placeholders for snapshots.

@@ -204,6 +204,47 @@ struct Target {
     body: Bytes,
 }
 
+/// Failures of one kind in a phase.
+struct ErrorKind {
+    count: usize,
+    example: String,
+}
+
+/// Groups failure messages by their text with digits masked (ports, ids, sizes differ).
+fn group_errors(messages: Vec<String>) -> Vec<ErrorKind> {
+    let mut kinds: Vec<(String, ErrorKind)> = Vec::new();
+    for message in messages {
+        let key: String = message
+            .chars()
+            .take(120)
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect();
+        match kinds.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, kind)) => kind.count += 1,
+            None => kinds.push((
+                key,
+                ErrorKind {
+                    count: 1,
+                    example: message,
+                },
+            )),
+        }
+    }
+    let mut kinds: Vec<ErrorKind> = kinds.into_iter().map(|(_, kind)| kind).collect();
+    kinds.sort_by_key(|kind| std::cmp::Reverse(kind.count));
+    kinds
+}
+
+fn log_errors(what: &str, errors: usize, kinds: &[ErrorKind]) {
+    if errors == 0 {
+        return;
+    }
+    eprintln!("agentd-bench:   {what}: {errors} errors");
+    for kind in kinds.iter().take(5) {
+        eprintln!("agentd-bench:     {} × {}", kind.count, kind.example);
+    }
+}
+
 /// What one phase measured.
 struct PhaseResult {
     route: Route,
@@ -211,7 +252,9 @@ struct PhaseResult {
     /// Latencies of the successful measured requests, sorted.
     latencies: Vec<Duration>,
     errors: usize,
-    first_error: Option<String>,
+    /// Failures grouped by kind (the message with numbers masked), most frequent first, each
+    /// with one full example.
+    error_kinds: Vec<ErrorKind>,
     wall: Duration,
     /// Process CPU (user + system, all threads) during the measured part.
     cpu: Duration,
@@ -317,6 +360,7 @@ async fn bench(args: Args) -> ExitCode {
     });
 
     let mut results = Vec::new();
+    let mut leftover = 0;
     for &concurrency in &args.concurrency {
         for target in &targets {
             let warmup = args.warmup.max(concurrency);
@@ -327,21 +371,13 @@ async fn bench(args: Args) -> ExitCode {
             );
             script(&app, &answer, warmup + args.requests);
             let warm = run_phase(target, warmup, concurrency).await;
-            if warm.errors > 0 {
-                eprintln!(
-                    "agentd-bench:   warm-up: {} errors, first: {}",
-                    warm.errors,
-                    warm.first_error.as_deref().unwrap_or("?")
-                );
-            }
+            log_errors("warm-up", warm.errors, &warm.error_kinds);
             let result = run_phase(target, args.requests, concurrency).await;
-            if let Some(error) = &result.first_error {
-                eprintln!("agentd-bench:   {} errors, first: {error}", result.errors);
-            }
+            log_errors("measured", result.errors, &result.error_kinds);
             results.push(result);
+            leftover += app.fake.pending_replies();
         }
     }
-    let leftover = app.fake.pending_replies();
 
     println!(
         "{}",
@@ -383,10 +419,12 @@ async fn sanity_check(app: &TestApp, answer: &Reply, tokens: usize) {
     assert_eq!(transcript.terminal()["type"], "response.completed");
 }
 
-/// Makes sure at least `count` replies are queued. All replies are equal, so replies left over
-/// by a request that failed before reaching the fake provider serve the next phase.
+/// Queues exactly `count` replies, dropping what an earlier phase left (replies of requests that
+/// failed before reaching the fake provider) and the request bodies the fake provider recorded
+/// (it keeps every one; a long run would otherwise grow it without bound).
 fn script(app: &TestApp, answer: &Reply, count: usize) {
-    for _ in app.fake.pending_replies()..count {
+    app.fake.reset();
+    for _ in 0..count {
         app.fake.push(answer.clone());
     }
 }
@@ -416,15 +454,11 @@ async fn run_phase(target: &Arc<Target>, total: usize, concurrency: usize) -> Ph
         })
         .collect();
     let mut latencies = Vec::with_capacity(total);
-    let mut errors = 0;
-    let mut first_error = None;
+    let mut failures = Vec::new();
     for worker in workers {
         let (mut done, failed) = worker.await.expect("a load worker panicked");
         latencies.append(&mut done);
-        errors += failed.len();
-        if first_error.is_none() {
-            first_error = failed.into_iter().next();
-        }
+        failures.extend(failed);
     }
     let wall = started.elapsed();
     let cpu = process_cpu().saturating_sub(cpu_before);
@@ -433,8 +467,8 @@ async fn run_phase(target: &Arc<Target>, total: usize, concurrency: usize) -> Ph
         route: target.route,
         concurrency,
         latencies,
-        errors,
-        first_error,
+        errors: failures.len(),
+        error_kinds: group_errors(failures),
         wall,
         cpu,
     }
@@ -478,7 +512,11 @@ async fn one_request(target: &Target) -> Result<Duration, String> {
     if complete {
         Ok(latency)
     } else {
-        Err(format!("incomplete answer: {}", excerpt(&text)))
+        Err(format!(
+            "incomplete answer ({} bytes), ending: {}",
+            body.len(),
+            tail(&text)
+        ))
     }
 }
 
@@ -493,6 +531,13 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     message
 }
 
+/// The last 300 characters (how a cut-off stream ended).
+fn tail(text: &str) -> String {
+    let count = text.chars().count();
+    text.chars().skip(count.saturating_sub(300)).collect()
+}
+
+/// The first 300 characters.
 fn excerpt(text: &str) -> String {
     let end = text
         .char_indices()
@@ -604,6 +649,25 @@ fn report(
             r.cpu_per_request_us(),
         );
     }
+    let failed: Vec<&PhaseResult> = results.iter().filter(|r| r.errors > 0).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nErrors (measured requests; latencies above are of the successful ones):\n"
+        );
+        for r in failed {
+            for kind in r.error_kinds.iter().take(3) {
+                let _ = writeln!(
+                    out,
+                    "- C={} {}: {} × `{}`",
+                    r.concurrency,
+                    r.route.label(),
+                    kind.count,
+                    excerpt(&kind.example).replace('`', "'")
+                );
+            }
+        }
+    }
 
     let tokens = args.tokens as f64;
     let _ = writeln!(
@@ -675,6 +739,26 @@ mod tests {
         assert!(parse(&["--requests", "0"]).is_err());
         assert!(parse(&["--concurrency"]).is_err());
         assert!(parse(&["--bench"]).is_err());
+    }
+
+    #[test]
+    fn errors_are_grouped_by_kind() {
+        let kinds = group_errors(vec![
+            "connect 127.0.0.1:4001: refused".to_owned(),
+            "HTTP 500: store".to_owned(),
+            "connect 127.0.0.1:4002: refused".to_owned(),
+        ]);
+        let summary: Vec<(usize, &str)> = kinds
+            .iter()
+            .map(|k| (k.count, k.example.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (2, "connect 127.0.0.1:4001: refused"),
+                (1, "HTTP 500: store")
+            ]
+        );
     }
 
     #[test]

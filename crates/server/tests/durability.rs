@@ -1,0 +1,326 @@
+//! Crash durability against the real `agentd` binary: kill -9 during background and foreground
+//! runs, restart on the same data directory, and check that every run ends and finished ones are
+//! intact. Also a graceful stop (SIGTERM) that lets a background run finish.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use testkit::sse::Transcript;
+use testkit::{FakeProvider, Reply};
+
+const MODEL: &str = "openai/gpt-test";
+
+/// A real agentd process.
+struct Agentd {
+    child: Child,
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Agentd {
+    fn spawn(data_dir: &Path, fake: &FakeProvider) -> Agentd {
+        let config = data_dir.join("agentd.toml");
+        std::fs::write(&config, "[runs]\nworkers = 2\nlease_secs = 3\n").unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .arg("--config")
+            .arg(&config)
+            .env("OPENAI_BASE_URL", fake.base_url())
+            .env("OPENAI_API_KEY", "sk-durability-test")
+            .env("RUST_LOG", "info,sqlx=warn")
+            .stdout(Stdio::piped())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(data_dir.join("agentd.log"))
+                    .unwrap(),
+            )
+            .spawn()
+            .expect("agentd starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Agentd {
+            child,
+            base: addr,
+            client: testkit::http_client(),
+        }
+    }
+
+    async fn post(&self, body: Value) -> Value {
+        let response = self
+            .client
+            .post(format!("{}/v1/responses", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.json().await.unwrap()
+    }
+
+    async fn get(&self, id: &str) -> Value {
+        self.client
+            .get(format!("{}/v1/responses/{id}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn wait_terminal(&self, id: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let body = self.get(id).await;
+            if matches!(
+                body["status"].as_str(),
+                Some("completed" | "failed" | "cancelled" | "incomplete")
+            ) {
+                return body;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "never ended: {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Agentd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentd-{name}-{}", uuid_like()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+async fn wait_for_requests(fake: &FakeProvider, n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while fake.requests().len() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {} upstream requests",
+            fake.requests().len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_then_restart_ends_every_run_and_keeps_finished_ones() {
+    let fake = FakeProvider::start().await;
+    let dir = temp_dir("kill9");
+    let agentd = Agentd::spawn(&dir, &fake);
+
+    // Finished before the crash: an answer and a paused function call.
+    fake.push(Reply::text("finished before the crash"));
+    fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "lookup",
+        r#"{"q":"x"}"#,
+    )]));
+    let done = agentd
+        .post(json!({"model": MODEL, "input": "a", "background": true}))
+        .await;
+    let done = agentd.wait_terminal(done["id"].as_str().unwrap()).await;
+    let tools = json!([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]);
+    let paused = agentd
+        .post(json!({"model": MODEL, "input": "b", "tools": tools}))
+        .await;
+    assert_eq!(paused["output"][0]["type"], "function_call");
+
+    // In flight at the crash: two claimed background runs, one queued, one foreground.
+    let slow =
+        || Reply::text_chunks(["never ", "finished"]).delay_between_chunks(Duration::from_secs(60));
+    fake.push(slow());
+    fake.push(slow());
+    let running_1 = agentd
+        .post(json!({"model": MODEL, "input": "c", "background": true}))
+        .await;
+    let running_2 = agentd
+        .post(json!({"model": MODEL, "input": "d", "background": true}))
+        .await;
+    wait_for_requests(&fake, 4).await;
+    let queued = agentd
+        .post(json!({"model": MODEL, "input": "e", "background": true}))
+        .await;
+    fake.push(slow());
+    let foreground = {
+        let client = agentd.client.clone();
+        let url = format!("{}/v1/responses", agentd.base);
+        tokio::spawn(async move {
+            let _ = client
+                .post(url)
+                .json(&json!({"model": MODEL, "input": "f", "stream": true}))
+                .send()
+                .await;
+        })
+    };
+    wait_for_requests(&fake, 5).await;
+    // Runs write their event log at least every 500 ms; let that happen once before the crash.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    agentd.kill_9();
+    let _ = foreground.await;
+
+    fake.push(Reply::text("the queued run ran after the restart"));
+    fake.push(Reply::text("the function result arrived after the restart"));
+    let agentd = Agentd::spawn(&dir, &fake);
+
+    let after_queued = agentd.wait_terminal(queued["id"].as_str().unwrap()).await;
+    assert_eq!(after_queued["status"], "completed", "{after_queued}");
+    assert_eq!(
+        after_queued["output"][0]["content"][0]["text"],
+        "the queued run ran after the restart"
+    );
+    for lost in [&running_1, &running_2] {
+        let id = lost["id"].as_str().unwrap();
+        let ended = agentd.wait_terminal(id).await;
+        assert_eq!(ended["status"], "failed", "{ended}");
+        assert!(
+            ended["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("server stopped")
+        );
+        // Its event log (flushed while the run went on) ends with the terminal event too, so a
+        // resuming client stops.
+        let raw = agentd
+            .client
+            .get(format!("{}/v1/responses/{id}?stream=true", agentd.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let log = Transcript::parse(&raw);
+        assert_eq!(log.events[0]["type"], "response.created", "{raw}");
+        assert_eq!(log.terminal()["type"], "response.failed", "{raw}");
+    }
+    assert_eq!(
+        agentd.get(done["id"].as_str().unwrap()).await,
+        done,
+        "finished runs are intact"
+    );
+    assert_eq!(agentd.get(paused["id"].as_str().unwrap()).await, paused);
+
+    // The paused function call is still answerable.
+    let continued = agentd
+        .post(json!({"model": MODEL, "tools": tools, "previous_response_id": paused["id"],
+                     "input": [{"type": "function_call_output", "call_id": "call_1", "output": "42"}]}))
+        .await;
+    assert_eq!(continued["status"], "completed", "{continued}");
+    assert_eq!(
+        continued["output"][0]["content"][0]["text"],
+        "the function result arrived after the restart"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
+    let fake = FakeProvider::start().await;
+    let dir = temp_dir("foreground");
+    let agentd = Agentd::spawn(&dir, &fake);
+    fake.push(Reply::text_chunks(["a", "b"]).delay_between_chunks(Duration::from_secs(60)));
+    let mut response = agentd
+        .client
+        .post(format!("{}/v1/responses", agentd.base))
+        .json(&json!({"model": MODEL, "input": "?", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let first = response.chunk().await.unwrap().unwrap();
+    let first = Transcript::parse(
+        std::str::from_utf8(&first)
+            .unwrap()
+            .split("\n\n")
+            .next()
+            .unwrap(),
+    );
+    let id = first.events[0]["response"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    agentd.kill_9();
+
+    let agentd = Agentd::spawn(&dir, &fake);
+    let ended = agentd.get(&id).await;
+    assert_eq!(
+        ended["status"], "failed",
+        "ended at start-up, before serving: {ended}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_a_running_background_run_finish() {
+    let fake = FakeProvider::start().await;
+    let dir = temp_dir("sigterm");
+    let agentd = Agentd::spawn(&dir, &fake);
+    fake.push(
+        Reply::text_chunks(["drained ", "in ", "time"])
+            .delay_between_chunks(Duration::from_millis(400)),
+    );
+    let created = agentd
+        .post(json!({"model": MODEL, "input": "?", "background": true}))
+        .await;
+    wait_for_requests(&fake, 1).await;
+    let status = agentd.terminate();
+    assert!(
+        status.success(),
+        "agentd exits cleanly on SIGTERM: {status}"
+    );
+
+    let agentd = Agentd::spawn(&dir, &fake);
+    let ended = agentd.get(created["id"].as_str().unwrap()).await;
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert_eq!(ended["output"][0]["content"][0]["text"], "drained in time");
+}
