@@ -54,7 +54,7 @@ impl Agentd {
         let addr = line
             .trim()
             .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .expect("agentd prints `listening on http://ADDR` first")
             .to_owned();
         Agentd {
             child,
