@@ -7,6 +7,7 @@ The suite runs with `-W error`, so any warning raised while the SDKs parse an ev
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import openai
@@ -260,12 +261,37 @@ def test_openai_provider_error_while_streaming_raises_api_error(oai: openai.Open
     fake.assert_all_used()
 
 
-def test_perplexity_resume_is_refused_clearly_until_it_lands(pplx: perplexity.Perplexity, fake: FakeProvider) -> None:
-    """Stream resume (spec decision 7) is not built yet: the SDK gets a 501 naming what is missing."""
+def test_perplexity_resume_a_stored_stream(pplx: perplexity.Perplexity, fake: FakeProvider) -> None:
+    """Spec decision 7: `retrieve(id, stream=True, starting_after=N)` replays the events after N."""
     fake.script({"text_chunks": CHUNKS})
     events = list(pplx.responses.create(model=MODEL, input="Where is my order?", stream=True))
-    with pytest.raises(perplexity.InternalServerError) as refused:
-        list(pplx.responses.retrieve(events[0].response.id, stream=True, starting_after=events[3].sequence_number))
-    assert refused.value.status_code == 501
-    assert "resuming a stream" in str(refused.value)
+    cut = events[3].sequence_number
+    resumed = list(pplx.responses.retrieve(events[0].response.id, stream=True, starting_after=cut))
+    check_classes(resumed, PPLX_EVENT_CLASSES)
+    assert [e.sequence_number for e in resumed] == [e.sequence_number for e in events if e.sequence_number > cut]
+    assert [e.to_dict() for e in resumed] == [e.to_dict() for e in events[4:]]
     fake.assert_all_used()
+
+
+def test_background_run_polled_and_cancelled_through_the_sdks(
+    pplx: perplexity.Perplexity, oai: openai.OpenAI, fake: FakeProvider
+) -> None:
+    """Background runs: created `queued`, cancelled with the SDK's cancel call, ending `cancelled`."""
+    fake.script({"text_chunks": CHUNKS, "delay_ms": 3000})
+    created = pplx.responses.create(model=MODEL, input="Where is my order?", background=True)
+    assert created.status == "queued"
+    ack = pplx.responses.cancel(created.id)
+    assert ack.status == "cancelling"
+    assert ack.response_id == created.id
+    for _ in range(200):
+        final = oai.responses.retrieve(created.id)
+        if final.status not in ("queued", "in_progress"):
+            break
+        time.sleep(0.05)
+    assert final.status == "cancelled"
+    with pytest.raises(perplexity.BadRequestError):
+        pplx.responses.cancel(created.id)
+    with pytest.raises(perplexity.NotFoundError):
+        pplx.responses.cancel("resp_does_not_exist")
+    # The run may have been cancelled before or after it reached the model.
+    fake.reset()
