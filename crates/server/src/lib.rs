@@ -32,6 +32,7 @@ use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use axum::serve::ListenerExt as _;
 use engine::Engine;
 use providers::registry::Registry;
 use store::SqliteStore;
@@ -124,6 +125,11 @@ pub async fn run(
 ) -> Result<(), ServerError> {
     let signalled = Arc::new(tokio::sync::Notify::new());
     let notify = signalled.clone();
+    // Without TCP_NODELAY, small SSE frames wait for the client's delayed ACK (about 40 ms each
+    // time): streamed deltas would arrive in bursts.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         notify.notify_one();

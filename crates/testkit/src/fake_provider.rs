@@ -89,6 +89,10 @@ impl FakeProvider {
         let server = tokio::spawn(async move {
             // Ends only when the task is aborted (on drop); an accept error ends the test's
             // requests with connection errors, which is loud enough.
+            // Like real providers, no Nagle delay between stream chunks.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, app).await;
         });
         FakeProvider {
