@@ -41,28 +41,39 @@ impl EventLog {
 
     /// Appends an event with the next sequence number; returns the record.
     pub fn push(&self, data: EventData) -> EventRecord {
-        let mut state = self.lock();
-        let sequence_number = state.events.len() as u64;
+        let record = self.prepare(data);
+        self.publish(&record);
+        record
+    }
+
+    /// Serializes an event with the next sequence number without publishing it: the run stores
+    /// its final response and terminal event together, then publishes. Only the run appends to
+    /// its log, so the number stays free until then.
+    pub fn prepare(&self, data: EventData) -> EventRecord {
+        let sequence_number = self.lock().events.len() as u64;
         let event = StreamEvent {
             data,
             sequence_number,
         };
         // Serializing wire types to JSON cannot fail (string keys, no non-finite floats are
         // produced by the engine); fall back to an error event rather than panic.
-        let line: Arc<str> = serde_json::to_string(&event)
+        let line = serde_json::to_string(&event)
             .unwrap_or_else(|err| {
                 format!(
                     r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
                 )
             })
-            .into();
-        state.events.push(line.clone());
-        drop(state);
-        self.changed.send_modify(|n| *n += 1);
+            ;
         EventRecord {
             sequence_number,
-            data: line.to_string(),
+            data: line,
         }
+    }
+
+    /// Appends a prepared event.
+    pub fn publish(&self, record: &EventRecord) {
+        self.lock().events.push(Arc::from(record.data.as_str()));
+        self.changed.send_modify(|n| *n += 1);
     }
 
     /// Marks the log complete: readers end after the last event.

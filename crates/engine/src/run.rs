@@ -504,16 +504,6 @@ impl Run {
                 self.response.error = Some(error.clone());
             }
         }
-        // Store before the terminal event: a client that reads the end of the stream and then
-        // retrieves the response sees the final object.
-        let record = record(
-            &self.plan,
-            &self.response,
-            std::mem::take(&mut self.transcript),
-        );
-        if let Err(err) = self.store.put_response(&record).await {
-            tracing::error!(response_id = %self.response.id, error = %err, "response write failed");
-        }
         let mut snapshot = self.response.clone();
         let include_usage = self
             .plan
@@ -526,7 +516,7 @@ impl Run {
             snapshot.usage = None;
         }
         let snapshot = Box::new(snapshot);
-        self.emit(match outcome {
+        let terminal = self.log.prepare(match outcome {
             Ok(Outcome::Completed) => EventData::ResponseCompleted { response: snapshot },
             Ok(Outcome::Incomplete(_)) => EventData::ResponseIncomplete { response: snapshot },
             Ok(Outcome::Cancelled) => EventData::ResponseCancelled { response: snapshot },
@@ -535,7 +525,21 @@ impl Run {
                 response: snapshot,
             },
         });
-        self.flush_events().await;
+        // One transaction stores the final response with the rest of the event log, before
+        // the terminal event is published: a client that reads the end of a stream and then
+        // retrieves the response sees the final object.
+        let mut events = self.log.records_from(self.flushed);
+        events.push(terminal.clone());
+        let record = record(
+            &self.plan,
+            &self.response,
+            std::mem::take(&mut self.transcript),
+        );
+        if let Err(err) = self.store.put_response_with_events(&record, &events).await {
+            tracing::error!(response_id = %self.response.id, error = %err, "final response write failed");
+        }
+        self.flushed += events.len();
+        self.log.publish(&terminal);
         self.log.close();
         self.response
     }

@@ -45,6 +45,13 @@ pub struct EventRecord {
 pub trait ResponseStore: Send + Sync {
     /// Insert or replace a response record.
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError>;
+    /// Insert or replace a response record and append events to its log, in one transaction
+    /// (a run's final write).
+    async fn put_response_with_events(
+        &self,
+        record: &ResponseRecord,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError>;
     /// Fetch a response of this project (hidden ones included; callers check `visible`).
     async fn get_response(
         &self,

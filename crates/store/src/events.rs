@@ -16,6 +16,44 @@ FROM events
 WHERE response_id = $1 AND sequence_number > $2
 ORDER BY sequence_number";
 
+/// Appends events inside a transaction (idempotent per sequence number).
+pub(crate) async fn insert(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    response_id: &str,
+    events: &[EventRecord],
+) -> Result<(), StoreError> {
+    let rows = events
+        .iter()
+        .map(|event| {
+            i64::try_from(event.sequence_number)
+                .map(|sequence| (sequence, event.data.as_str()))
+                .map_err(|_| {
+                    StoreError::Backend(format!(
+                        "events of {response_id}: sequence number {} out of range",
+                        event.sequence_number
+                    ))
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        let mut insert =
+            QueryBuilder::<Sqlite>::new("INSERT INTO events (response_id, sequence_number, data) ");
+        insert.push_values(chunk, |mut row, &(sequence, data)| {
+            row.push_bind(response_id)
+                .push_bind(sequence)
+                .push_bind(data);
+        });
+        // A batch flushed twice (retry after a crash, resume) must not fail the run.
+        insert.push(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
+        insert
+            .build()
+            .execute(&mut **tx)
+            .await
+            .map_err(error::backend)?;
+    }
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl EventStore for SqliteStore {
     async fn append_events(
@@ -26,38 +64,8 @@ impl EventStore for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        let rows = events
-            .iter()
-            .map(|event| {
-                i64::try_from(event.sequence_number)
-                    .map(|sequence| (sequence, event.data.as_str()))
-                    .map_err(|_| {
-                        StoreError::Backend(format!(
-                            "events of {response_id}: sequence number {} out of range",
-                            event.sequence_number
-                        ))
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-
         let mut tx = self.writer.begin().await.map_err(error::backend)?;
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            let mut insert = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO events (response_id, sequence_number, data) ",
-            );
-            insert.push_values(chunk, |mut row, &(sequence, data)| {
-                row.push_bind(response_id)
-                    .push_bind(sequence)
-                    .push_bind(data);
-            });
-            // A batch flushed twice (retry after a crash, resume) must not fail the run.
-            insert.push(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
-            insert
-                .build()
-                .execute(&mut *tx)
-                .await
-                .map_err(error::backend)?;
-        }
+        insert(&mut tx, response_id, events).await?;
         tx.commit().await.map_err(error::backend)
     }
 

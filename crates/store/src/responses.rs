@@ -1,6 +1,6 @@
 //! [`ResponseStore`]: response records with their continuation transcript.
 
-use engine::store::{ResponseRecord, ResponseStore, StoreError};
+use engine::store::{EventRecord, ResponseRecord, ResponseStore, StoreError};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -25,34 +25,52 @@ SELECT id, project_id, created_at, visible, response_json, transcript_json
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
+/// Inserts or replaces one response record through any executor (pool or transaction).
+async fn upsert<'e, E>(record: &ResponseRecord, executor: E) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+{
+    let what = format!("response {}", record.id);
+    let encode = |e: serde_json::Error| StoreError::Backend(format!("cannot encode {what}: {e}"));
+    let status = status_text(&record.response.status).map_err(encode)?;
+    let response_json = serde_json::to_string(&record.response).map_err(encode)?;
+    let transcript_json = serde_json::to_string(&record.transcript).map_err(encode)?;
+    let done = sqlx::query(UPSERT)
+        .bind(record.id.as_str())
+        .bind(record.project_id.as_str())
+        .bind(record.created_at)
+        .bind(i64::from(record.visible))
+        .bind(status)
+        .bind(response_json)
+        .bind(transcript_json)
+        .bind(now_secs())
+        .execute(executor)
+        .await
+        .map_err(error::backend)?;
+    if done.rows_affected() == 0 {
+        // The id exists under another project: never let one project overwrite another's.
+        return Err(StoreError::Conflict(format!(
+            "{what} belongs to another project"
+        )));
+    }
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl ResponseStore for SqliteStore {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
-        let what = format!("response {}", record.id);
-        let encode =
-            |e: serde_json::Error| StoreError::Backend(format!("cannot encode {what}: {e}"));
-        let status = status_text(&record.response.status).map_err(encode)?;
-        let response_json = serde_json::to_string(&record.response).map_err(encode)?;
-        let transcript_json = serde_json::to_string(&record.transcript).map_err(encode)?;
-        let done = sqlx::query(UPSERT)
-            .bind(record.id.as_str())
-            .bind(record.project_id.as_str())
-            .bind(record.created_at)
-            .bind(i64::from(record.visible))
-            .bind(status)
-            .bind(response_json)
-            .bind(transcript_json)
-            .bind(now_secs())
-            .execute(&self.writer)
-            .await
-            .map_err(error::backend)?;
-        if done.rows_affected() == 0 {
-            // The id exists under another project: never let one project overwrite another's.
-            return Err(StoreError::Conflict(format!(
-                "{what} belongs to another project"
-            )));
-        }
-        Ok(())
+        upsert(record, &self.writer).await
+    }
+
+    async fn put_response_with_events(
+        &self,
+        record: &ResponseRecord,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        crate::events::insert(&mut tx, &record.id, events).await?;
+        upsert(record, &mut *tx).await?;
+        tx.commit().await.map_err(error::backend)
     }
 
     async fn get_response(

@@ -376,3 +376,32 @@ async fn corrupt_transcript_is_a_corrupt_error() -> TestResult {
     assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn final_write_stores_response_and_events_together() -> TestResult {
+    let store = memory_store().await?;
+    store.append_events("resp_f", &events(0..3)).await?;
+    store
+        .put_response_with_events(&record("resp_f", "proj_a", true)?, &events(3..6))
+        .await?;
+    let stored = store
+        .get_response("proj_a", "resp_f")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(stored.response.status, ResponseStatus::Completed);
+    let seqs: Vec<u64> = store
+        .events_after("resp_f", None)
+        .await?
+        .iter()
+        .map(|e| e.sequence_number)
+        .collect();
+    assert_eq!(seqs, [0, 1, 2, 3, 4, 5]);
+
+    // Refused for another project's id: the events of that write are rolled back too.
+    let taken = store
+        .put_response_with_events(&record("resp_f", "proj_b", true)?, &events(6..8))
+        .await;
+    assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
+    assert_eq!(store.events_after("resp_f", Some(5)).await?.len(), 0);
+    Ok(())
+}
