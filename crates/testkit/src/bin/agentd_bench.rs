@@ -134,7 +134,6 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
                     other => return Err(format!("--store: {other:?} is not `file` or `memory`")),
                 };
             }
-            // `cargo bench`-style harness flags are not ours; say so rather than guess.
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -500,24 +499,52 @@ async fn one_request(target: &Target) -> Result<Duration, String> {
     let complete = match target.route {
         Route::Direct => text.ends_with("data: [DONE]\n\n"),
         // The top-level `status` is serialized before the output items.
-        Route::Agentd => text
-            .find("\"status\":")
-            .is_some_and(|at| text[at + "\"status\":".len()..].starts_with("\"completed\"")),
+        Route::Agentd => json_string_after(&text, "\"status\":") == Some("completed"),
         // The terminal event is the last frame.
         Route::AgentdStream => {
-            let last_frame = text.trim_end().rfind("data:").unwrap_or(0);
-            text[last_frame..].contains("\"response.completed\"")
+            json_string_after(last_frame(&text), "\"type\":") == Some("response.completed")
         }
     };
     if complete {
-        Ok(latency)
-    } else {
-        Err(format!(
-            "incomplete answer ({} bytes), ending: {}",
-            body.len(),
-            tail(&text)
-        ))
+        return Ok(latency);
     }
+    // Say how it ended: the status or the last event, and the error the run reported.
+    let (what, ending) = match target.route {
+        Route::Direct => ("stream ending", tail(&text)),
+        Route::Agentd => (
+            "response status",
+            json_string_after(&text, "\"status\":")
+                .unwrap_or("?")
+                .to_owned(),
+        ),
+        Route::AgentdStream => (
+            "last event",
+            json_string_after(last_frame(&text), "\"type\":")
+                .unwrap_or("?")
+                .to_owned(),
+        ),
+    };
+    let error = text
+        .find("\"error\":{")
+        .map(|at| excerpt(&text[at..]))
+        .unwrap_or_default();
+    Err(format!(
+        "not completed ({} bytes): {what} {ending} {error}",
+        body.len()
+    ))
+}
+
+/// The last SSE frame of a body.
+fn last_frame(text: &str) -> &str {
+    let trimmed = text.trim_end();
+    &trimmed[trimmed.rfind("data:").unwrap_or(0)..]
+}
+
+/// The JSON string right after the first `key` (`"status":`) in `text`, without parsing the
+/// document (cheap on purpose: the client's CPU counts in the figures).
+fn json_string_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let rest = text[text.find(key)? + key.len()..].strip_prefix('"')?;
+    Some(&rest[..rest.find('"')?])
 }
 
 /// An error with its sources (reqwest's own message hides the interesting part).
@@ -739,6 +766,19 @@ mod tests {
         assert!(parse(&["--requests", "0"]).is_err());
         assert!(parse(&["--concurrency"]).is_err());
         assert!(parse(&["--bench"]).is_err());
+    }
+
+    #[test]
+    fn answers_are_checked_without_parsing() {
+        let body = r#"{"id":"resp_1","status":"failed","output":[{"status":"completed"}]}"#;
+        assert_eq!(json_string_after(body, "\"status\":"), Some("failed"));
+        let stream =
+            "data: {\"type\":\"response.created\"}\n\ndata: {\"type\":\"response.completed\"}\n\n";
+        assert_eq!(
+            json_string_after(last_frame(stream), "\"type\":"),
+            Some("response.completed")
+        );
+        assert_eq!(json_string_after("{}", "\"type\":"), None);
     }
 
     #[test]
