@@ -476,20 +476,9 @@ async fn a_client_that_disconnects_does_not_lose_the_run() {
         .unwrap()
         .to_owned();
     drop(body);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (status, stored) = app.get(&format!("/v1/responses/{id}")).await;
-        assert_eq!(status, 200);
-        if stored["status"] == "completed" {
-            assert_eq!(stored["output"][0]["content"][0]["text"], "one two three");
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "run never finished: {stored}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let stored = app.wait_terminal(&id).await;
+    assert_eq!(stored["status"], "completed");
+    assert_eq!(stored["output"][0]["content"][0]["text"], "one two three");
 }
 
 #[tokio::test]
@@ -779,14 +768,7 @@ async fn a_running_response_is_retrievable_with_empty_output() {
         "{running}"
     );
     assert_eq!(running["output"], json!([]));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, polled) = app.get(&format!("/v1/agent/{id}")).await;
-        if polled["status"] == "completed" {
-            assert_eq!(polled["output"][0]["content"][0]["text"], "slow answer");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{polled}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let polled = app.wait_terminal(id).await;
+    assert_eq!(polled["status"], "completed");
+    assert_eq!(polled["output"][0]["content"][0]["text"], "slow answer");
 }

@@ -87,21 +87,7 @@ impl Agentd {
     }
 
     async fn wait_terminal(&self, id: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let body = self.get(id).await;
-            if matches!(
-                body["status"].as_str(),
-                Some("completed" | "failed" | "cancelled" | "incomplete")
-            ) {
-                return body;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "never ended: {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        testkit::wait_terminal(&self.client, &self.base, id).await
     }
 
     fn kill_9(mut self) {
@@ -126,10 +112,19 @@ impl Drop for Agentd {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
+/// A data directory for one test, removed when the test ends.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("agentd-{name}-{}", uuid_like()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
 
 fn uuid_like() -> String {
@@ -159,7 +154,7 @@ async fn wait_for_requests(fake: &FakeProvider, n: usize) {
 async fn kill_9_then_restart_ends_every_run_and_keeps_finished_ones() {
     let fake = FakeProvider::start().await;
     let dir = temp_dir("kill9");
-    let agentd = Agentd::spawn(&dir, &fake);
+    let agentd = Agentd::spawn(&dir.0, &fake);
 
     // Finished before the crash: an answer and a paused function call.
     fake.push(Reply::text("finished before the crash"));
@@ -213,7 +208,7 @@ async fn kill_9_then_restart_ends_every_run_and_keeps_finished_ones() {
 
     fake.push(Reply::text("the queued run ran after the restart"));
     fake.push(Reply::text("the function result arrived after the restart"));
-    let agentd = Agentd::spawn(&dir, &fake);
+    let agentd = Agentd::spawn(&dir.0, &fake);
 
     let after_queued = agentd.wait_terminal(queued["id"].as_str().unwrap()).await;
     assert_eq!(after_queued["status"], "completed", "{after_queued}");
@@ -269,7 +264,7 @@ async fn kill_9_then_restart_ends_every_run_and_keeps_finished_ones() {
 async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
     let fake = FakeProvider::start().await;
     let dir = temp_dir("foreground");
-    let agentd = Agentd::spawn(&dir, &fake);
+    let agentd = Agentd::spawn(&dir.0, &fake);
     fake.push(Reply::text_chunks(["a", "b"]).delay_between_chunks(Duration::from_secs(60)));
     let mut response = agentd
         .client
@@ -292,7 +287,7 @@ async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
         .to_owned();
     agentd.kill_9();
 
-    let agentd = Agentd::spawn(&dir, &fake);
+    let agentd = Agentd::spawn(&dir.0, &fake);
     let ended = agentd.get(&id).await;
     assert_eq!(
         ended["status"], "failed",
@@ -304,7 +299,7 @@ async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
 async fn sigterm_lets_a_running_background_run_finish() {
     let fake = FakeProvider::start().await;
     let dir = temp_dir("sigterm");
-    let agentd = Agentd::spawn(&dir, &fake);
+    let agentd = Agentd::spawn(&dir.0, &fake);
     fake.push(
         Reply::text_chunks(["drained ", "in ", "time"])
             .delay_between_chunks(Duration::from_millis(400)),
@@ -319,7 +314,7 @@ async fn sigterm_lets_a_running_background_run_finish() {
         "agentd exits cleanly on SIGTERM: {status}"
     );
 
-    let agentd = Agentd::spawn(&dir, &fake);
+    let agentd = Agentd::spawn(&dir.0, &fake);
     let ended = agentd.get(created["id"].as_str().unwrap()).await;
     assert_eq!(ended["status"], "completed", "{ended}");
     assert_eq!(ended["output"][0]["content"][0]["text"], "drained in time");

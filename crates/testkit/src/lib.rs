@@ -129,6 +129,11 @@ impl TestApp {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// Polls `GET /v1/responses/{id}` until the run has ended; returns the final object.
+    pub async fn wait_terminal(&self, id: &str) -> Value {
+        wait_terminal(&self.client, &self.base_url, id).await
+    }
+
     /// GETs a text body (e.g. `/metrics`).
     pub async fn get_text(&self, path: &str) -> String {
         self.client
@@ -173,6 +178,31 @@ impl Drop for TestApp {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+    }
+}
+
+/// Polls `GET {base_url}/v1/responses/{id}` until the status is terminal (30 s at most).
+pub async fn wait_terminal(client: &reqwest::Client, base_url: &str, id: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let response = client
+            .get(format!("{base_url}/v1/responses/{id}"))
+            .send()
+            .await
+            .expect("retrieve sent");
+        assert_eq!(response.status().as_u16(), 200, "retrieve {id}");
+        let body: Value = response.json().await.expect("retrieve body");
+        if matches!(
+            body["status"].as_str(),
+            Some("completed" | "failed" | "cancelled" | "incomplete")
+        ) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never ended: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
 }
 
