@@ -110,12 +110,6 @@ impl RunHandle {
     }
 }
 
-/// Everything a run needs, checked and resolved.
-pub(crate) struct Prepared {
-    pub(crate) plan: RunPlan,
-    pub(crate) response: Response,
-}
-
 /// What a background job carries through the store.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct JobPayload {
@@ -188,8 +182,8 @@ impl Engine {
             }
         }
         let transcript = self.transcript_for(project_id, &request).await?;
-        let Prepared { plan, response } =
-            self.prepare(project_id, request, transcript, background)?;
+        let (plan, model_id) = self.plan(project_id, request, transcript)?;
+        let response = initial_response(&plan.request, &model_id, background);
         let id = response.id.clone();
         // The record exists from the start so retrieve answers while the run goes on. Its
         // transcript is written at the end: an unfinished response cannot be continued.
@@ -279,31 +273,27 @@ impl Engine {
         Ok(items)
     }
 
-    /// Resolves the model and tools and builds the initial response.
-    pub(crate) fn prepare(
+    /// Resolves the model and tools: what a run needs besides its response object.
+    pub(crate) fn plan(
         &self,
         project_id: &str,
         request: CreateRequest,
         transcript: Vec<InputItem>,
-        background: bool,
-    ) -> Result<Prepared, EngineError> {
+    ) -> Result<(RunPlan, String), EngineError> {
         let (model_id, resolved) = self.resolve_model(&request)?;
         let registry = Registry::from_request(request.tools.as_deref().unwrap_or_default())?;
-        let response = initial_response(&request, &model_id, background);
         let max_steps = request
             .max_steps
             .unwrap_or(self.inner.config.default_max_steps);
-        Ok(Prepared {
-            plan: RunPlan {
-                project_id: project_id.to_owned(),
-                request,
-                model: resolved,
-                registry,
-                transcript,
-                max_steps,
-            },
-            response,
-        })
+        let plan = RunPlan {
+            project_id: project_id.to_owned(),
+            request,
+            model: resolved,
+            registry,
+            transcript,
+            max_steps,
+        };
+        Ok((plan, model_id))
     }
 
     /// Adds a run to the live map (or returns the entry a submission already made).

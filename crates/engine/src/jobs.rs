@@ -11,7 +11,7 @@ use std::time::Duration;
 use protocol::events::{EventData, StreamEvent};
 use protocol::response::{ErrorInfo, ResponseStatus};
 
-use crate::engine::{Engine, JobPayload, Prepared, now_ms, now_secs};
+use crate::engine::{Engine, JobPayload, now_ms, now_secs};
 use crate::error::EngineError;
 use crate::store::{ClaimedJob, EventRecord, JobRecord, JobState};
 
@@ -140,8 +140,7 @@ impl Engine {
             .get_response(&job.project_id, &job.response_id)
             .await?
             .ok_or_else(|| EngineError::Internal("the job's response is missing".to_owned()))?;
-        let Prepared { plan, .. } =
-            self.prepare(&job.project_id, payload.request, payload.transcript, true)?;
+        let (plan, _) = self.plan(&job.project_id, payload.request, payload.transcript)?;
         let live = self.register(&job.response_id);
         if cancelled {
             live.cancel.cancel();
