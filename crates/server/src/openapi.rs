@@ -25,13 +25,13 @@ pub fn document() -> Value {
             }), &errors)
         }}));
         paths.insert(format!("{base}/{{id}}"), json!({"get": {
-            "summary": "Retrieve a response",
+            "summary": "Retrieve a response; with stream=true, replay its events after starting_after and follow the run",
             "parameters": [id, {"name": "stream", "in": "query", "schema": {"type": "boolean"}},
                            {"name": "starting_after", "in": "query", "schema": {"type": "integer"}}],
             "responses": merge(json!({"200": {"description": "The response object", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}}}}}), &errors)
         }}));
         paths.insert(format!("{base}/{{id}}/cancel"), json!({"post": {
-            "summary": "Cancel a running response", "parameters": [id],
+            "summary": "Cancel a running response (400 when it has already ended)", "parameters": [id],
             "responses": merge(json!({"200": {"description": "{response_id, status: cancelling}"}}), &errors)
         }}));
         paths.insert(format!("{base}/{{id}}/files"), json!({"get": {
