@@ -15,7 +15,8 @@ use crate::engine::{Engine, JobPayload, now_ms, now_secs};
 use crate::error::EngineError;
 use crate::store::{ClaimedJob, EventRecord, JobRecord, JobState};
 
-/// How often an idle worker looks for jobs whose lease expired.
+/// How often one idle worker is woken to look for jobs nobody announced: jobs whose lease
+/// expired, and jobs queued before this process started.
 const IDLE_POLL: Duration = Duration::from_secs(1);
 /// How often old event logs are purged.
 const RETENTION_SWEEP: Duration = Duration::from_secs(3600);
@@ -49,6 +50,16 @@ impl Engine {
         }
         let engine = self.clone();
         tokio::spawn(async move { engine.sweep_retention().await });
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let inner = &engine.inner;
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(IDLE_POLL) => inner.job_ready.notify_one(),
+                    () = inner.stopping.cancelled() => return,
+                }
+            }
+        });
     }
 
     /// Stops claiming jobs and waits up to `grace` for running background runs to end. Runs
@@ -78,6 +89,8 @@ impl Engine {
                 .await
             {
                 Ok(Some(claimed)) => {
+                    // There may be more: let another idle worker look.
+                    inner.job_ready.notify_one();
                     let engine = self.clone();
                     // Tracked so shutdown can wait for it; awaited here so the pool stays bounded.
                     let run = inner
@@ -86,9 +99,10 @@ impl Engine {
                     let _ = run.await;
                 }
                 Ok(None) => {
+                    // Idle workers wait to be woken (a submission or the poll tick), so an idle
+                    // server makes one claim query per tick, not one per worker.
                     tokio::select! {
                         () = inner.job_ready.notified() => {}
-                        () = tokio::time::sleep(IDLE_POLL) => {}
                         () = inner.stopping.cancelled() => return,
                     }
                 }
