@@ -30,6 +30,8 @@ impl Agentd {
     fn spawn(data_dir: &Path, fake: &FakeProvider) -> Agentd {
         let config = data_dir.join("agentd.toml");
         std::fs::write(&config, "[runs]\nworkers = 2\nlease_secs = 3\n").unwrap();
+        // Built before the child exists, so nothing below can leave a process behind.
+        let client = testkit::http_client();
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
@@ -59,7 +61,7 @@ impl Agentd {
         Agentd {
             child,
             base: addr,
-            client: testkit::http_client(),
+            client,
         }
     }
 
