@@ -1,13 +1,15 @@
-//! The agent run: validation, transcript resolution, the step loop and event fan-out.
+//! The agent run: validation, transcript resolution, the step loop, event fan-out, and the
+//! background job pool with cancel, resume and crash recovery.
 //!
 //! `engine` knows no HTTP framework, database or HTTP client: everything slow or external reaches
 //! it through the ports defined here ([`model::ModelClient`] and [`model::ModelRouter`] for
 //! models, [`store::Store`] for storage).
 //!
-//! Layout: [`engine`] (the front door: start, retrieve, keys), `run` (the step loop),
-//! [`events`] (the per-run event log that feeds SSE writers and the store), [`transcript`]
-//! (continuation transcripts and model messages), [`tools`] (the run's tool registry), [`model`]
-//! and [`store`] (the ports), [`error`].
+//! Layout: [`engine`] (the front door: start, cancel, resume, retrieve, keys), `run` (the step
+//! loop), `jobs` (background workers, leases, recovery, retention), [`events`] (the per-run event
+//! log that feeds SSE writers, resumes and the store), [`transcript`] (continuation transcripts
+//! and model messages), [`tools`] (the run's tool registry), [`metrics`], [`model`] and [`store`]
+//! (the ports), [`error`].
 //!
 //! ```no_run
 //! # async fn demo(engine: agentd_engine::Engine, request: protocol::request::CreateRequest) {
