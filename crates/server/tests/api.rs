@@ -458,24 +458,13 @@ async fn a_client_that_disconnects_does_not_lose_the_run() {
         Reply::text_chunks(["one ", "two ", "three"])
             .delay_between_chunks(Duration::from_millis(150)),
     );
-    let response = app
-        .client
-        .post(app.url("/v1/responses"))
-        .json(&json!({"model": MODEL, "input": "count", "stream": true}))
-        .send()
-        .await
-        .unwrap();
-    let mut body = response.bytes_stream();
-    use futures::StreamExt as _;
-    let first = body.next().await.unwrap().unwrap();
-    let text = String::from_utf8_lossy(&first).to_string();
-    let id = text
-        .split("\"id\":\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap()
-        .to_owned();
-    drop(body);
+    let (id, _, response) = app
+        .start_stream(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "count", "stream": true}),
+        )
+        .await;
+    drop(response);
     let stored = app.wait_terminal(&id).await;
     assert_eq!(stored["status"], "completed");
     assert_eq!(stored["output"][0]["content"][0]["text"], "one two three");

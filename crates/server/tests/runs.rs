@@ -138,30 +138,6 @@ async fn a_background_stream_can_be_left_and_resumed_while_the_run_goes_on() {
     assert_eq!(text, "a b c d");
 }
 
-/// Starts a streaming request and returns its response id (from the first frame) with the
-/// rest of the body to read.
-async fn start_stream(app: &TestApp, body: Value) -> (String, reqwest::Response) {
-    let mut response = app
-        .client
-        .post(app.url("/v1/agent"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let mut seen = String::new();
-    while !seen.contains("\n\n") {
-        seen.push_str(&String::from_utf8_lossy(
-            &response.chunk().await.unwrap().unwrap(),
-        ));
-    }
-    let first = Transcript::parse(seen.split("\n\n").next().unwrap());
-    let id = first.events[0]["response"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (id, response)
-}
-
 #[tokio::test]
 async fn cancel_stops_a_slow_foreground_run_promptly() {
     let app = TestApp::spawn().await;
@@ -169,10 +145,13 @@ async fn cancel_stops_a_slow_foreground_run_promptly() {
         Reply::text_chunks(["slow ", "slower ", "slowest"])
             .delay_between_chunks(Duration::from_secs(2)),
     );
-    let (id, mut rest) =
-        start_stream(&app, json!({"model": MODEL, "input": "?", "stream": true})).await;
+    let (id, mut raw, mut rest) = app
+        .start_stream(
+            "/v1/agent",
+            json!({"model": MODEL, "input": "?", "stream": true}),
+        )
+        .await;
     // Wait for the first delta so the cancel lands mid-stream.
-    let mut raw = String::new();
     while !raw.contains("output_text.delta") {
         raw.push_str(&String::from_utf8_lossy(
             &rest.chunk().await.unwrap().unwrap(),

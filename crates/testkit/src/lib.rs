@@ -92,41 +92,53 @@ impl TestApp {
 
     /// POSTs JSON; returns the status and the JSON body.
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = self
+        send_json(self.client.post(self.url(path)).json(&body)).await
+    }
+
+    /// POSTs raw bytes as JSON.
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        send_json(
+            self.client
+                .post(self.url(path))
+                .header("content-type", "application/json")
+                .body(body),
+        )
+        .await
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        send_json(self.client.get(self.url(path))).await
+    }
+
+    /// POSTs a streaming request and reads until its first frame: returns the response id, the
+    /// text read so far (the first frame included) and the response to read the rest from.
+    pub async fn start_stream(
+        &self,
+        path: &str,
+        body: Value,
+    ) -> (String, String, reqwest::Response) {
+        let mut response = self
             .client
             .post(self.url(path))
             .json(&body)
             .send()
             .await
             .expect("request sent");
-        let status = response.status().as_u16();
-        let body = response.json().await.unwrap_or(Value::Null);
-        (status, body)
-    }
-
-    /// POSTs raw bytes as JSON.
-    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
-        let response = self
-            .client
-            .post(self.url(path))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .expect("request sent");
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    pub async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self
-            .client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request sent");
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
+        let mut seen = String::new();
+        while !seen.contains("\n\n") {
+            let chunk = response
+                .chunk()
+                .await
+                .expect("stream readable")
+                .expect("stream open until its first frame");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        let first = sse::Transcript::parse(seen.split("\n\n").next().unwrap_or_default());
+        let id = first.events[0]["response"]["id"]
+            .as_str()
+            .expect("the first frame carries the response id")
+            .to_owned();
+        (id, seen, response)
     }
 
     /// Polls `GET /v1/responses/{id}` until the run has ended; returns the final object.
@@ -179,6 +191,13 @@ impl Drop for TestApp {
             let _ = tx.send(());
         }
     }
+}
+
+/// Sends a request; returns the status and the JSON body (`null` when it is not JSON).
+async fn send_json(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.expect("request sent");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 /// Polls `GET {base_url}/v1/responses/{id}` until the status is terminal (30 s at most).
