@@ -1,37 +1,17 @@
 //! Black-box tests of the job queue and maintenance ports of the SQLite store.
 
+mod common;
+
 use std::collections::HashSet;
-use std::error::Error;
-use std::path::PathBuf;
 
 use agentd_store::SqliteStore;
+use common::{TempDir, TestResult, events, memory_store};
 use engine::store::{
-    EventRecord, EventStore, JobRecord, JobState, JobStore, MaintenanceStore, ResponseRecord,
-    ResponseStore, StoreError,
+    EventStore, JobRecord, JobState, JobStore, MaintenanceStore, ResponseRecord, ResponseStore,
+    StoreError,
 };
 use protocol::response::Response;
 use serde_json::json;
-
-type TestResult = Result<(), Box<dyn Error>>;
-
-async fn memory_store() -> Result<SqliteStore, StoreError> {
-    SqliteStore::connect("sqlite::memory:").await
-}
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        TempDir(std::env::temp_dir().join(format!("agentd-store-jobs-{}", uuid::Uuid::new_v4())))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn job(response_id: &str, project_id: &str, created_at_ms: i64) -> JobRecord {
     JobRecord {
@@ -95,15 +75,6 @@ fn record(
         response: response(id, status)?,
         transcript: Vec::new(),
     })
-}
-
-fn events(range: std::ops::Range<u64>) -> Vec<EventRecord> {
-    range
-        .map(|n| EventRecord {
-            sequence_number: n,
-            data: format!(r#"{{"type":"response.output_text.delta","sequence_number":{n}}}"#),
-        })
-        .collect()
 }
 
 #[tokio::test]

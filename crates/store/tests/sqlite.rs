@@ -1,36 +1,15 @@
 //! Black-box tests of the SQLite store through the engine's storage ports.
 
-use std::error::Error;
-use std::path::PathBuf;
+mod common;
 
 use agentd_store::SqliteStore;
+use common::{TempDir, TestResult, events, memory_store};
 use engine::store::{
     EventRecord, EventStore, KeyRecord, KeyStore, ResponseRecord, ResponseStore, StoreError,
 };
 use protocol::input::InputItem;
 use protocol::response::{Response, ResponseStatus};
 use serde_json::json;
-
-type TestResult = Result<(), Box<dyn Error>>;
-
-async fn memory_store() -> Result<SqliteStore, StoreError> {
-    SqliteStore::connect("sqlite::memory:").await
-}
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        TempDir(std::env::temp_dir().join(format!("agentd-store-test-{}", uuid::Uuid::new_v4())))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn response(id: &str, status: &str) -> Result<Response, serde_json::Error> {
     serde_json::from_value(json!({
@@ -93,15 +72,6 @@ fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, s
         response: response(id, "completed")?,
         transcript: transcript()?,
     })
-}
-
-fn events(range: std::ops::Range<u64>) -> Vec<EventRecord> {
-    range
-        .map(|n| EventRecord {
-            sequence_number: n,
-            data: format!(r#"{{"type":"response.output_text.delta","sequence_number":{n}}}"#),
-        })
-        .collect()
 }
 
 fn key(id: &str, project_id: &str, hash: &str) -> KeyRecord {
