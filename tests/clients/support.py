@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from perplexity.generated import api as pplx_types
+
 # The function tool of the Perplexity docs' custom-function example (agent-api/tools/custom-functions,
 # the "Give it tools" page), verbatim.
 ORDER_TOOLS = [
@@ -83,3 +85,17 @@ def tool_result_message(request: dict[str, Any]) -> dict[str, Any]:
     tools = [m for m in request["messages"] if m.get("role") == "tool"]
     assert len(tools) == 1, request["messages"]
     return tools[0]
+
+
+# The typed class each Perplexity event type must parse into (spec §7.2; the SDK falls back to a
+# dict or a loosely constructed model when an event does not match its declared type).
+PPLX_EVENT_CLASSES = {
+    "response.created": pplx_types.ResponseCreatedEventOutput,
+    "response.in_progress": pplx_types.ResponseInProgressEventOutput,
+    "response.output_item.added": pplx_types.OutputItemAddedEventOutput,
+    "response.output_item.done": pplx_types.OutputItemDoneEventOutput,
+    "response.output_text.delta": pplx_types.TextDeltaEventOutput,
+    "response.output_text.done": pplx_types.TextDoneEventOutput,
+    "response.completed": pplx_types.ResponseCompletedEventOutput,
+    "response.failed": pplx_types.ResponseFailedEventOutput,
+}

@@ -17,22 +17,9 @@ import openai
 import perplexity
 import pytest
 from openai.types.responses import ResponseStreamEvent
-from perplexity.generated import api as pplx_types
 
 from conftest import CLIENT_TIMEOUT_S, MODEL, Agentd, FakeProvider
-from support import ORDER_QUESTION, ORDER_TOOLS, order_call
-
-# Perplexity's event catalogue (spec §7.2), by type.
-PPLX_EVENT_CLASSES = {
-    "response.created": pplx_types.ResponseCreatedEventOutput,
-    "response.in_progress": pplx_types.ResponseInProgressEventOutput,
-    "response.output_item.added": pplx_types.OutputItemAddedEventOutput,
-    "response.output_item.done": pplx_types.OutputItemDoneEventOutput,
-    "response.output_text.delta": pplx_types.TextDeltaEventOutput,
-    "response.output_text.done": pplx_types.TextDoneEventOutput,
-    "response.completed": pplx_types.ResponseCompletedEventOutput,
-    "response.failed": pplx_types.ResponseFailedEventOutput,
-}
+from support import ORDER_QUESTION, ORDER_TOOLS, PPLX_EVENT_CLASSES, order_call
 
 
 # OpenAI's stream event classes, by type (ResponseStreamEvent is Annotated[Union[...], discriminator]).

@@ -33,6 +33,7 @@ from support import (
     ORDER_ARGUMENTS,
     ORDER_QUESTION,
     ORDER_TOOLS,
+    PPLX_EVENT_CLASSES,
     assert_in_order,
     check_stream_invariants,
     get_order_status,
@@ -54,18 +55,6 @@ TEXT_STREAM_ORDER = [
     "response.completed",
 ]
 
-# The typed class each event type must parse into (the SDKs fall back to a dict or a loosely
-# constructed model when an event does not match its declared type).
-PPLX_EVENT_CLASSES = {
-    "response.created": pplx_types.ResponseCreatedEventOutput,
-    "response.in_progress": pplx_types.ResponseInProgressEventOutput,
-    "response.output_item.added": pplx_types.OutputItemAddedEventOutput,
-    "response.output_item.done": pplx_types.OutputItemDoneEventOutput,
-    "response.output_text.delta": pplx_types.TextDeltaEventOutput,
-    "response.output_text.done": pplx_types.TextDoneEventOutput,
-    "response.completed": pplx_types.ResponseCompletedEventOutput,
-    "response.failed": pplx_types.ResponseFailedEventOutput,
-}
 
 OPENAI_EVENT_CLASSES = {
     "response.created": ResponseCreatedEvent,
