@@ -23,6 +23,7 @@ pub mod error;
 pub mod events;
 mod jobs;
 mod keys;
+pub mod mcp;
 pub mod metrics;
 pub mod model;
 mod run;
