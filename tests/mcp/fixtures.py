@@ -18,7 +18,7 @@ Every event is appended to --log as one JSON line:
 
 Kinds:
     basic      echo(text), add(a, b) (both read-only), slow(seconds)
-    auth       the basic tools; any HTTP request without `Authorization: Bearer <--token>` gets 401
+    auth       the basic tools; needs --token
     annotated  get_weather(city), list_files(path) (read-only), delete_file(path) (destructive),
                send_email(to, subject, body) (not read-only)
     failing    explode(reason) (a tool error carrying the reason), ok()
@@ -26,6 +26,7 @@ Kinds:
     changing   mutate(), ping(); the first mutate() adds new_tool() and notifies tools/list_changed
     broken     not MCP: 200 with a JSON body that is no JSON-RPC answer, to every request
 
+With --token (any kind), every HTTP request without `Authorization: Bearer <token>` gets 401.
 The process exits by itself when its parent (the test process) goes away.
 """
 
@@ -498,12 +499,12 @@ def main() -> None:
     parser.add_argument("--transport", choices=["streamable-http", "sse"], required=True)
     parser.add_argument("--port-file", required=True, help="written with the port once serving")
     parser.add_argument("--log", required=True, help="JSON lines of events are appended here")
-    parser.add_argument("--token", help="the bearer token the auth kind requires")
+    parser.add_argument("--token", help="answer 401 to requests without this bearer token")
     args = parser.parse_args()
     if args.kind == "auth" and not args.token:
         parser.error("the auth kind needs --token")
     log = EventLog(args.log)
-    app = RequestLog(build_app(args.kind, args.transport, log), log, args.token if args.kind == "auth" else None)
+    app = RequestLog(build_app(args.kind, args.transport, log), log, args.token)
     asyncio.run(serve(app, args.port_file))
 
 
