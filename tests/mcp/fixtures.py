@@ -41,8 +41,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-import mcp.types as types
 import uvicorn
+from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -208,7 +208,9 @@ def add_changing_tools(server: MCPServer) -> None:
         # Handshake-era clients get the notification on this call's response stream (so also a
         # client that opened no standalone GET stream); 2026-07-28 clients subscribe to it with
         # subscriptions/listen.
-        await ctx.session.send_notification(types.ToolListChangedNotification(), related_request_id=ctx.request_id)
+        await ctx.session.send_notification(
+            types.ToolListChangedNotification(), related_request_id=ctx.request_id
+        )
         await ctx.notify_tools_changed()
         return "mutated: new_tool added"
 
@@ -240,6 +242,7 @@ def high_level_app(kind: str, transport: str, log: EventLog) -> Starlette:
 # --- many: 60 tools on the low-level server, paginated ------------------------------------------
 
 # (name, description, read-only, [(parameter, JSON type, description)])
+# fmt: off
 MANY_TOOLS: list[tuple[str, str, bool, list[tuple[str, str, str]]]] = [
     ("weather_forecast", "Get the weather forecast (temperature, rain, wind) for a city for the next days.", True,
      [("city", "string", "City name, e.g. Berlin"), ("days", "integer", "Number of days to forecast, 1 to 7")]),
@@ -376,6 +379,7 @@ MANY_TOOLS: list[tuple[str, str, bool, list[tuple[str, str, str]]]] = [
     ("reminder_create", "Create a reminder that notifies the user at a given time.", False,
      [("text", "string", "What to remind of"), ("at", "string", "When, ISO 8601")]),
 ]
+# fmt: on
 
 
 def many_tool_list() -> list[types.Tool]:
@@ -433,7 +437,9 @@ def many_app(transport: str, log: EventLog) -> Starlette:
             await server.run(read, write, server.create_initialization_options())
         return Response()
 
-    return Starlette(routes=[Route("/sse", handle_sse, methods=["GET"]), Mount("/messages/", app=sse.handle_post_message)])
+    return Starlette(
+        routes=[Route("/sse", handle_sse, methods=["GET"]), Mount("/messages/", app=sse.handle_post_message)]
+    )
 
 
 # --- broken: answers, but not MCP -------------------------------------------------------------
