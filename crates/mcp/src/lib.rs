@@ -18,9 +18,9 @@
 //! The spec's backwards-compatibility rule: when the `initialize` POST fails with an HTTP 4xx
 //! other than 401/403 (typically 404 or 405), or the answer is not MCP at all (an HTML page,
 //! an unexpected content type), the client sends `GET` with `Accept: text/event-stream` to the
-//! same URL. If that answers `text/event-stream` and its first event is `endpoint`, the
-//! session runs over legacy SSE; otherwise the Streamable HTTP error is reported. Refusals by
-//! the guard, unreachable servers, timeouts and 401/403 never fall back.
+//! same URL. If that answers `text/event-stream` and its first event (within 5 s) is
+//! `endpoint`, the session runs over legacy SSE; otherwise the Streamable HTTP error is
+//! reported. Refusals by the guard, unreachable servers, timeouts and 401/403 never fall back.
 //!
 //! # Guard, secrets
 //! Every server URL passes [`netguard::Policy::check_url`] before anything is sent, and all
@@ -302,7 +302,7 @@ impl McpClient {
             .await
         {
             Ok(running) => return Ok(self.session(target, running, changed, failure)),
-            Err(err) => err,
+            Err(err) => target.redactor.error(err),
         };
         if !falls_back(&streamable_error) {
             return Err(streamable_error);

@@ -12,6 +12,7 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use engine::mcp::McpError;
@@ -23,6 +24,9 @@ use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 
 use crate::errors::{Failure, Limits, from_reqwest, http_error};
+
+/// How long the probe waits for the `endpoint` event.
+const ENDPOINT_WAIT: Duration = Duration::from_secs(5);
 
 /// Why the SSE transport failed. Carries no header value, token or body.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -247,10 +251,14 @@ pub(crate) async fn probe(
         parser: EventParser::new(limits.max_response_bytes),
         limits,
     };
-    let first = match events.next().await {
-        Ok(event) => event,
-        Err(SseError::Closed) => return Ok(Probe::NotSse),
-        Err(e) => return Err(e.to_mcp(limits)),
+    // A legacy server sends `endpoint` at once. A Streamable HTTP server may also answer the
+    // GET with an event stream (its notification stream) that stays silent: that is not a
+    // legacy server, and must not hold discovery until the connect timeout.
+    let wait = Duration::from_millis(limits.request_timeout_ms).min(ENDPOINT_WAIT);
+    let first = match tokio::time::timeout(wait, events.next()).await {
+        Ok(Ok(event)) => event,
+        Ok(Err(SseError::Closed)) | Err(_) => return Ok(Probe::NotSse),
+        Ok(Err(e)) => return Err(e.to_mcp(limits)),
     };
     if first.name != "endpoint" {
         return Ok(Probe::NotSse);
