@@ -66,7 +66,7 @@ async fn legacy_sse_fallback_with_the_python_server() {
     server.headers = BTreeMap::from([("X-Agentd-Test".to_owned(), "sse-header-value".to_owned())]);
     let session = client().connect(&server).await.expect("connect");
     let tools = session.list_tools().await.expect("list");
-    assert_eq!(tools.len(), 8, "{tools:?}");
+    assert_eq!(tools.len(), 9, "{tools:?}");
     assert_eq!(echo(session.as_ref(), "py sse").await, "Echo: py sse");
     // The extra header goes with the POSTs too.
     let headers = session
@@ -254,19 +254,19 @@ async fn strict_policy_refuses_loopback_without_connecting() {
 
 #[tokio::test]
 async fn tools_list_follows_cursors_and_caps_pages_and_tools() {
-    // 8 tools + 25 generated, 4 per page: 9 pages.
+    // 9 tools + 25 generated, 4 per page: 9 pages.
     let peer = python(
         "streamable-http",
         &["--extra-tools", "25", "--page-size", "4"],
     );
     let session = connect(&client(), peer.url("/mcp")).await;
     let tools = session.list_tools().await.expect("list");
-    assert_eq!(tools.len(), 33);
+    assert_eq!(tools.len(), 34);
     assert_eq!(tools[0].name, "echo");
-    assert_eq!(tools[32].name, "tool_0024");
+    assert_eq!(tools[33].name, "tool_0024");
     session.close().await;
 
-    // 158 pages of one tool: past the page cap.
+    // 159 pages of one tool: past the page cap.
     let peer = python(
         "streamable-http",
         &["--extra-tools", "150", "--page-size", "1"],
@@ -279,7 +279,7 @@ async fn tools_list_follows_cursors_and_caps_pages_and_tools() {
     );
     session.close().await;
 
-    // 1208 tools in pages of 200: past the tool cap.
+    // 1209 tools in pages of 200: past the tool cap.
     let peer = python(
         "streamable-http",
         &["--extra-tools", "1200", "--page-size", "200"],
@@ -357,4 +357,31 @@ async fn a_url_that_is_no_mcp_server_is_an_http_error() {
         .err()
         .expect("connected to a 404");
     assert!(matches!(err, McpError::Http { status: 404, .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn secrets_echoed_by_the_server_are_removed_from_errors() {
+    for (transport, path) in [("streamable-http", "/mcp"), ("sse", "/sse")] {
+        let token = "tok-echoed-9b1e44";
+        let peer = python(transport, &["--token", token]);
+        let mut server = server(peer.url(path));
+        server.authorization = Some(token.to_owned());
+        server.headers = BTreeMap::from([("X-Api-Key".to_owned(), "key-echoed-31f7".to_owned())]);
+        let session = client().connect(&server).await.expect("connect");
+        let err = session
+            .call_tool("leak", args(json!({})))
+            .await
+            .expect_err("leak answered");
+        let shown = format!("{err} {err:?}");
+        assert!(matches!(err, McpError::Protocol(_)), "{transport}: {err:?}");
+        assert!(
+            shown.contains("rejected credentials"),
+            "{transport}: {shown}"
+        );
+        assert!(
+            !shown.contains(token) && !shown.contains("key-echoed-31f7"),
+            "{transport}: a secret leaked: {shown}"
+        );
+        session.close().await;
+    }
 }
