@@ -1,5 +1,5 @@
 //! The MCP client adapter: [`McpClient`] implements the engine's
-//! [`McpConnector`](engine::mcp::McpConnector) port over the network, behind the network guard.
+//! [`McpConnector`] port over the network, behind the network guard.
 //!
 //! # Transports
 //! - **Streamable HTTP** (MCP 2025-03-26 and later) first, through rmcp's
@@ -44,11 +44,11 @@
 //!
 //! # Layout
 //! - here: [`McpConfig`], [`McpClient`] and the connect/fallback logic.
-//! - `session`: the [`McpSession`](engine::mcp::McpSession) (list, call, changed, close) and
+//! - `session`: the [`McpSession`] (list, call, changed, close) and
 //!   the conversions of rmcp's tools and results.
 //! - `sse`: the legacy HTTP+SSE transport and its event parser.
 //! - `handler`: our rmcp client handler (client info, `tools/list_changed`).
-//! - `errors`: rmcp/reqwest errors to [`McpError`](engine::mcp::McpError), the redactor.
+//! - `errors`: rmcp/reqwest errors to [`McpError`], the redactor.
 //!
 //! # Example
 //! ```no_run
