@@ -38,7 +38,9 @@
 //!   timeouts have been seen to hang; a late call is cancelled (`notifications/cancelled`).
 //!   The HTTP client has no overall timeout, since the SSE streams are long-lived.
 //! - `max_response_bytes` caps each JSON answer and each SSE event, on both transports
-//!   ([`engine::mcp::McpError::TooLarge`]).
+//!   ([`engine::mcp::McpError::TooLarge`]). Over Streamable HTTP the session goes on; over
+//!   legacy SSE an oversized event ends the session, since the one event stream carries every
+//!   answer and cannot be resynchronised.
 //! - `tools/list` follows `nextCursor` for at most [`MAX_TOOL_PAGES`] pages and
 //!   [`MAX_TOOLS`] tools; more is a protocol error.
 //!
