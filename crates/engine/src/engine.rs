@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::Stream;
 use protocol::input::InputItem;
-use protocol::request::{CreateRequest, ToolChoice, ToolChoiceMode, Truncation};
+use protocol::request::{CreateRequest, Tool, ToolChoice, ToolChoiceMode, Truncation};
 use protocol::response::{CancelAck, Response, ResponseStatus};
 use serde_json::json;
 use tokio::sync::{Notify, watch};
@@ -16,9 +16,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::error::EngineError;
 use crate::events::EventLog;
+use crate::mcp::McpConnector;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::model::{ModelRouter, ResolveError, ResolvedModel};
-use crate::run::{Run, RunPlan};
+use crate::run::{Finished, Run, RunPlan};
 use crate::store::{JobRecord, JobState, KeyRecord, Store};
 use crate::tools::{self, Registry};
 use crate::transcript;
@@ -59,6 +60,7 @@ pub struct Engine {
 pub(crate) struct Inner {
     pub(crate) router: Arc<dyn ModelRouter>,
     pub(crate) store: Arc<dyn Store>,
+    pub(crate) mcp: Arc<dyn McpConnector>,
     pub(crate) config: EngineConfig,
     /// Runs of this process not yet ended, by response id: cancel reaches them and resumes
     /// follow their event log from memory.
@@ -91,7 +93,7 @@ pub struct RunHandle {
     pub initial: Response,
     log: Arc<EventLog>,
     /// `None` for background runs, which a worker executes.
-    done: Option<watch::Receiver<Option<Arc<Response>>>>,
+    done: Option<watch::Receiver<Option<Arc<Finished>>>>,
 }
 
 impl RunHandle {
@@ -100,8 +102,8 @@ impl RunHandle {
         self.log.follow(0)
     }
 
-    /// Waits for a foreground run to end and returns the final response.
-    pub async fn finish(self) -> Option<Arc<Response>> {
+    /// Waits for a foreground run to end and returns how it ended.
+    pub async fn finish(self) -> Option<Arc<Finished>> {
         let mut done = self.done?;
         match done.wait_for(Option::is_some).await {
             Ok(value) => value.clone(),
@@ -115,6 +117,17 @@ impl RunHandle {
 pub(crate) struct JobPayload {
     pub(crate) request: CreateRequest,
     pub(crate) transcript: Vec<InputItem>,
+    #[serde(default)]
+    pub(crate) context: Continuation,
+}
+
+/// What a continuation takes over from the previous response besides its transcript.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Continuation {
+    /// Index in the transcript of the first item of this request's `input`.
+    pub(crate) new_from: usize,
+    /// The previous response's `mcp` servers: label -> (URL, `allowed_tools`).
+    pub(crate) previous_servers: HashMap<String, (String, Option<Vec<String>>)>,
 }
 
 pub(crate) fn now_secs() -> i64 {
@@ -139,12 +152,14 @@ impl Engine {
     pub fn new(
         router: Arc<dyn ModelRouter>,
         store: Arc<dyn Store>,
+        mcp: Arc<dyn McpConnector>,
         config: EngineConfig,
     ) -> Engine {
         Engine {
             inner: Arc::new(Inner {
                 router,
                 store,
+                mcp,
                 config,
                 live: Mutex::new(HashMap::new()),
                 job_ready: Notify::new(),
@@ -181,8 +196,8 @@ impl Engine {
                 )));
             }
         }
-        let transcript = self.transcript_for(project_id, &request).await?;
-        let (plan, model_id) = self.plan(project_id, request, transcript)?;
+        let (transcript, context) = self.transcript_for(project_id, &request).await?;
+        let (plan, model_id) = self.plan(project_id, request, transcript, context.clone())?;
         let response = initial_response(&plan.request, &model_id, background);
         let id = response.id.clone();
         // The record exists from the start so retrieve answers while the run goes on. Its
@@ -196,6 +211,7 @@ impl Engine {
             let payload = serde_json::to_string(&JobPayload {
                 request: plan.request,
                 transcript: plan.transcript,
+                context,
             })
             .map_err(|err| EngineError::Internal(format!("job payload: {err}")))?;
             self.inner
@@ -239,8 +255,9 @@ impl Engine {
         &self,
         project_id: &str,
         request: &CreateRequest,
-    ) -> Result<Vec<InputItem>, EngineError> {
+    ) -> Result<(Vec<InputItem>, Continuation), EngineError> {
         let mut items: Vec<InputItem> = Vec::new();
+        let mut context = Continuation::default();
         if let Some(previous_id) = &request.previous_response_id {
             let previous = self
                 .inner
@@ -265,12 +282,24 @@ impl Engine {
                     ),
                 ));
             }
+            context.previous_servers = previous
+                .response
+                .tools
+                .iter()
+                .filter_map(|tool| match tool {
+                    Tool::Mcp(mcp) => Some((
+                        mcp.server_label.clone(),
+                        (mcp.server_url.clone(), mcp.allowed_tools.clone()),
+                    )),
+                    _ => None,
+                })
+                .collect();
             items = previous.transcript;
         }
-        let new_from = items.len();
+        context.new_from = items.len();
         items.extend(request.input.clone().into_items());
-        transcript::check_function_calls(&items, new_from)?;
-        Ok(items)
+        transcript::check_function_calls(&items, context.new_from)?;
+        Ok((items, context))
     }
 
     /// Resolves the model and tools: what a run needs besides its response object.
@@ -279,6 +308,7 @@ impl Engine {
         project_id: &str,
         request: CreateRequest,
         transcript: Vec<InputItem>,
+        context: Continuation,
     ) -> Result<(RunPlan, String), EngineError> {
         let (model_id, resolved) = self.resolve_model(&request)?;
         let registry = Registry::from_request(request.tools.as_deref().unwrap_or_default())?;
@@ -291,6 +321,9 @@ impl Engine {
             model: resolved,
             registry,
             transcript,
+            new_from: context.new_from,
+            previous_servers: context.previous_servers,
+            mcp: self.inner.mcp.clone(),
             max_steps,
         };
         Ok((plan, model_id))
@@ -324,7 +357,7 @@ impl Engine {
         plan: RunPlan,
         response: Response,
         live: LiveRun,
-    ) -> Response {
+    ) -> Finished {
         let id = response.id.clone();
         let started = Instant::now();
         self.inner.metrics.run_started();
@@ -338,7 +371,7 @@ impl Engine {
         let finished = run.execute().await;
         self.inner
             .metrics
-            .run_finished(finished.status, started.elapsed());
+            .run_finished(finished.response.status, started.elapsed());
         self.lock_live().remove(&id);
         finished
     }

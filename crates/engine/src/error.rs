@@ -12,6 +12,10 @@ pub enum EngineError {
     /// The model id cannot be served (400 `invalid_model`).
     #[error("{message}")]
     InvalidModel { message: String, param: String },
+    /// An MCP server could not be reached or listed when the run started (424
+    /// `external_connector_error`).
+    #[error("{0}")]
+    ExternalConnector(String),
     /// No such response in this project (404 `not_found`).
     #[error("{0}")]
     NotFound(String),
@@ -35,6 +39,15 @@ pub enum EngineError {
 impl EngineError {
     pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> EngineError {
         EngineError::InvalidRequest(RequestError::new(param, message))
+    }
+}
+
+impl From<crate::run::StartError> for EngineError {
+    fn from(err: crate::run::StartError) -> Self {
+        match err {
+            crate::run::StartError::Connector(message) => EngineError::ExternalConnector(message),
+            crate::run::StartError::Invalid(err) => EngineError::InvalidRequest(err),
+        }
     }
 }
 

@@ -154,7 +154,12 @@ impl Engine {
             .get_response(&job.project_id, &job.response_id)
             .await?
             .ok_or_else(|| EngineError::Internal("the job's response is missing".to_owned()))?;
-        let (plan, _) = self.plan(&job.project_id, payload.request, payload.transcript)?;
+        let (plan, _) = self.plan(
+            &job.project_id,
+            payload.request,
+            payload.transcript,
+            payload.context,
+        )?;
         let live = self.register(&job.response_id);
         if cancelled {
             live.cancel.cancel();
@@ -165,7 +170,7 @@ impl Engine {
             tokio::spawn(async move { engine.renew_while_running(response_id, cancel).await });
         let finished = self.execute(plan, record.response, live).await;
         renewal.abort();
-        tracing::debug!(response_id = %finished.id, status = finished.status.as_str(), "background run ended");
+        tracing::debug!(response_id = %finished.response.id, status = finished.response.status.as_str(), "background run ended");
         Ok(())
     }
 

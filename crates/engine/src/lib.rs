@@ -18,6 +18,7 @@
 //! # }
 //! ```
 
+mod approvals;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -27,6 +28,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod model;
 mod run;
+mod search;
 pub mod store;
 pub mod tools;
 pub mod transcript;

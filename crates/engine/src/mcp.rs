@@ -108,3 +108,17 @@ pub trait McpSession: Send + Sync {
     /// Ends the session (best effort: `DELETE` of a Streamable HTTP session).
     async fn close(&self) {}
 }
+
+/// A connector for processes that run no agent loop (e.g. `agentd keys create`): every
+/// connection fails.
+pub struct Unavailable;
+
+#[async_trait::async_trait]
+impl McpConnector for Unavailable {
+    async fn connect(&self, server: &McpServer) -> Result<Box<dyn McpSession>, McpError> {
+        Err(McpError::Unreachable(format!(
+            "MCP is not available in this process (server \"{}\")",
+            server.label
+        )))
+    }
+}

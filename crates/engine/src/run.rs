@@ -6,30 +6,42 @@
 //! checks (unknown tool, `strict` schema mismatch) go back to the model as errors within the step
 //! budget. The last step is asked with tools disabled so the run ends with an answer.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
+use protocol::RequestError;
 use protocol::events::EventData;
 use protocol::input::{
     FunctionCallInput, FunctionCallOutput, FunctionOutput, InputItem, InputMessage, MessageContent,
     Role,
 };
 use protocol::output::{
-    FunctionCall, OutputContent, OutputItem, OutputMessage, OutputStatus, OutputText,
+    FunctionCall, FunctionType, McpApprovalRequest, McpCall, McpListTools, McpToolAnnotations,
+    McpToolDef, NamespaceTool, NamespaceToolDef, NamespaceType, OutputContent, OutputItem,
+    OutputMessage, OutputStatus, OutputText, ToolSearchOutput,
 };
 use protocol::request::{CreateRequest, ToolChoice, ToolChoiceMode};
 use protocol::response::{ErrorInfo, IncompleteDetails, Response, ResponseStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
+use crate::approvals;
 use crate::engine::{new_id, now_secs};
 use crate::events::EventLog;
+use crate::mcp::{McpCallResult, McpConnector, McpError, McpSession, McpToolInfo};
 use crate::model::{
     FinishReason, JsonSchemaFormat, ModelError, ModelEvent, ModelRequest, ModelToolChoice,
     ResolvedModel, ToolCall,
 };
 use crate::store::{ResponseRecord, Store};
-use crate::tools::Registry;
+use crate::tools::{Registry, Target};
 use crate::transcript;
+
+/// Longest MCP tool output kept on an `mcp_call` item and given to the model.
+const MAX_MCP_OUTPUT_BYTES: usize = 100_000;
+
+/// MCP calls of one turn that run at once.
+const MAX_PARALLEL_MCP_CALLS: usize = 8;
 
 /// How often a turn in progress writes its new events to the store.
 const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
@@ -42,7 +54,51 @@ pub struct RunPlan {
     pub registry: Registry,
     /// The transcript the run starts from (previous transcript + this request's input).
     pub transcript: Vec<InputItem>,
+    /// Index in `transcript` of the first item of this request's `input`.
+    pub new_from: usize,
+    /// The `mcp` servers of the previous response (label -> URL and `allowed_tools`): where
+    /// they match this request, the transcript's tool list is reused without listing again.
+    pub previous_servers: HashMap<String, (String, Option<Vec<String>>)>,
+    pub mcp: Arc<dyn McpConnector>,
     pub max_steps: u32,
+}
+
+/// A failure found when the run starts, before the model is asked: a plain request answers it
+/// as an HTTP error, a stream or background run as status `failed` (spec §8.3).
+#[derive(Debug, Clone)]
+pub enum StartError {
+    /// An MCP server could not be reached or listed (424 `external_connector_error`).
+    Connector(String),
+    /// The continuation does not fit the previous response (400 `invalid_request`).
+    Invalid(RequestError),
+}
+
+impl StartError {
+    fn info(&self) -> ErrorInfo {
+        match self {
+            StartError::Connector(message) => ErrorInfo {
+                message: message.clone(),
+                kind: Some("external_connector_error".to_owned()),
+                code: Some("external_connector_error".to_owned()),
+            },
+            StartError::Invalid(err) => ErrorInfo {
+                message: match &err.param {
+                    Some(param) => format!("{} (param: {param})", err.message),
+                    None => err.message.clone(),
+                },
+                kind: Some("invalid_request".to_owned()),
+                code: Some("invalid_request".to_owned()),
+            },
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub response: Response,
+    /// Set when the run failed before the model was asked.
+    pub start_error: Option<StartError>,
 }
 
 /// The stored record of a response.
@@ -69,11 +125,16 @@ pub struct Run {
     flushed: usize,
     /// Set by a cancel request: the run stops at the next event or step boundary.
     cancel: CancellationToken,
+    /// One MCP session per server of the registry (by index), opened at discovery.
+    sessions: Vec<Option<Arc<dyn McpSession>>>,
+    start_error: Option<StartError>,
 }
 
 /// How the step loop ended (failures are `Err(ErrorInfo)`).
 enum Outcome {
     Completed,
+    /// Stopped for MCP approvals.
+    RequiresAction,
     Incomplete(&'static str),
     Cancelled,
 }
@@ -88,6 +149,60 @@ impl From<ErrorInfo> for Stop {
     fn from(error: ErrorInfo) -> Self {
         Stop::Failed(error)
     }
+}
+
+/// An MCP call whose item is open, waiting to run.
+struct PendingMcpCall {
+    output_index: usize,
+    server: usize,
+}
+
+/// The last `mcp_list_tools` of a server in the transcript.
+fn last_list(transcript: &[InputItem], label: &str) -> Option<McpListTools> {
+    transcript.iter().rev().find_map(|item| match item {
+        InputItem::McpListTools(list) if list.server_label == label => Some(list.clone()),
+        _ => None,
+    })
+}
+
+fn server_allowed(server: &crate::tools::ServerDef) -> Option<Vec<String>> {
+    server.allowed_tools().map(<[String]>::to_vec)
+}
+
+fn tool_info(def: &McpToolDef) -> McpToolInfo {
+    McpToolInfo {
+        name: def.name.clone(),
+        description: def.description.clone(),
+        input_schema: def.input_schema.clone(),
+        read_only: def.annotations.as_ref().and_then(|a| a.read_only),
+    }
+}
+
+/// The model's arguments as the object an MCP call takes.
+fn parse_arguments(arguments: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    if arguments.trim().is_empty() {
+        return Ok(serde_json::Map::new());
+    }
+    match serde_json::from_str(arguments) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err("the arguments must be a JSON object".to_owned()),
+        Err(err) => Err(format!("the arguments are not valid JSON: {err}")),
+    }
+}
+
+/// Caps a tool output, saying how much was cut.
+fn truncate(mut text: String) -> String {
+    if text.len() <= MAX_MCP_OUTPUT_BYTES {
+        return text;
+    }
+    let mut cut = MAX_MCP_OUTPUT_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let omitted = text.len() - cut;
+    text.truncate(cut);
+    text.push_str(&format!("\n[output truncated: {omitted} more bytes]"));
+    text
 }
 
 /// What one model turn produced.
@@ -123,11 +238,13 @@ impl Run {
             usage: Usage::default(),
             flushed: 0,
             cancel,
+            sessions: Vec::new(),
+            start_error: None,
         }
     }
 
     /// Runs to the end, stores the result and returns the final response.
-    pub async fn execute(mut self) -> Response {
+    pub async fn execute(mut self) -> Finished {
         self.emit(EventData::ResponseCreated {
             response: Box::new(self.response.clone()),
         });
@@ -135,7 +252,12 @@ impl Run {
         self.emit(EventData::ResponseInProgress {
             response: Box::new(self.response.clone()),
         });
-        let outcome = match self.steps().await {
+        let outcome = match self.prepare().await {
+            Ok(()) => self.steps().await,
+            Err(stop) => Err(stop),
+        };
+        self.close_sessions().await;
+        let outcome = match outcome {
             Ok(outcome) => Ok(outcome),
             Err(Stop::Cancelled) => Ok(Outcome::Cancelled),
             Err(Stop::Failed(error)) => Err(error),
@@ -167,6 +289,7 @@ impl Run {
             if self.cancel.is_cancelled() {
                 return Err(Stop::Cancelled);
             }
+            self.refresh_changed_tools().await;
             let last = step == max_steps;
             let remaining = match budget {
                 Some(cap) => {
@@ -197,34 +320,63 @@ impl Run {
                 return Ok(Outcome::Completed);
             }
             let mut handed_back = 0;
+            let mut approvals = 0;
+            let mut mcp_calls: Vec<PendingMcpCall> = Vec::new();
             for call in turn.calls {
-                self.transcript
-                    .push(InputItem::FunctionCall(FunctionCallInput {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                        id: None,
-                        status: None,
-                        thought_signature: call.thought_signature.clone(),
-                    }));
-                match self.plan.registry.check_call(&call.name, &call.arguments) {
-                    Ok(()) => {
-                        self.hand_back(call);
-                        handed_back += 1;
+                match self.plan.registry.resolve(&call.name) {
+                    Some(Target::Mcp { server, tool }) => {
+                        let server_index = self.plan.registry.server_index(&server.label);
+                        let (label, tool_name) = (server.label.clone(), tool.name.clone());
+                        if server.needs_approval(tool) {
+                            self.request_approval(label, tool_name, call);
+                            approvals += 1;
+                        } else if let Some(server_index) = server_index {
+                            let index =
+                                self.open_mcp_call(&label, &tool_name, &call.arguments, None);
+                            mcp_calls.push(PendingMcpCall {
+                                output_index: index,
+                                server: server_index,
+                            });
+                        }
                     }
-                    Err(problem) => {
-                        tracing::debug!(response_id = %self.response.id, tool = %call.name, "tool call refused; the model is told");
+                    Some(Target::ToolSearch) => self.tool_search(call),
+                    Some(Target::Function) | None => {
                         self.transcript
-                            .push(InputItem::FunctionCallOutput(FunctionCallOutput {
-                                call_id: call.id,
-                                output: FunctionOutput::Text(problem),
-                                name: Some(call.name),
+                            .push(InputItem::FunctionCall(FunctionCallInput {
+                                call_id: call.id.clone(),
+                                name: call.name.clone(),
+                                arguments: call.arguments.clone(),
                                 id: None,
                                 status: None,
-                                thought_signature: None,
+                                thought_signature: call.thought_signature.clone(),
                             }));
+                        match self.plan.registry.check_call(&call.name, &call.arguments) {
+                            Ok(()) => {
+                                self.hand_back(call);
+                                handed_back += 1;
+                            }
+                            Err(problem) => {
+                                tracing::debug!(response_id = %self.response.id, tool = %call.name, "tool call refused; the model is told");
+                                self.transcript.push(InputItem::FunctionCallOutput(
+                                    FunctionCallOutput {
+                                        call_id: call.id,
+                                        output: FunctionOutput::Text(problem),
+                                        name: Some(call.name),
+                                        id: None,
+                                        status: None,
+                                        thought_signature: None,
+                                    },
+                                ));
+                            }
+                        }
                     }
                 }
+            }
+            self.run_mcp_calls(mcp_calls).await?;
+            self.flush_events().await;
+            if approvals > 0 {
+                // The caller decides; a continuation runs the approved calls.
+                return Ok(Outcome::RequiresAction);
             }
             if handed_back > 0 {
                 // The caller runs the functions and continues the conversation.
@@ -460,6 +612,387 @@ impl Run {
         });
     }
 
+    /// Adds a finished item to the output (`output_item.added` then `.done`).
+    fn emit_item(&mut self, item: OutputItem) -> usize {
+        let index = self.response.output.len();
+        self.response.output.push(item.clone());
+        self.emit(EventData::OutputItemAdded {
+            output_index: index,
+            item: item.clone(),
+        });
+        self.emit(EventData::OutputItemDone {
+            output_index: index,
+            item,
+        });
+        index
+    }
+
+    fn start_failure(&mut self, error: StartError) -> Stop {
+        let info = error.info();
+        self.start_error = Some(error);
+        Stop::Failed(info)
+    }
+
+    /// What happens before the first model turn: the approval decisions of a continuation
+    /// are checked, MCP servers are discovered, and approved calls run.
+    async fn prepare(&mut self) -> Result<(), Stop> {
+        let approved = match approvals::approved_to_run(&self.transcript, self.plan.new_from) {
+            Ok(approved) => approved,
+            Err(err) => return Err(self.start_failure(StartError::Invalid(err))),
+        };
+        for request in &approved {
+            if self
+                .plan
+                .registry
+                .server_index(&request.server_label)
+                .is_none()
+            {
+                return Err(self.start_failure(StartError::Connector(format!(
+                    "the approved call \"{}\" is for MCP server \"{}\", which this request does not include: send the same mcp tool again to continue",
+                    request.id, request.server_label
+                ))));
+            }
+        }
+        if !self.plan.registry.servers().is_empty() {
+            self.discover().await?;
+        }
+        let mut calls = Vec::new();
+        for request in approved {
+            let Some(server) = self.plan.registry.server_index(&request.server_label) else {
+                continue;
+            };
+            let index = self.open_mcp_call(
+                &request.server_label,
+                &request.name,
+                &request.arguments,
+                Some(request.id.clone()),
+            );
+            calls.push(PendingMcpCall {
+                output_index: index,
+                server,
+            });
+        }
+        self.run_mcp_calls(calls).await
+    }
+
+    /// Connects to every MCP server at once and lists its tools (or reuses the transcript's
+    /// list when the previous response used the same server), emitting one `mcp_list_tools`
+    /// item per server whose list is new or changed. Any failure fails the run.
+    async fn discover(&mut self) -> Result<(), Stop> {
+        let connector = self.plan.mcp.clone();
+        let mut jobs = Vec::new();
+        for (index, server) in self.plan.registry.servers().iter().enumerate() {
+            let previous = last_list(&self.transcript, &server.label);
+            let reuse = previous.is_some()
+                && self.plan.previous_servers.get(&server.label)
+                    == Some(&(server.url.clone(), server_allowed(server)));
+            let endpoint = server.endpoint();
+            let connector = connector.clone();
+            jobs.push(async move {
+                let session: Arc<dyn McpSession> = Arc::from(connector.connect(&endpoint).await?);
+                let listed = if reuse {
+                    None
+                } else {
+                    match session.list_tools().await {
+                        Ok(tools) => Some(tools),
+                        Err(err) => {
+                            session.close().await;
+                            return Err(err);
+                        }
+                    }
+                };
+                Ok::<_, McpError>((index, session, listed, previous))
+            });
+        }
+        let results = tokio::select! {
+            results = futures::future::join_all(jobs) => results,
+            () = self.cancel.cancelled() => return Err(Stop::Cancelled),
+        };
+        self.sessions = vec![None; self.plan.registry.servers().len()];
+        let mut failure = None;
+        let mut found = Vec::new();
+        for (index, result) in results.into_iter().enumerate() {
+            match result {
+                Ok((server, session, listed, previous)) => {
+                    self.sessions[server] = Some(session);
+                    found.push((server, listed, previous));
+                }
+                Err(err) if failure.is_none() => {
+                    let server = &self.plan.registry.servers()[index];
+                    failure = Some(format!(
+                        "MCP server \"{}\" ({}) failed during tool discovery: {err}",
+                        server.label,
+                        server.host()
+                    ));
+                }
+                Err(_) => {}
+            }
+        }
+        if let Some(message) = failure {
+            return Err(self.start_failure(StartError::Connector(message)));
+        }
+        for (server, listed, previous) in found {
+            let tools = match listed {
+                Some(tools) => tools,
+                None => previous
+                    .as_ref()
+                    .map(|p| p.tools.iter().map(tool_info).collect())
+                    .unwrap_or_default(),
+            };
+            self.plan.registry.set_server_tools(server, tools);
+            let list = self.list_item(server);
+            if previous.as_ref().map(|p| &p.tools) != Some(&list.tools) {
+                self.transcript.push(InputItem::McpListTools(list.clone()));
+                self.emit_item(OutputItem::McpListTools(list));
+            }
+        }
+        // Tools an earlier search loaded stay loaded.
+        let loaded: Vec<(String, String)> = self
+            .transcript
+            .iter()
+            .filter_map(|item| match item {
+                InputItem::ToolSearchOutput(search) => Some(search),
+                _ => None,
+            })
+            .flat_map(|search| {
+                search.tools.iter().flat_map(|namespace| {
+                    namespace
+                        .tools
+                        .iter()
+                        .map(|tool| (namespace.name.clone(), tool.name.clone()))
+                })
+            })
+            .collect();
+        for (label, tool) in loaded {
+            self.plan.registry.load(&label, &tool);
+        }
+        Ok(())
+    }
+
+    /// The `mcp_list_tools` item for what the registry holds of one server.
+    fn list_item(&self, server: usize) -> McpListTools {
+        McpListTools {
+            id: new_id("mcpl"),
+            server_label: self.plan.registry.servers()[server].label.clone(),
+            tools: self
+                .plan
+                .registry
+                .server_tools(server)
+                .map(|tool| McpToolDef {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    input_schema: tool.input_schema.clone(),
+                    annotations: tool.read_only.map(|read_only| McpToolAnnotations {
+                        read_only: Some(read_only),
+                    }),
+                })
+                .collect(),
+            error: None,
+            connector_id: None,
+        }
+    }
+
+    /// Lists again the servers that announced a changed tool list; a list that really changed
+    /// is a new `mcp_list_tools` item.
+    async fn refresh_changed_tools(&mut self) {
+        for server in 0..self.sessions.len() {
+            let Some(session) = self.sessions[server].clone() else {
+                continue;
+            };
+            if !session.tools_changed() {
+                continue;
+            }
+            let listed = tokio::select! {
+                listed = session.list_tools() => listed,
+                () = self.cancel.cancelled() => return,
+            };
+            match listed {
+                Ok(tools) => {
+                    self.plan.registry.set_server_tools(server, tools);
+                    let list = self.list_item(server);
+                    let label = &self.plan.registry.servers()[server].label;
+                    if last_list(&self.transcript, label).map(|l| l.tools)
+                        != Some(list.tools.clone())
+                    {
+                        self.transcript.push(InputItem::McpListTools(list.clone()));
+                        self.emit_item(OutputItem::McpListTools(list));
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(response_id = %self.response.id, server = %self.plan.registry.servers()[server].label, error = %err, "listing a changed MCP tool list failed; the old list stays");
+                }
+            }
+        }
+    }
+
+    async fn close_sessions(&mut self) {
+        let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
+        futures::future::join_all(sessions.iter().map(|s| s.close())).await;
+    }
+
+    /// Emits an `mcp_approval_request` item: the call waits for the caller's decision.
+    fn request_approval(&mut self, label: String, tool: String, call: ToolCall) {
+        let request = McpApprovalRequest {
+            id: new_id("mcpr"),
+            server_label: label,
+            name: tool,
+            arguments: call.arguments,
+            connector_id: None,
+            thought_signature: call.thought_signature,
+        };
+        self.transcript
+            .push(InputItem::McpApprovalRequest(request.clone()));
+        self.emit_item(OutputItem::McpApprovalRequest(request));
+    }
+
+    /// Emits `output_item.added` for an MCP call about to run; returns its output index.
+    fn open_mcp_call(
+        &mut self,
+        label: &str,
+        tool: &str,
+        arguments: &str,
+        approval_request_id: Option<String>,
+    ) -> usize {
+        let item = OutputItem::McpCall(McpCall {
+            id: new_id("mcp"),
+            server_label: label.to_owned(),
+            name: tool.to_owned(),
+            arguments: arguments.to_owned(),
+            output: None,
+            error: None,
+            approval_request_id,
+            connector_id: None,
+        });
+        let index = self.response.output.len();
+        self.response.output.push(item.clone());
+        self.emit(EventData::OutputItemAdded {
+            output_index: index,
+            item,
+        });
+        index
+    }
+
+    /// Runs opened MCP calls at once (bounded) and completes their items in the model's order.
+    /// A failing call is a result the model sees; only a cancel stops the run here.
+    async fn run_mcp_calls(&mut self, calls: Vec<PendingMcpCall>) -> Result<(), Stop> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let mut work = Vec::new();
+        for call in &calls {
+            let Some(OutputItem::McpCall(item)) = self.response.output.get(call.output_index)
+            else {
+                continue;
+            };
+            let session = self.sessions.get(call.server).cloned().flatten();
+            let (name, arguments) = (item.name.clone(), item.arguments.clone());
+            work.push(async move {
+                let Some(session) = session else {
+                    return Err("the MCP session is closed".to_owned());
+                };
+                let arguments = parse_arguments(&arguments)?;
+                session
+                    .call_tool(&name, arguments)
+                    .await
+                    .map_err(|err| err.to_string())
+            });
+        }
+        let results: Vec<Result<McpCallResult, String>> = tokio::select! {
+            results = futures::stream::iter(work).buffered(MAX_PARALLEL_MCP_CALLS).collect() => results,
+            () = self.cancel.cancelled() => return Err(Stop::Cancelled),
+        };
+        for (call, result) in calls.iter().zip(results) {
+            let Some(OutputItem::McpCall(item)) = self.response.output.get(call.output_index)
+            else {
+                continue;
+            };
+            let mut item = item.clone();
+            match result {
+                Ok(result) if !result.is_error => item.output = Some(truncate(result.output)),
+                Ok(result) => item.error = Some(truncate(result.output)),
+                Err(error) => item.error = Some(error),
+            }
+            self.transcript.push(InputItem::McpCall(item.clone()));
+            let item = OutputItem::McpCall(item);
+            self.response.output[call.output_index] = item.clone();
+            self.emit(EventData::OutputItemDone {
+                output_index: call.output_index,
+                item,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs a catalog search of the deferred servers and loads what it found.
+    fn tool_search(&mut self, call: ToolCall) {
+        #[derive(serde::Deserialize)]
+        struct Args {
+            query: String,
+            #[serde(default)]
+            server_label: Option<String>,
+        }
+        let args: Args = match serde_json::from_str(&call.arguments) {
+            Ok(args) => args,
+            Err(err) => {
+                self.transcript
+                    .push(InputItem::FunctionCall(FunctionCallInput {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                        id: None,
+                        status: None,
+                        thought_signature: call.thought_signature.clone(),
+                    }));
+                self.transcript
+                    .push(InputItem::FunctionCallOutput(FunctionCallOutput {
+                        call_id: call.id,
+                        output: FunctionOutput::Text(format!(
+                            "error: tool_search needs {{\"query\": string, \"server_label\"?: string}}: {err}"
+                        )),
+                        name: Some(call.name),
+                        id: None,
+                        status: None,
+                        thought_signature: None,
+                    }));
+                return;
+            }
+        };
+        let found = self
+            .plan
+            .registry
+            .search(&args.query, args.server_label.as_deref());
+        let mut namespaces: Vec<NamespaceTool> = Vec::new();
+        for (server, tool) in found {
+            let def = &self.plan.registry.servers()[server];
+            let entry = NamespaceToolDef {
+                kind: FunctionType::Function,
+                name: tool.name,
+                description: tool.description,
+                parameters: Some(tool.input_schema),
+            };
+            match namespaces.iter_mut().find(|n| n.name == def.label) {
+                Some(namespace) => namespace.tools.push(entry),
+                None => namespaces.push(NamespaceTool {
+                    kind: NamespaceType::Namespace,
+                    name: def.label.clone(),
+                    description: def.description.clone().unwrap_or_default(),
+                    tools: vec![entry],
+                }),
+            }
+        }
+        let output = ToolSearchOutput {
+            id: new_id("tso"),
+            call_id: Some(call.id),
+            status: "completed".to_owned(),
+            execution: "server".to_owned(),
+            arguments: Some(call.arguments),
+            tools: namespaces,
+        };
+        self.transcript
+            .push(InputItem::ToolSearchOutput(output.clone()));
+        self.emit_item(OutputItem::ToolSearchOutput(output));
+    }
+
     /// Emits a `function_call` item for the caller to execute.
     fn hand_back(&mut self, call: ToolCall) {
         let index = self.response.output.len();
@@ -485,12 +1018,13 @@ impl Run {
     }
 
     /// Sets the final state, stores it, emits the terminal event and closes the log.
-    async fn finish(mut self, outcome: Result<Outcome, ErrorInfo>) -> Response {
+    async fn finish(mut self, outcome: Result<Outcome, ErrorInfo>) -> Finished {
         self.usage.total_tokens = self.usage.input_tokens + self.usage.output_tokens;
         self.response.usage = Some(self.usage.clone());
         self.response.completed_at = Some(now_secs());
         match &outcome {
             Ok(Outcome::Completed) => self.response.status = ResponseStatus::Completed,
+            Ok(Outcome::RequiresAction) => self.response.status = ResponseStatus::RequiresAction,
             Ok(Outcome::Cancelled) => self.response.status = ResponseStatus::Cancelled,
             Ok(Outcome::Incomplete(reason)) => {
                 self.response.status = ResponseStatus::Incomplete;
@@ -517,7 +1051,9 @@ impl Run {
         }
         let snapshot = Box::new(snapshot);
         let terminal = self.log.prepare(match outcome {
-            Ok(Outcome::Completed) => EventData::ResponseCompleted { response: snapshot },
+            Ok(Outcome::Completed | Outcome::RequiresAction) => {
+                EventData::ResponseCompleted { response: snapshot }
+            }
             Ok(Outcome::Incomplete(_)) => EventData::ResponseIncomplete { response: snapshot },
             Ok(Outcome::Cancelled) => EventData::ResponseCancelled { response: snapshot },
             Err(error) => EventData::ResponseFailed {
@@ -541,7 +1077,10 @@ impl Run {
         self.flushed += events.len();
         self.log.publish(&terminal);
         self.log.close();
-        self.response
+        Finished {
+            response: self.response,
+            start_error: self.start_error,
+        }
     }
 }
 

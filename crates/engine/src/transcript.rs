@@ -7,10 +7,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use protocol::input::{ContentPart, InputItem, InputMessage, MessageContent, Role};
+use protocol::input::{
+    ContentPart, InputItem, InputMessage, McpApprovalResponse, MessageContent, Role,
+};
+use protocol::output::{McpApprovalRequest, McpCall, ToolSearchOutput};
 
 use crate::error::EngineError;
 use crate::model::{self, ModelMessage, ToolCall};
+use crate::tools;
 
 /// Checks that function results answer calls and that every call has its result.
 ///
@@ -55,6 +59,12 @@ pub fn check_function_calls(items: &[InputItem], new_from: usize) -> Result<(), 
 }
 
 /// Translates instructions and transcript items into model messages.
+///
+/// MCP history becomes tool calls and results under the names the model saw
+/// ([`tools::mcp_model_name`]): an `mcp_call` answers at its own place, or at the place of its
+/// `mcp_approval_request` when it ran after an approval (so the result follows the turn that
+/// asked for it); a denied request becomes a call whose result says so, with the reason; a
+/// `tool_search_output` becomes the `tool_search` call and the list of tools it loaded.
 pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec<ModelMessage> {
     let mut messages = Vec::with_capacity(items.len() + 1);
     if let Some(text) = instructions.filter(|t| !t.is_empty()) {
@@ -62,31 +72,41 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
             content: text.to_owned(),
         });
     }
-    let names: HashMap<&str, &str> = items
-        .iter()
-        .filter_map(|item| match item {
-            InputItem::FunctionCall(call) => Some((call.call_id.as_str(), call.name.as_str())),
-            _ => None,
-        })
-        .collect();
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut approved_calls: HashMap<&str, &McpCall> = HashMap::new();
+    let mut denials: HashMap<&str, &McpApprovalResponse> = HashMap::new();
+    let mut requests: HashSet<&str> = HashSet::new();
+    for item in items {
+        match item {
+            InputItem::FunctionCall(call) => {
+                names.insert(call.call_id.as_str(), call.name.as_str());
+            }
+            InputItem::McpCall(call) => {
+                if let Some(id) = &call.approval_request_id {
+                    approved_calls.insert(id.as_str(), call);
+                }
+            }
+            InputItem::McpApprovalResponse(response) if !response.approve => {
+                denials.insert(response.approval_request_id.as_str(), response);
+            }
+            InputItem::McpApprovalRequest(request) => {
+                requests.insert(request.id.as_str());
+            }
+            _ => {}
+        }
+    }
     for item in items {
         match item {
             InputItem::Message(message) => messages.push(message_to_model(message)),
-            InputItem::FunctionCall(call) => {
-                let tool_call = ToolCall {
+            InputItem::FunctionCall(call) => push_call(
+                &mut messages,
+                ToolCall {
                     id: call.call_id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                     thought_signature: call.thought_signature.clone(),
-                };
-                match messages.last_mut() {
-                    Some(ModelMessage::Assistant { tool_calls, .. }) => tool_calls.push(tool_call),
-                    _ => messages.push(ModelMessage::Assistant {
-                        content: None,
-                        tool_calls: vec![tool_call],
-                    }),
-                }
-            }
+                },
+            ),
             InputItem::FunctionCallOutput(out) => messages.push(ModelMessage::Tool {
                 call_id: out.call_id.clone(),
                 name: out
@@ -95,16 +115,129 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
                     .or_else(|| names.get(out.call_id.as_str()).map(|n| (*n).to_owned())),
                 content: out.output.to_text(),
             }),
-            // Reasoning replays carry nothing a chat model takes back; MCP items are history
-            // that the MCP layer translates when it exists.
+            InputItem::McpApprovalRequest(request) => {
+                let result = if let Some(call) = approved_calls.get(request.id.as_str()) {
+                    mcp_result_text(call)
+                } else if let Some(denial) = denials.get(request.id.as_str()) {
+                    denial_text(request, denial.reason.as_deref())
+                } else {
+                    // Still pending (or approved and about to run): nothing to show yet.
+                    continue;
+                };
+                push_call_and_result(
+                    &mut messages,
+                    ToolCall {
+                        id: request.id.clone(),
+                        name: tools::mcp_model_name(&request.server_label, &request.name),
+                        arguments: request.arguments.clone(),
+                        thought_signature: request.thought_signature.clone(),
+                    },
+                    result,
+                );
+            }
+            InputItem::McpCall(call) => {
+                if call
+                    .approval_request_id
+                    .as_deref()
+                    .is_some_and(|id| requests.contains(id))
+                {
+                    continue; // shown at its approval request
+                }
+                push_call_and_result(
+                    &mut messages,
+                    ToolCall {
+                        id: call.id.clone(),
+                        name: tools::mcp_model_name(&call.server_label, &call.name),
+                        arguments: call.arguments.clone(),
+                        thought_signature: None,
+                    },
+                    mcp_result_text(call),
+                );
+            }
+            InputItem::ToolSearchOutput(search) => push_call_and_result(
+                &mut messages,
+                ToolCall {
+                    id: search.call_id.clone().unwrap_or_else(|| search.id.clone()),
+                    name: tools::TOOL_SEARCH.to_owned(),
+                    arguments: search.arguments.clone().unwrap_or_else(|| "{}".to_owned()),
+                    thought_signature: None,
+                },
+                search_result_text(search),
+            ),
+            // Reasoning replays carry nothing a chat model takes back; tool lists and
+            // decisions are told through the calls above.
             InputItem::Reasoning(_)
             | InputItem::McpApprovalResponse(_)
-            | InputItem::McpApprovalRequest(_)
-            | InputItem::McpCall(_)
             | InputItem::McpListTools(_) => {}
         }
     }
     messages
+}
+
+/// Adds a tool call to the assistant turn in progress (or starts one).
+fn push_call(messages: &mut Vec<ModelMessage>, call: ToolCall) {
+    match messages.last_mut() {
+        Some(ModelMessage::Assistant { tool_calls, .. }) => tool_calls.push(call),
+        _ => messages.push(ModelMessage::Assistant {
+            content: None,
+            tool_calls: vec![call],
+        }),
+    }
+}
+
+fn push_call_and_result(messages: &mut Vec<ModelMessage>, call: ToolCall, result: String) {
+    let (call_id, name) = (call.id.clone(), call.name.clone());
+    push_call(messages, call);
+    messages.push(ModelMessage::Tool {
+        call_id,
+        name: Some(name),
+        content: result,
+    });
+}
+
+/// What the model reads for an MCP call: the output, or the error.
+pub fn mcp_result_text(call: &McpCall) -> String {
+    match &call.error {
+        Some(error) => format!("error: {error}"),
+        None => call.output.clone().unwrap_or_default(),
+    }
+}
+
+fn denial_text(request: &McpApprovalRequest, reason: Option<&str>) -> String {
+    let mut text = format!(
+        "The user denied this call of {} on MCP server \"{}\"; it was not run. Do not call it again unless the user asks.",
+        request.name, request.server_label
+    );
+    if let Some(reason) = reason.filter(|r| !r.is_empty()) {
+        text.push_str(&format!(" Reason given: {reason}"));
+    }
+    text
+}
+
+/// What the model reads for a catalog search: the tools it loaded, or that there were none.
+pub fn search_result_text(search: &ToolSearchOutput) -> String {
+    let found: Vec<String> = search
+        .tools
+        .iter()
+        .flat_map(|namespace| {
+            namespace.tools.iter().map(|tool| {
+                format!(
+                    "- {}: {}",
+                    tools::mcp_model_name(&namespace.name, &tool.name),
+                    tool.description.as_deref().unwrap_or("(no description)")
+                )
+            })
+        })
+        .collect();
+    if found.is_empty() {
+        "No tools matched this search. Try again with other words, or answer without these tools."
+            .to_owned()
+    } else {
+        format!(
+            "These tools are now loaded and can be called from your next step:\n{}",
+            found.join("\n")
+        )
+    }
 }
 
 fn message_to_model(message: &InputMessage) -> ModelMessage {

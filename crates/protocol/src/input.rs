@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::output::{Annotation, McpApprovalRequest, McpCall, McpListTools};
+use crate::output::{Annotation, McpApprovalRequest, McpCall, McpListTools, ToolSearchOutput};
 use crate::strict;
 
 /// `input`: a string (one user turn) or a list of items.
@@ -56,6 +56,9 @@ pub enum InputItem {
     McpApprovalRequest(McpApprovalRequest),
     McpCall(McpCall),
     McpListTools(McpListTools),
+    /// A replayed `tool_search_output` item (agentd accepts it as history so a replayed
+    /// `output` keeps the tools a search loaded; the SDKs' input union does not list it).
+    ToolSearchOutput(ToolSearchOutput),
 }
 
 const INPUT_ITEM_TYPES: &[&str] = &[
@@ -67,6 +70,7 @@ const INPUT_ITEM_TYPES: &[&str] = &[
     "mcp_approval_request",
     "mcp_call",
     "mcp_list_tools",
+    "tool_search_output",
 ];
 
 impl<'de> Deserialize<'de> for InputItem {
@@ -85,6 +89,7 @@ impl<'de> Deserialize<'de> for InputItem {
             "mcp_approval_request" => strict::from_value(value).map(InputItem::McpApprovalRequest),
             "mcp_call" => strict::from_value(value).map(InputItem::McpCall),
             "mcp_list_tools" => strict::from_value(value).map(InputItem::McpListTools),
+            "tool_search_output" => strict::from_value(value).map(InputItem::ToolSearchOutput),
             other => Err(strict::unknown_tag("input item", other, INPUT_ITEM_TYPES)),
         }
     }

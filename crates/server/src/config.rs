@@ -44,6 +44,28 @@ pub struct RawConfig {
     pub http: RawHttp,
     #[serde(default)]
     pub runs: RawRuns,
+    #[serde(default)]
+    pub network: RawNetwork,
+    #[serde(default)]
+    pub mcp: RawMcp,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNetwork {
+    /// CIDRs request-supplied URLs may reach although they are private (default: none).
+    pub allow_private: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMcp {
+    /// Limit on each request to an MCP server (initialize, list, call), in ms (default 30000).
+    pub request_timeout_ms: Option<u64>,
+    /// Limit on connecting and initializing a session at discovery, in ms (default 10000).
+    pub connect_timeout_ms: Option<u64>,
+    /// Largest answer accepted from an MCP server, in bytes (default 4 MiB).
+    pub max_response_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +165,18 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Interval of SSE keep-alive comments.
     pub sse_keep_alive: std::time::Duration,
+    /// Private CIDRs request-supplied URLs may reach (`AGENTD_ALLOW_PRIVATE_NETWORKS` or
+    /// `[network] allow_private`), validated.
+    pub allow_private: Vec<String>,
+    pub mcp: McpSettings,
+}
+
+/// Limits of the MCP client (`[mcp]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSettings {
+    pub request_timeout: std::time::Duration,
+    pub connect_timeout: std::time::Duration,
+    pub max_response_bytes: usize,
 }
 
 impl Config {
@@ -253,6 +287,42 @@ impl Config {
             });
         }
         let providers = merge_providers(file.providers, env)?;
+        let allow_private = match env_var("AGENTD_ALLOW_PRIVATE_NETWORKS") {
+            Some(list) => {
+                netguard::Policy::parse_allow_list(&list).map_err(|err| ConfigError::Invalid {
+                    name: "AGENTD_ALLOW_PRIVATE_NETWORKS".to_owned(),
+                    message: err.to_string(),
+                })?
+            }
+            None => {
+                let list = file.network.allow_private.unwrap_or_default().join(",");
+                netguard::Policy::parse_allow_list(&list).map_err(|err| ConfigError::Invalid {
+                    name: "network.allow_private".to_owned(),
+                    message: err.to_string(),
+                })?
+            }
+        };
+        let mcp = McpSettings {
+            request_timeout: millis(
+                "mcp.request_timeout_ms",
+                file.mcp.request_timeout_ms,
+                30_000,
+            )?,
+            connect_timeout: millis(
+                "mcp.connect_timeout_ms",
+                file.mcp.connect_timeout_ms,
+                10_000,
+            )?,
+            max_response_bytes: match file.mcp.max_response_bytes.unwrap_or(4 << 20) {
+                n @ 1024..=268_435_456 => n,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        name: "mcp.max_response_bytes".to_owned(),
+                        message: "must be within 1024..=268435456".to_owned(),
+                    });
+                }
+            },
+        };
         Ok(Config {
             listen,
             data_dir,
@@ -261,7 +331,24 @@ impl Config {
             engine,
             log_format,
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
+            allow_private,
+            mcp,
         })
+    }
+}
+
+/// A duration setting in milliseconds within 100 ms ..= 1 h.
+fn millis(
+    name: &str,
+    value: Option<u64>,
+    default: u64,
+) -> Result<std::time::Duration, ConfigError> {
+    match value.unwrap_or(default) {
+        ms @ 100..=3_600_000 => Ok(std::time::Duration::from_millis(ms)),
+        _ => Err(ConfigError::Invalid {
+            name: name.to_owned(),
+            message: "must be within 100..=3600000".to_owned(),
+        }),
     }
 }
 
@@ -370,6 +457,43 @@ mod tests {
         let c = Config::resolve(f(), &env, &flags).expect("ok");
         assert_eq!(c.listen.port(), 3000);
         assert_eq!(c.store, StoreLocation::Url("sqlite::memory:".to_owned()));
+    }
+
+    #[test]
+    fn private_networks_come_from_env_over_file_and_are_validated() {
+        let file = || {
+            RawConfig::from_toml(
+                "[network]\nallow_private = [\"10.0.0.0/8\"]\n[mcp]\nrequest_timeout_ms = 2000",
+                std::path::Path::new("a.toml"),
+            )
+            .expect("parses")
+        };
+        let c = Config::resolve(file(), &env_of(&[]), &Flags::default()).expect("ok");
+        assert_eq!(c.allow_private, ["10.0.0.0/8"]);
+        assert_eq!(
+            c.mcp.request_timeout,
+            std::time::Duration::from_millis(2000)
+        );
+        assert_eq!(
+            c.mcp.connect_timeout,
+            std::time::Duration::from_millis(10_000)
+        );
+        let env = env_of(&[("AGENTD_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8, ::1/128")]);
+        let c = Config::resolve(file(), &env, &Flags::default()).expect("ok");
+        assert_eq!(c.allow_private, ["127.0.0.0/8", "::1/128"]);
+        let bad = env_of(&[("AGENTD_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8,not-a-cidr")]);
+        let err = Config::resolve(file(), &bad, &Flags::default()).expect_err("bad CIDR");
+        let message = err.to_string();
+        assert!(
+            message.contains("AGENTD_ALLOW_PRIVATE_NETWORKS") && message.contains("not-a-cidr"),
+            "{message}"
+        );
+        let slow = RawConfig::from_toml(
+            "[mcp]\nrequest_timeout_ms = 5",
+            std::path::Path::new("a.toml"),
+        )
+        .expect("parses");
+        assert!(Config::resolve(slow, &env_of(&[]), &Flags::default()).is_err());
     }
 
     #[test]

@@ -49,6 +49,12 @@ impl ApiError {
                 Some(param.clone()),
                 message.clone(),
             ),
+            ApiError::Engine(EngineError::ExternalConnector(message)) => (
+                StatusCode::FAILED_DEPENDENCY,
+                "external_connector_error",
+                None,
+                message.clone(),
+            ),
             ApiError::Engine(EngineError::NotFound(message)) | ApiError::NotFound(message) => {
                 (StatusCode::NOT_FOUND, "not_found", None, message.clone())
             }

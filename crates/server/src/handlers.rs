@@ -30,7 +30,12 @@ pub async fn create(
         return Ok(Json(handle.initial).into_response());
     }
     match handle.finish().await {
-        Some(response) => Ok(Json(&*response).into_response()),
+        // A run that failed before the model was asked (MCP discovery, a continuation that
+        // does not fit) is an HTTP error for a plain request (spec §8.3).
+        Some(finished) => match &finished.start_error {
+            Some(error) => Err(ApiError::Engine(error.clone().into())),
+            None => Ok(Json(&finished.response).into_response()),
+        },
         None => Err(ApiError::NotFound(
             "the run ended without a response".to_owned(),
         )),

@@ -55,6 +55,8 @@ pub enum ServerError {
     Engine(#[from] engine::EngineError),
     #[error("cannot set up model providers: {0}")]
     Providers(#[from] providers::ProvidersError),
+    #[error("cannot set up the MCP client: {0}")]
+    Mcp(String),
     #[error(
         "refusing to listen on {0} without API keys (open mode is for loopback only): create a key with `agentd keys create`"
     )]
@@ -76,7 +78,19 @@ pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError
 pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let store = open_store(config).await?;
     let registry = Registry::new(config.providers.clone())?;
-    let engine = Engine::new(Arc::new(registry), store, config.engine.clone());
+    let policy = netguard::Policy::with_allowed(&config.allow_private)
+        .map_err(|err| ServerError::Mcp(err.to_string()))?;
+    let mut mcp_config = mcp::McpConfig::new(policy);
+    mcp_config.request_timeout = config.mcp.request_timeout;
+    mcp_config.connect_timeout = config.mcp.connect_timeout;
+    mcp_config.max_response_bytes = config.mcp.max_response_bytes;
+    let mcp = mcp::McpClient::new(mcp_config).map_err(|err| ServerError::Mcp(err.to_string()))?;
+    let engine = Engine::new(
+        Arc::new(registry),
+        store,
+        Arc::new(mcp),
+        config.engine.clone(),
+    );
     let has_keys = engine.has_keys().await?;
     if !has_keys && !config.listen.ip().is_loopback() {
         return Err(ServerError::OpenModeNotLoopback(config.listen));

@@ -142,6 +142,7 @@ async fn main() -> anyhow::Result<()> {
             let engine = engine::Engine::new(
                 std::sync::Arc::new(registry),
                 store,
+                std::sync::Arc::new(engine::mcp::Unavailable),
                 engine::EngineConfig::default(),
             );
             let key = engine.create_key(&project).await?;

@@ -14,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use testkit::mcp::{McpFixture, Transport};
 use testkit::sse::Transcript;
 use testkit::{FakeProvider, Reply};
 
@@ -40,6 +41,7 @@ impl Agentd {
             .env("OPENAI_BASE_URL", fake.base_url())
             .env("OPENAI_API_KEY", "sk-durability-test")
             .env("RUST_LOG", "info,sqlx=warn")
+            .env("AGENTD_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
             .stdout(Stdio::piped())
             .stderr(
                 std::fs::OpenOptions::new()
@@ -320,4 +322,55 @@ async fn sigterm_lets_a_running_background_run_finish() {
     let ended = agentd.get(created["id"].as_str().unwrap()).await;
     assert_eq!(ended["status"], "completed", "{ended}");
     assert_eq!(ended["output"][0]["content"][0]["text"], "drained in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_approval_is_continued_after_a_kill_9() {
+    let dir = temp_dir("approval");
+    let fake = FakeProvider::start().await;
+    let fixture = McpFixture::start("annotated", Transport::StreamableHttp).await;
+    let tool = json!({"type": "mcp", "server_label": "files", "server_url": fixture.url,
+                      "require_approval": "always"});
+    fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "files__delete_file",
+        r#"{"path":"old.txt"}"#,
+    )]));
+    let agentd = Agentd::spawn(&dir.0, &fake);
+    let paused = agentd
+        .post(json!({"model": MODEL, "input": "delete old.txt", "tools": [tool.clone()]}))
+        .await;
+    assert_eq!(paused["status"], "requires_action", "{paused}");
+    let request_id = paused["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "mcp_approval_request")
+        .expect("an approval request")["id"]
+        .clone();
+    agentd.kill_9();
+
+    let agentd = Agentd::spawn(&dir.0, &fake);
+    assert_eq!(
+        agentd.get(paused["id"].as_str().unwrap()).await["status"],
+        "requires_action",
+        "a paused response is not a crashed run"
+    );
+    fake.push(Reply::text("Deleted."));
+    let done = agentd
+        .post(json!({"model": MODEL, "previous_response_id": paused["id"], "tools": [tool],
+                     "input": [{"type": "mcp_approval_response", "approval_request_id": request_id, "approve": true}]}))
+        .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let call = done["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "mcp_call")
+        .expect("the approved call ran");
+    assert_eq!(call["approval_request_id"], request_id);
+    assert_eq!(
+        fixture.calls(),
+        vec![("delete_file".to_owned(), json!({"path": "old.txt"}))]
+    );
 }

@@ -201,7 +201,8 @@ async fn send_json(request: reqwest::RequestBuilder) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// Polls `GET {base_url}/v1/responses/{id}` until the status is terminal (30 s at most).
+/// Polls `GET {base_url}/v1/responses/{id}` until the run has ended (a terminal status or
+/// `requires_action`; 30 s at most).
 pub async fn wait_terminal(client: &reqwest::Client, base_url: &str, id: &str) -> Value {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
@@ -214,7 +215,7 @@ pub async fn wait_terminal(client: &reqwest::Client, base_url: &str, id: &str) -
         let body: Value = response.json().await.expect("retrieve body");
         if matches!(
             body["status"].as_str(),
-            Some("completed" | "failed" | "cancelled" | "incomplete")
+            Some("completed" | "failed" | "cancelled" | "incomplete" | "requires_action")
         ) {
             return body;
         }
