@@ -21,7 +21,9 @@ pub fn document() -> Value {
                 "200": {"description": "The response object, or an SSE stream when `stream` is true",
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}},
                                     "text/event-stream": {"schema": {"type": "string"}}}},
-                "413": {"description": "Body larger than 32 MiB", "content": {"application/json": {"schema": error}}}
+                "413": {"description": "Body larger than 32 MiB", "content": {"application/json": {"schema": error}}},
+                "424": {"description": "An MCP server could not be reached or listed (`external_connector_error`; a stream or background run ends `failed` instead)", "content": {"application/json": {"schema": error}}},
+                "429": {"description": "Too many background runs waiting in this project", "content": {"application/json": {"schema": error}}}
             }), &errors)
         }}));
         paths.insert(format!("{base}/{{id}}"), json!({"get": {

@@ -397,6 +397,36 @@ async fn tool_errors_and_timeouts_go_back_to_the_model() {
     );
 }
 
+#[tokio::test]
+async fn long_outputs_are_truncated_on_the_item_and_for_the_model() {
+    let app = app().await;
+    let fixture = McpFixture::start("basic", Transport::StreamableHttp).await;
+    let long = "x".repeat(150_000);
+    let arguments = json!({"text": long}).to_string();
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "srv__echo",
+        arguments.as_str(),
+    )]));
+    app.fake.push(Reply::text("long"));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "x", "tools": [mcp_tool("srv", &fixture)]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{}", response["error"]);
+    let output = items(&response, "mcp_call")[0]["output"].as_str().unwrap();
+    assert!(output.len() < 101_000, "{} bytes", output.len());
+    assert!(
+        output.ends_with("more bytes]"),
+        "{}",
+        &output[output.len() - 60..]
+    );
+    let told = &tool_results(&app, 1)[0];
+    assert_eq!(told, output);
+}
+
 /// Starts a run gated by `require_approval` and returns the response awaiting a decision.
 async fn gated_run(app: &TestApp, fixture: &McpFixture, approval: Value) -> Value {
     let mut tool = mcp_tool("files", fixture);
