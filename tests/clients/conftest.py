@@ -5,7 +5,9 @@ Session fixtures start two processes built by `cargo build --bin agentd --bin fa
 - `fake-provider` (crates/testkit/src/bin/fake_provider.rs): the scripted OpenAI Chat
   Completions fake, with a control API (`POST /script`, `GET /requests`, `POST /reset`, ...).
 - `agentd serve --listen 127.0.0.1:0 --data-dir <tmp>` with `OPENAI_API_KEY` and
-  `OPENAI_BASE_URL` pointing at the fake, so the model id `openai/<anything>` reaches it.
+  `OPENAI_BASE_URL` pointing at the fake, so the model id `openai/<anything>` reaches it, and
+  `AGENTD_ALLOW_PRIVATE_NETWORKS=127.0.0.0/8`, so it may reach the MCP fixture servers on loopback
+  (the `mcp_servers` fixture starts them, see mcp_servers.py).
 
 Both print `listening on http://ADDR` on stdout; stdout and stderr go to files in the session's
 temporary directory (agentd's stderr is read by the no-secret-in-logs test). Tests share the
@@ -31,6 +33,8 @@ import httpx
 import openai
 import perplexity
 import pytest
+
+from mcp_servers import McpServers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -207,6 +211,8 @@ def provider_env(fake: FakeProvider) -> dict[str, str]:
         # Debug logging, so the no-secret-in-logs test covers more than the default level.
         RUST_LOG=os.environ.get("RUST_LOG", "debug"),
         NO_COLOR="1",
+        # The MCP fixture servers listen on loopback, which agentd refuses to reach by default.
+        AGENTD_ALLOW_PRIVATE_NETWORKS="127.0.0.0/8",
     )
     return env
 
@@ -278,12 +284,51 @@ def oai(agentd: Agentd) -> Iterator[openai.OpenAI]:
     client.close()
 
 
+# The same clients with `_strict_response_validation=True`: the SDK validates every response and
+# event against its types and raises `APIResponseValidationError` on a missing or mistyped field
+# (by default both SDKs construct their models without validation).
+
+
+@pytest.fixture(scope="session")
+def strict_pplx(agentd: Agentd) -> Iterator[perplexity.Perplexity]:
+    client = perplexity.Perplexity(
+        base_url=agentd.url,
+        api_key="any",
+        max_retries=0,
+        timeout=CLIENT_TIMEOUT_S,
+        _strict_response_validation=True,
+    )
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def strict_oai(agentd: Agentd) -> Iterator[openai.OpenAI]:
+    client = openai.OpenAI(
+        base_url=agentd.url + "/v1",
+        api_key="any",
+        max_retries=0,
+        timeout=CLIENT_TIMEOUT_S,
+        _strict_response_validation=True,
+    )
+    yield client
+    client.close()
+
+
 @pytest.fixture(scope="session")
 def http(agentd: Agentd) -> Iterator[httpx.Client]:
     """Plain HTTP against agentd, for what the SDKs do not expose (raw bodies, aliases)."""
     client = httpx.Client(base_url=agentd.url, timeout=CLIENT_TIMEOUT_S)
     yield client
     client.close()
+
+
+@pytest.fixture
+def mcp_servers(tmp_path: Path) -> Iterator[McpServers]:
+    """Starts MCP fixture servers (`mcp_servers.start("basic")`); all are stopped after the test."""
+    servers = McpServers(tmp_path)
+    yield servers
+    servers.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,8 +2,9 @@
 # Client test suite: the official Python SDKs (perplexityai, openai) against a real agentd
 # process and the scripted fake provider. Usage: tests/clients/run.sh [pytest args...]
 #
-# Needs Python >= 3.11 with pip and venv, and the Rust toolchain; reaches only PyPI (first run).
-# Reuses tests/clients/.venv when it is there and already has the pinned requirements.
+# Needs Python >= 3.11 with pip and venv, npm, and the Rust toolchain; reaches only PyPI and the npm
+# registry (first run). Reuses tests/clients/.venv when it is there and already has the pinned
+# requirements; tests/mcp/setup.sh (idempotent) provides the MCP fixture servers' venv.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,6 +36,9 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt"
   echo "$wanted" >"$stamp"
 fi
+
+# The MCP fixture servers (tests/mcp/fixtures.py) run in tests/mcp/.venv.
+"$repo/tests/mcp/setup.sh"
 
 cd "$repo"
 cargo build --quiet --bin agentd --bin fake-provider

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from perplexity.generated import api as pplx_types
+from pydantic import BaseModel
 
 # The function tool of the Perplexity docs' custom-function example (agent-api/tools/custom-functions,
 # the "Give it tools" page), verbatim.
@@ -89,7 +90,7 @@ def tool_result_message(request: dict[str, Any]) -> dict[str, Any]:
 
 # The typed class each Perplexity event type must parse into (spec §7.2; the SDK falls back to a
 # dict or a loosely constructed model when an event does not match its declared type).
-PPLX_EVENT_CLASSES = {
+PPLX_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.created": pplx_types.ResponseCreatedEventOutput,
     "response.in_progress": pplx_types.ResponseInProgressEventOutput,
     "response.output_item.added": pplx_types.OutputItemAddedEventOutput,
@@ -99,3 +100,22 @@ PPLX_EVENT_CLASSES = {
     "response.completed": pplx_types.ResponseCompletedEventOutput,
     "response.failed": pplx_types.ResponseFailedEventOutput,
 }
+
+# OpenAI-parity events outside Perplexity's catalogue (spec §7.2) that a stream may carry; the
+# Perplexity SDK must still hand them over with their `type` intact (spec §7.1: ignorable).
+EXTRA_EVENT_TYPES = {
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+}
+
+
+def check_classes(events: Sequence[Any], classes: Mapping[str, type]) -> None:
+    """Each event parsed into the class `classes` gives for its type (or is a known extra)."""
+    for event in events:
+        expected = classes.get(event.type)
+        if expected is None:
+            assert event.type in EXTRA_EVENT_TYPES, f"unexpected event type {event.type}"
+            continue
+        assert type(event) is expected, f"{event.type} parsed as {type(event).__name__}"

@@ -10,7 +10,7 @@ Decision 11 (OpenAI SDKs deserialize cleanly).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, get_args
+from typing import Any, get_args
 
 import httpx
 import openai
@@ -18,7 +18,7 @@ import perplexity
 import pytest
 from openai.types.responses import ResponseStreamEvent
 
-from conftest import CLIENT_TIMEOUT_S, MODEL, Agentd, FakeProvider
+from conftest import MODEL, FakeProvider
 from support import ORDER_QUESTION, ORDER_TOOLS, PPLX_EVENT_CLASSES, order_call
 
 
@@ -27,33 +27,6 @@ OPENAI_EVENT_CLASSES = {
     get_args(cls.model_fields["type"].annotation)[0]: cls
     for cls in get_args(get_args(ResponseStreamEvent)[0])
 }
-
-
-@pytest.fixture(scope="module")
-def strict_pplx(agentd: Agentd) -> Iterator[perplexity.Perplexity]:
-    client = perplexity.Perplexity(
-        base_url=agentd.url,
-        api_key="any",
-        max_retries=0,
-        timeout=CLIENT_TIMEOUT_S,
-        _strict_response_validation=True,
-    )
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="module")
-def strict_oai(agentd: Agentd) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(
-        base_url=agentd.url + "/v1",
-        api_key="any",
-        max_retries=0,
-        timeout=CLIENT_TIMEOUT_S,
-        _strict_response_validation=True,
-    )
-    yield client
-    client.close()
-
 
 SCENARIOS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
     "text": ([{"text": "Hello there.", "usage": [12, 3]}], {"input": "hi"}),

@@ -35,6 +35,7 @@ from support import (
     ORDER_TOOLS,
     PPLX_EVENT_CLASSES,
     assert_in_order,
+    check_classes,
     check_stream_invariants,
     get_order_status,
     order_answer,
@@ -66,25 +67,6 @@ OPENAI_EVENT_CLASSES = {
     "response.completed": ResponseCompletedEvent,
     "response.failed": ResponseFailedEvent,
 }
-
-
-# OpenAI-parity events outside Perplexity's catalogue (spec §7.2) that a stream may carry; the
-# Perplexity SDK must still hand them over with their `type` intact (spec §7.1: ignorable).
-EXTRA_EVENT_TYPES = {
-    "response.content_part.added",
-    "response.content_part.done",
-    "response.function_call_arguments.delta",
-    "response.function_call_arguments.done",
-}
-
-
-def check_classes(events: list[Any], classes: dict[str, type]) -> None:
-    for event in events:
-        expected = classes.get(event.type)
-        if expected is None:
-            assert event.type in EXTRA_EVENT_TYPES, f"unexpected event type {event.type}"
-            continue
-        assert type(event) is expected, f"{event.type} parsed as {type(event).__name__}"
 
 
 def test_perplexity_text_stream(pplx: perplexity.Perplexity, fake: FakeProvider) -> None:
