@@ -42,10 +42,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::process::{Child, Command};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-/// How long a fixture may take to start serving.
+/// How long a fixture may take to start serving (counted once it may start, see [`STARTING`]).
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// At most this many fixtures of a process start at once. Starting is CPU-bound (the Python SDK
+/// takes over a second of CPU to import): a test starting a dozen fixtures on two busy cores
+/// would otherwise see each take most of a minute.
+static STARTING: Semaphore = Semaphore::const_new(4);
 
 /// How server-everything is retried when another process took its port first.
 const EVERYTHING_ATTEMPTS: usize = 5;
@@ -110,6 +116,10 @@ impl McpFixture {
     /// interface: use only [`McpFixture::url`] (127.0.0.1). Its event log stays empty.
     pub async fn everything(transport: Transport) -> McpFixture {
         setup().await;
+        let _starting = STARTING
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let root = repo_root();
         let script = root
             .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -164,6 +174,10 @@ impl McpFixture {
 
     async fn spawn_fixture(kind: &str, transport: Transport, token: Option<&str>) -> McpFixture {
         setup().await;
+        let _starting = STARTING
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let root = repo_root();
         let dir = TempDir::new(kind);
         let log = dir.path().join("events.jsonl");

@@ -164,7 +164,7 @@ fn tool_names(list: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn every_mcp_kind_answers_initialize_on_both_transports() {
+async fn every_mcp_kind_serves_both_transports() {
     let kinds = ["basic", "annotated", "failing", "many", "changing"];
     for (kind, transport, fixture) in start_all(&kinds).await {
         assert!(
@@ -194,98 +194,104 @@ async fn every_mcp_kind_answers_initialize_on_both_transports() {
         assert_eq!(requests[0]["headers"]["x-self-test"], "yes");
         assert_eq!(requests[0]["authorization"], Value::Null);
         assert_eq!(requests[0]["path"], transport.path());
+        if transport == Transport::StreamableHttp {
+            check_tools(&kind, &fixture).await;
+        }
     }
 }
 
-#[tokio::test]
-async fn fixture_tools_are_listed_called_and_logged() {
-    let kinds = ["basic", "failing", "many", "changing"];
-    let started = join_all(kinds.map(|kind| async move {
-        (
-            kind,
-            McpFixture::start(kind, Transport::StreamableHttp).await,
-        )
-    }))
-    .await;
-    for (kind, fixture) in &started {
-        let mut session = Streamable::new(&fixture.url, None);
-        session.open().await;
-        let list = session.call(2, "tools/list", json!({})).await;
-        match *kind {
-            "basic" => {
-                assert_eq!(tool_names(&list), ["echo", "add", "slow"]);
-                assert_eq!(
-                    list["result"]["tools"][0]["annotations"]["readOnlyHint"],
-                    true
-                );
-                let echo = session
-                    .call(
-                        3,
-                        "tools/call",
-                        json!({"name": "echo", "arguments": {"text": "hi"}}),
-                    )
-                    .await;
-                assert_eq!(echo["result"]["content"][0]["text"], "hi");
-                let add = session
-                    .call(
-                        4,
-                        "tools/call",
-                        json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
-                    )
-                    .await;
-                assert_eq!(add["result"]["content"][0]["text"], "5");
-                assert_eq!(
-                    fixture.calls(),
-                    [
-                        ("echo".to_owned(), json!({"text": "hi"})),
-                        ("add".to_owned(), json!({"a": 2, "b": 3}))
-                    ]
-                );
-            }
-            "failing" => {
-                let failed = session
-                    .call(
-                        3,
-                        "tools/call",
-                        json!({"name": "explode", "arguments": {"reason": "kaboom"}}),
-                    )
-                    .await;
-                assert_eq!(failed["result"]["isError"], true);
-                let text = failed["result"]["content"][0]["text"]
-                    .as_str()
-                    .expect("text");
-                assert!(text.contains("kaboom"), "{text}");
-            }
-            "many" => {
-                assert_eq!(tool_names(&list).len(), 25);
-                let mut names = tool_names(&list);
-                let mut cursor = list["result"]["nextCursor"].clone();
-                let mut id = 3;
-                while let Some(next) = cursor.as_str() {
-                    let page = session
-                        .call(id, "tools/list", json!({"cursor": next}))
-                        .await;
-                    names.extend(tool_names(&page));
-                    cursor = page["result"]["nextCursor"].clone();
-                    id += 1;
-                }
-                assert_eq!(names.len(), 60);
-                assert!(names.iter().any(|n| n == "github_create_issue"));
-                assert_eq!(fixture.list_count(), 3);
-            }
-            "changing" => {
-                assert!(!tool_names(&list).contains(&"new_tool".to_owned()));
-                let response = session
-                    .post(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "mutate", "arguments": {}}}))
-                    .await;
-                let body = response.text().await.expect("body");
-                assert!(body.contains("notifications/tools/list_changed"), "{body}");
-                let list = session.call(4, "tools/list", json!({})).await;
-                assert!(tool_names(&list).contains(&"new_tool".to_owned()));
-                assert_eq!(fixture.list_count(), 2);
-            }
-            _ => unreachable!(),
+/// Lists and calls the tools of a fresh streamable HTTP fixture; checks what its log recorded.
+async fn check_tools(kind: &str, fixture: &McpFixture) {
+    let mut session = Streamable::new(&fixture.url, None);
+    session.open().await;
+    let list = session.call(2, "tools/list", json!({})).await;
+    match kind {
+        "basic" => {
+            assert_eq!(tool_names(&list), ["echo", "add", "slow"]);
+            assert_eq!(
+                list["result"]["tools"][0]["annotations"]["readOnlyHint"],
+                true
+            );
+            let echo = session
+                .call(
+                    3,
+                    "tools/call",
+                    json!({"name": "echo", "arguments": {"text": "hi"}}),
+                )
+                .await;
+            assert_eq!(echo["result"]["content"][0]["text"], "hi");
+            let add = session
+                .call(
+                    4,
+                    "tools/call",
+                    json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+                )
+                .await;
+            assert_eq!(add["result"]["content"][0]["text"], "5");
+            assert_eq!(
+                fixture.calls(),
+                [
+                    ("echo".to_owned(), json!({"text": "hi"})),
+                    ("add".to_owned(), json!({"a": 2, "b": 3}))
+                ]
+            );
         }
+        "failing" => {
+            let failed = session
+                .call(
+                    3,
+                    "tools/call",
+                    json!({"name": "explode", "arguments": {"reason": "kaboom"}}),
+                )
+                .await;
+            assert_eq!(failed["result"]["isError"], true);
+            let text = failed["result"]["content"][0]["text"]
+                .as_str()
+                .expect("text");
+            assert!(text.contains("kaboom"), "{text}");
+        }
+        "many" => {
+            assert_eq!(tool_names(&list).len(), 25);
+            let mut names = tool_names(&list);
+            let mut cursor = list["result"]["nextCursor"].clone();
+            let mut id = 3;
+            while let Some(next) = cursor.as_str() {
+                let page = session
+                    .call(id, "tools/list", json!({"cursor": next}))
+                    .await;
+                names.extend(tool_names(&page));
+                cursor = page["result"]["nextCursor"].clone();
+                id += 1;
+            }
+            assert_eq!(names.len(), 60);
+            assert!(names.iter().any(|n| n == "github_create_issue"));
+            assert_eq!(fixture.list_count(), 3);
+        }
+        "changing" => {
+            assert!(!tool_names(&list).contains(&"new_tool".to_owned()));
+            let response = session
+                .post(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "mutate", "arguments": {}}}))
+                .await;
+            let body = response.text().await.expect("body");
+            assert!(body.contains("notifications/tools/list_changed"), "{body}");
+            let list = session.call(4, "tools/list", json!({})).await;
+            assert!(tool_names(&list).contains(&"new_tool".to_owned()));
+            assert_eq!(fixture.list_count(), 2);
+        }
+        "annotated" => {
+            assert_eq!(
+                tool_names(&list),
+                ["get_weather", "list_files", "delete_file", "send_email"]
+            );
+            let hint =
+                |i: usize, name: &str| list["result"]["tools"][i]["annotations"][name].clone();
+            assert_eq!(hint(0, "readOnlyHint"), true);
+            assert_eq!(hint(1, "readOnlyHint"), true);
+            assert_eq!(hint(2, "readOnlyHint"), false);
+            assert_eq!(hint(2, "destructiveHint"), true);
+            assert_eq!(hint(3, "readOnlyHint"), false);
+        }
+        _ => unreachable!(),
     }
 }
 
