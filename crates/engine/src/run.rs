@@ -341,33 +341,13 @@ impl Run {
                     }
                     Some(Target::ToolSearch) => self.tool_search(call),
                     Some(Target::Function) | None => {
-                        self.transcript
-                            .push(InputItem::FunctionCall(FunctionCallInput {
-                                call_id: call.id.clone(),
-                                name: call.name.clone(),
-                                arguments: call.arguments.clone(),
-                                id: None,
-                                status: None,
-                                thought_signature: call.thought_signature.clone(),
-                            }));
                         match self.plan.registry.check_call(&call.name, &call.arguments) {
                             Ok(()) => {
+                                self.push_function_call(&call);
                                 self.hand_back(call);
                                 handed_back += 1;
                             }
-                            Err(problem) => {
-                                tracing::debug!(response_id = %self.response.id, tool = %call.name, "tool call refused; the model is told");
-                                self.transcript.push(InputItem::FunctionCallOutput(
-                                    FunctionCallOutput {
-                                        call_id: call.id,
-                                        output: FunctionOutput::Text(problem),
-                                        name: Some(call.name),
-                                        id: None,
-                                        status: None,
-                                        thought_signature: None,
-                                    },
-                                ));
-                            }
+                            Err(problem) => self.refuse_call(call, problem),
                         }
                     }
                 }
@@ -934,26 +914,10 @@ impl Run {
         let args: Args = match serde_json::from_str(&call.arguments) {
             Ok(args) => args,
             Err(err) => {
-                self.transcript
-                    .push(InputItem::FunctionCall(FunctionCallInput {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                        id: None,
-                        status: None,
-                        thought_signature: call.thought_signature.clone(),
-                    }));
-                self.transcript
-                    .push(InputItem::FunctionCallOutput(FunctionCallOutput {
-                        call_id: call.id,
-                        output: FunctionOutput::Text(format!(
-                            "error: tool_search needs {{\"query\": string, \"server_label\"?: string}}: {err}"
-                        )),
-                        name: Some(call.name),
-                        id: None,
-                        status: None,
-                        thought_signature: None,
-                    }));
+                let problem = format!(
+                    "error: tool_search needs {{\"query\": string, \"server_label\"?: string}}: {err}"
+                );
+                self.refuse_call(call, problem);
                 return;
             }
         };
@@ -991,6 +955,35 @@ impl Run {
         self.transcript
             .push(InputItem::ToolSearchOutput(output.clone()));
         self.emit_item(OutputItem::ToolSearchOutput(output));
+    }
+
+    /// Records a call of the model in the transcript.
+    fn push_function_call(&mut self, call: &ToolCall) {
+        self.transcript
+            .push(InputItem::FunctionCall(FunctionCallInput {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                id: None,
+                status: None,
+                thought_signature: call.thought_signature.clone(),
+            }));
+    }
+
+    /// A call that cannot run (unknown tool, arguments that do not fit): the model is told why
+    /// and may try again within the step budget.
+    fn refuse_call(&mut self, call: ToolCall, problem: String) {
+        tracing::debug!(response_id = %self.response.id, tool = %call.name, "tool call refused; the model is told");
+        self.push_function_call(&call);
+        self.transcript
+            .push(InputItem::FunctionCallOutput(FunctionCallOutput {
+                call_id: call.id,
+                output: FunctionOutput::Text(problem),
+                name: Some(call.name),
+                id: None,
+                status: None,
+                thought_signature: None,
+            }));
     }
 
     /// Emits a `function_call` item for the caller to execute.
