@@ -24,6 +24,7 @@ pub mod error;
 pub mod events;
 mod jobs;
 mod keys;
+pub mod hosted;
 pub mod mcp;
 pub mod metrics;
 pub mod model;

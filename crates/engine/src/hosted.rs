@@ -1,0 +1,92 @@
+//! The hosted-tool port: built-in tools the service runs itself (`web_search`, `fetch_url`, …).
+//!
+//! The `tools` crate implements [`HostedTools`], which turns one `tools[]` entry of a request
+//! into a [`HostedTool`] configured for that request (filters, budgets). The engine offers its
+//! [`HostedTool::spec`] to the model under its fixed name, calls it with the model's arguments,
+//! puts the returned items in the output, gives the model the returned text, and counts the
+//! invocations in `usage.tool_calls_details`. A failing call is never an error of the run: the
+//! tool says what went wrong in `model_text` (and may still return items).
+
+use std::sync::Arc;
+
+use protocol::RequestError;
+use protocol::events::EventData;
+use protocol::output::OutputItem;
+use protocol::request::Tool;
+
+use crate::model::ToolSpec;
+
+/// Where a tool sends progress events (`response.reasoning.*`) while it runs.
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: EventData);
+}
+
+/// What one call of a hosted tool needs besides its arguments.
+pub struct CallContext<'a> {
+    pub events: &'a dyn EventSink,
+    /// The number the first citable source of this call gets (`[n]` in the answer and
+    /// `search_results.results[].id`); numbers run on across the calls of a run.
+    pub next_source: u64,
+}
+
+/// A source the model may cite as `[number]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub number: u64,
+    pub url: String,
+    pub title: String,
+}
+
+/// What one call produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutcome {
+    /// The call's result as the model reads it (errors included, as text).
+    pub model_text: String,
+    /// Output items to add to the response, in order (`search_results`, `fetch_url_results`).
+    pub items: Vec<OutputItem>,
+    /// `usage.tool_calls_details` keys and how many billable invocations this call made
+    /// (`("search_web", 2)` for a call with two queries).
+    pub invocations: Vec<(String, u64)>,
+    /// Sources the answer may cite, numbered from [`CallContext::next_source`].
+    pub sources: Vec<Source>,
+}
+
+/// One built-in tool configured for one request.
+#[async_trait::async_trait]
+pub trait HostedTool: Send + Sync {
+    /// The definition offered to the model; its name is the built-in's fixed name.
+    fn spec(&self) -> ToolSpec;
+    /// Runs one call. `arguments` is the model's JSON text, unchecked.
+    async fn call(&self, arguments: &str, context: CallContext<'_>) -> ToolOutcome;
+}
+
+/// Why a hosted tool could not be set up for a request.
+#[derive(Debug, thiserror::Error)]
+pub enum HostedError {
+    /// The tool's configuration in the request is invalid (400, naming the field).
+    #[error("{0}")]
+    Invalid(RequestError),
+    /// The server cannot offer this tool (e.g. no working back end); the message says why.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Builds the hosted tools a request asks for (implemented by the `tools` crate).
+pub trait HostedTools: Send + Sync {
+    /// The tool for `tools[index]`, or `Ok(None)` when it is not a kind this implementation
+    /// provides (the engine then answers that the tool is not available yet).
+    fn build(&self, index: usize, tool: &Tool) -> Result<Option<Arc<dyn HostedTool>>, HostedError>;
+}
+
+/// Provides no hosted tools (processes that run no agent loop, and tests).
+pub struct NoHostedTools;
+
+impl HostedTools for NoHostedTools {
+    fn build(
+        &self,
+        _index: usize,
+        _tool: &Tool,
+    ) -> Result<Option<Arc<dyn HostedTool>>, HostedError> {
+        Ok(None)
+    }
+}

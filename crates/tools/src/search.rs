@@ -1,0 +1,1 @@
+//! `web_search` (being written).
