@@ -16,6 +16,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::error::EngineError;
 use crate::events::EventLog;
+use crate::hosted::HostedTools;
 use crate::mcp::McpConnector;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::model::{ModelRouter, ResolveError, ResolvedModel};
@@ -51,6 +52,14 @@ impl Default for EngineConfig {
     }
 }
 
+/// Everything slow or external the engine reaches, as adapters of its ports.
+pub struct Ports {
+    pub models: Arc<dyn ModelRouter>,
+    pub store: Arc<dyn Store>,
+    pub mcp: Arc<dyn McpConnector>,
+    pub hosted: Arc<dyn HostedTools>,
+}
+
 /// Runs agent requests. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
@@ -61,6 +70,7 @@ pub(crate) struct Inner {
     pub(crate) router: Arc<dyn ModelRouter>,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) mcp: Arc<dyn McpConnector>,
+    pub(crate) hosted: Arc<dyn HostedTools>,
     pub(crate) config: EngineConfig,
     /// Runs of this process not yet ended, by response id: cancel reaches them and resumes
     /// follow their event log from memory.
@@ -149,17 +159,19 @@ pub(crate) fn new_id(prefix: &str) -> String {
 }
 
 impl Engine {
-    pub fn new(
-        router: Arc<dyn ModelRouter>,
-        store: Arc<dyn Store>,
-        mcp: Arc<dyn McpConnector>,
-        config: EngineConfig,
-    ) -> Engine {
+    pub fn new(ports: Ports, config: EngineConfig) -> Engine {
+        let Ports {
+            models: router,
+            store,
+            mcp,
+            hosted,
+        } = ports;
         Engine {
             inner: Arc::new(Inner {
                 router,
                 store,
                 mcp,
+                hosted,
                 config,
                 live: Mutex::new(HashMap::new()),
                 job_ready: Notify::new(),
@@ -311,7 +323,10 @@ impl Engine {
         context: Continuation,
     ) -> Result<(RunPlan, String), EngineError> {
         let (model_id, resolved) = self.resolve_model(&request)?;
-        let registry = Registry::from_request(request.tools.as_deref().unwrap_or_default())?;
+        let registry = Registry::from_request(
+            request.tools.as_deref().unwrap_or_default(),
+            self.inner.hosted.as_ref(),
+        )?;
         let max_steps = request
             .max_steps
             .unwrap_or(self.inner.config.default_max_steps);

@@ -153,3 +153,9 @@ impl Reader {
         }
     }
 }
+
+impl crate::hosted::EventSink for EventLog {
+    fn emit(&self, event: EventData) {
+        self.push(event);
+    }
+}

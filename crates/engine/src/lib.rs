@@ -22,9 +22,9 @@ mod approvals;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod hosted;
 mod jobs;
 mod keys;
-pub mod hosted;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
@@ -34,6 +34,6 @@ pub mod store;
 pub mod tools;
 pub mod transcript;
 
-pub use engine::{Engine, EngineConfig, EventStream, RunHandle};
+pub use engine::{Engine, EngineConfig, EventStream, Ports, RunHandle};
 pub use error::EngineError;
 pub use keys::hash_key;

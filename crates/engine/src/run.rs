@@ -17,9 +17,9 @@ use protocol::input::{
     Role,
 };
 use protocol::output::{
-    FunctionCall, FunctionType, McpApprovalRequest, McpCall, McpListTools, McpToolAnnotations,
-    McpToolDef, NamespaceTool, NamespaceToolDef, NamespaceType, OutputContent, OutputItem,
-    OutputMessage, OutputStatus, OutputText, ToolSearchOutput,
+    Annotation, FunctionCall, FunctionType, McpApprovalRequest, McpCall, McpListTools,
+    McpToolAnnotations, McpToolDef, NamespaceTool, NamespaceToolDef, NamespaceType, OutputContent,
+    OutputItem, OutputMessage, OutputStatus, OutputText, ToolSearchOutput,
 };
 use protocol::request::{CreateRequest, ToolChoice, ToolChoiceMode};
 use protocol::response::{ErrorInfo, IncompleteDetails, Response, ResponseStatus, Usage};
@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approvals;
 use crate::engine::{new_id, now_secs};
 use crate::events::EventLog;
+use crate::hosted::{CallContext, HostedTool, Source};
 use crate::mcp::{McpCallResult, McpConnector, McpError, McpSession, McpToolInfo};
 use crate::model::{
     FinishReason, JsonSchemaFormat, ModelError, ModelEvent, ModelRequest, ModelToolChoice,
@@ -128,6 +129,10 @@ pub struct Run {
     /// One MCP session per server of the registry (by index), opened at discovery.
     sessions: Vec<Option<Arc<dyn McpSession>>>,
     start_error: Option<StartError>,
+    /// Sources built-in tools returned, which the answer may cite as `[n]`.
+    sources: Vec<Source>,
+    /// The number the next source gets.
+    next_source: u64,
 }
 
 /// How the step loop ended (failures are `Err(ErrorInfo)`).
@@ -240,6 +245,8 @@ impl Run {
             cancel,
             sessions: Vec::new(),
             start_error: None,
+            sources: Vec::new(),
+            next_source: 1,
         }
     }
 
@@ -322,6 +329,7 @@ impl Run {
             let mut handed_back = 0;
             let mut approvals = 0;
             let mut mcp_calls: Vec<PendingMcpCall> = Vec::new();
+            let mut hosted_calls = Vec::new();
             for call in turn.calls {
                 match self.plan.registry.resolve(&call.name) {
                     Some(Target::Mcp { server, tool }) => {
@@ -340,6 +348,7 @@ impl Run {
                         }
                     }
                     Some(Target::ToolSearch) => self.tool_search(call),
+                    Some(Target::Hosted(tool)) => hosted_calls.push((call, tool)),
                     Some(Target::Function) | None => {
                         match self.plan.registry.check_call(&call.name, &call.arguments) {
                             Ok(()) => {
@@ -353,6 +362,7 @@ impl Run {
                 }
             }
             self.run_mcp_calls(mcp_calls).await?;
+            self.run_hosted_calls(hosted_calls).await?;
             self.flush_events().await;
             if approvals > 0 {
                 // The caller decides; a continuation runs the approved calls.
@@ -566,6 +576,11 @@ impl Run {
     }
 
     fn close_message(&mut self, index: usize, item_id: String, text: &str, status: OutputStatus) {
+        let part = OutputContent::OutputText(OutputText {
+            text: text.to_owned(),
+            annotations: citations(text, &self.sources),
+            logprobs: Vec::new(),
+        });
         self.emit(EventData::OutputTextDone {
             item_id: item_id.clone(),
             output_index: index,
@@ -577,13 +592,13 @@ impl Run {
             item_id: item_id.clone(),
             output_index: index,
             content_index: 0,
-            part: text_part(text),
+            part: part.clone(),
         });
         let item = OutputItem::Message(OutputMessage {
             id: item_id,
             status,
             role: "assistant".to_owned(),
-            content: vec![text_part(text)],
+            content: vec![part],
         });
         self.response.output[index] = item.clone();
         self.emit(EventData::OutputItemDone {
@@ -903,6 +918,50 @@ impl Run {
         Ok(())
     }
 
+    /// Runs built-in tool calls one after another (each may work concurrently inside), adds
+    /// their items, gives the model their text and counts them in the usage.
+    async fn run_hosted_calls(
+        &mut self,
+        calls: Vec<(ToolCall, Arc<dyn HostedTool>)>,
+    ) -> Result<(), Stop> {
+        for (call, tool) in calls {
+            let log = self.log.clone();
+            let context = CallContext {
+                events: log.as_ref(),
+                next_source: self.next_source,
+            };
+            let outcome = tokio::select! {
+                outcome = tool.call(&call.arguments, context) => outcome,
+                () = self.cancel.cancelled() => return Err(Stop::Cancelled),
+            };
+            for item in outcome.items {
+                self.emit_item(item);
+            }
+            for (key, count) in outcome.invocations {
+                self.usage
+                    .tool_calls_details
+                    .entry(key)
+                    .or_default()
+                    .invocation += count;
+            }
+            if let Some(last) = outcome.sources.iter().map(|s| s.number).max() {
+                self.next_source = self.next_source.max(last + 1);
+            }
+            self.sources.extend(outcome.sources);
+            self.push_function_call(&call);
+            self.transcript
+                .push(InputItem::FunctionCallOutput(FunctionCallOutput {
+                    call_id: call.id,
+                    output: FunctionOutput::Text(outcome.model_text),
+                    name: Some(call.name),
+                    id: None,
+                    status: None,
+                    thought_signature: None,
+                }));
+        }
+        Ok(())
+    }
+
     /// Runs a catalog search of the deferred servers and loads what it found.
     fn tool_search(&mut self, call: ToolCall) {
         #[derive(serde::Deserialize)]
@@ -1077,6 +1136,53 @@ impl Run {
     }
 }
 
+/// `url_citation` annotations for the `[n]` markers of an answer whose `n` names a source.
+/// Offsets count characters (Unicode scalar values), like the SDKs' string indices; a marker
+/// like `[1][2]` or `[1, 2]` cites each number.
+pub(crate) fn citations(text: &str, sources: &[Source]) -> Vec<Annotation> {
+    if sources.is_empty() {
+        return Vec::new();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut annotations = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] != '[' {
+            i += 1;
+            continue;
+        }
+        let Some(close) = chars[i + 1..]
+            .iter()
+            .position(|c| *c == ']')
+            .map(|p| i + 1 + p)
+        else {
+            break;
+        };
+        let inner: String = chars[i + 1..close].iter().collect();
+        let numbers: Option<Vec<u64>> = inner
+            .split(',')
+            .map(|n| n.trim().parse::<u64>().ok())
+            .collect();
+        match numbers {
+            Some(numbers) if !inner.is_empty() && close - i <= 24 => {
+                for number in numbers {
+                    if let Some(source) = sources.iter().find(|s| s.number == number) {
+                        annotations.push(Annotation::UrlCitation {
+                            url: source.url.clone(),
+                            title: Some(source.title.clone()),
+                            start_index: i as u64,
+                            end_index: (close + 1) as u64,
+                        });
+                    }
+                }
+                i = close + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    annotations
+}
+
 fn text_part(text: &str) -> OutputContent {
     OutputContent::OutputText(OutputText {
         text: text.to_owned(),
@@ -1096,5 +1202,60 @@ fn provider_error(err: ModelError) -> ErrorInfo {
         message: format!("model provider error: {err}"),
         kind: Some("bad_gateway".to_owned()),
         code: Some(code.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(number: u64, url: &str) -> Source {
+        Source {
+            number,
+            url: url.to_owned(),
+            title: format!("title {number}"),
+        }
+    }
+
+    fn spans(text: &str, sources: &[Source]) -> Vec<(String, u64, u64)> {
+        citations(text, sources)
+            .into_iter()
+            .map(|a| match a {
+                Annotation::UrlCitation {
+                    url,
+                    start_index,
+                    end_index,
+                    ..
+                } => (url, start_index, end_index),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn markers_that_name_a_source_become_citations_at_character_offsets() {
+        let sources = [source(1, "https://a"), source(2, "https://b")];
+        let text = "Größe ist wichtig [1]. Beides [1][2], auch [2, 1]; nicht [3] oder [x] [].";
+        let found = spans(text, &sources);
+        let at = |needle: &str| text[..text.find(needle).unwrap()].chars().count() as u64;
+        assert_eq!(
+            found,
+            [
+                ("https://a".to_owned(), at("[1]."), at("[1].") + 3),
+                ("https://a".to_owned(), at("[1][2]"), at("[1][2]") + 3),
+                ("https://b".to_owned(), at("[2],"), at("[2],") + 3),
+                ("https://b".to_owned(), at("[2, 1]"), at("[2, 1]") + 6),
+                ("https://a".to_owned(), at("[2, 1]"), at("[2, 1]") + 6),
+            ]
+        );
+        // The span is the marker itself.
+        let chars: Vec<char> = text.chars().collect();
+        let (_, start, end) = &found[0];
+        assert_eq!(
+            chars[*start as usize..*end as usize]
+                .iter()
+                .collect::<String>(),
+            "[1]"
+        );
+        assert!(citations(text, &[]).is_empty());
     }
 }

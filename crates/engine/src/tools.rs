@@ -21,7 +21,10 @@ use protocol::request::{
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use std::sync::Arc;
+
 use crate::error::EngineError;
+use crate::hosted::{HostedError, HostedTool, HostedTools};
 use crate::mcp::{McpServer, McpToolInfo};
 use crate::model::ToolSpec;
 use crate::search;
@@ -122,6 +125,7 @@ pub struct McpToolEntry {
 /// Where a model's call goes.
 pub enum Target<'a> {
     Function,
+    Hosted(Arc<dyn HostedTool>),
     Mcp {
         server: &'a ServerDef,
         tool: &'a McpToolInfo,
@@ -133,6 +137,8 @@ pub enum Target<'a> {
 #[derive(Default)]
 pub struct Registry {
     functions: Vec<FunctionDef>,
+    /// Built-in tools the service runs, with their specs (names are fixed and reserved).
+    hosted: Vec<(ToolSpec, Arc<dyn HostedTool>)>,
     servers: Vec<ServerDef>,
     mcp_tools: Vec<McpToolEntry>,
     /// Deferred tools a search loaded, in load order (offered after all others).
@@ -142,7 +148,7 @@ pub struct Registry {
 
 impl Registry {
     /// Builds the registry from the request's tools (MCP tools are added by discovery).
-    pub fn from_request(tools: &[Tool]) -> Result<Registry, EngineError> {
+    pub fn from_request(tools: &[Tool], hosted: &dyn HostedTools) -> Result<Registry, EngineError> {
         let mut registry = Registry::default();
         for (index, tool) in tools.iter().enumerate() {
             match tool {
@@ -154,12 +160,30 @@ impl Registry {
                     registry.functions.push(def);
                 }
                 Tool::Mcp(mcp) => registry.servers.push(ServerDef::from_tool(mcp)),
-                other => {
-                    return Err(EngineError::NotImplemented(format!(
-                        "tools[{index}]: the {} tool is not available on this server yet",
-                        other.type_name()
-                    )));
-                }
+                other => match hosted.build(index, other) {
+                    Ok(Some(tool)) => {
+                        let spec = tool.spec();
+                        if registry.hosted.iter().any(|(s, _)| s.name == spec.name) {
+                            return Err(EngineError::invalid(
+                                format!("tools[{index}]"),
+                                format!("the {} tool is given more than once", other.type_name()),
+                            ));
+                        }
+                        registry.hosted.push((spec, tool));
+                    }
+                    Ok(None) => {
+                        return Err(EngineError::NotImplemented(format!(
+                            "tools[{index}]: the {} tool is not available on this server yet",
+                            other.type_name()
+                        )));
+                    }
+                    Err(HostedError::Invalid(err)) => return Err(EngineError::InvalidRequest(err)),
+                    Err(HostedError::Unavailable(message)) => {
+                        return Err(EngineError::NotImplemented(format!(
+                            "tools[{index}]: {message}"
+                        )));
+                    }
+                },
             }
         }
         Ok(registry)
@@ -241,6 +265,7 @@ impl Registry {
     /// provider prompt caches stay warm).
     pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self.functions.iter().map(|f| f.spec.clone()).collect();
+        specs.extend(self.hosted.iter().map(|(spec, _)| spec.clone()));
         specs.extend(
             self.mcp_tools
                 .iter()
@@ -263,13 +288,19 @@ impl Registry {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.functions.is_empty() && self.mcp_tools.is_empty() && !self.has_deferred()
+        self.functions.is_empty()
+            && self.hosted.is_empty()
+            && self.mcp_tools.is_empty()
+            && !self.has_deferred()
     }
 
     /// Where a call of the model goes; `None` for a name the model may not call now.
     pub fn resolve(&self, name: &str) -> Option<Target<'_>> {
         if self.by_name.contains_key(name) {
             return Some(Target::Function);
+        }
+        if let Some((_, tool)) = self.hosted.iter().find(|(spec, _)| spec.name == name) {
+            return Some(Target::Hosted(tool.clone()));
         }
         if name == TOOL_SEARCH && self.has_deferred() {
             return Some(Target::ToolSearch);
@@ -486,7 +517,7 @@ mod tests {
 
     fn registry(json: &str) -> Registry {
         let tools: Vec<Tool> = serde_json::from_str(json).expect("tools parse");
-        Registry::from_request(&tools).expect("registry")
+        Registry::from_request(&tools, &crate::hosted::NoHostedTools).expect("registry")
     }
 
     #[test]

@@ -86,9 +86,12 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     mcp_config.max_response_bytes = config.mcp.max_response_bytes;
     let mcp = mcp::McpClient::new(mcp_config).map_err(|err| ServerError::Mcp(err.to_string()))?;
     let engine = Engine::new(
-        Arc::new(registry),
-        store,
-        Arc::new(mcp),
+        engine::Ports {
+            models: Arc::new(registry),
+            store,
+            mcp: Arc::new(mcp),
+            hosted: Arc::new(engine::hosted::NoHostedTools),
+        },
         config.engine.clone(),
     );
     let has_keys = engine.has_keys().await?;

@@ -140,9 +140,12 @@ async fn main() -> anyhow::Result<()> {
             let store = agentd_server::open_store(&config).await?;
             let registry = providers::registry::Registry::new(Vec::new())?;
             let engine = engine::Engine::new(
-                std::sync::Arc::new(registry),
-                store,
-                std::sync::Arc::new(engine::mcp::Unavailable),
+                engine::Ports {
+                    models: std::sync::Arc::new(registry),
+                    store,
+                    mcp: std::sync::Arc::new(engine::mcp::Unavailable),
+                    hosted: std::sync::Arc::new(engine::hosted::NoHostedTools),
+                },
                 engine::EngineConfig::default(),
             );
             let key = engine.create_key(&project).await?;
