@@ -93,6 +93,7 @@ impl CreateRequest {
         deserializer.end().map_err(|err| RequestError {
             message: format!("invalid request body: {err}"),
             param: None,
+            kind: None,
         })?;
         Ok(request)
     }

@@ -18,6 +18,9 @@ pub struct RequestError {
     pub message: String,
     /// The offending field as a path (`tools[0].strictt`), when one is known.
     pub param: Option<String>,
+    /// The error `type` when it is more specific than `invalid_request` (spec §6:
+    /// `invalid_date_format`, `invalid_search_domain_filter`).
+    pub kind: Option<&'static str>,
 }
 
 impl RequestError {
@@ -25,7 +28,14 @@ impl RequestError {
         RequestError {
             message: message.into(),
             param: Some(param.into()),
+            kind: None,
         }
+    }
+
+    /// The same error with a more specific `type`.
+    pub fn with_kind(mut self, kind: &'static str) -> RequestError {
+        self.kind = Some(kind);
+        self
     }
 
     /// Turns a top-level path-tracking error into a request error naming the field.
@@ -36,6 +46,7 @@ impl RequestError {
             return RequestError {
                 message: format!("invalid request body: {inner}"),
                 param: None,
+                kind: None,
             };
         }
         let (path, message) = split(&outer, &strip_position(&inner.to_string()));
@@ -54,6 +65,7 @@ impl RequestError {
         RequestError {
             message,
             param: (!path.is_empty()).then_some(path),
+            kind: None,
         }
     }
 }

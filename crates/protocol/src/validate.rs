@@ -457,6 +457,11 @@ fn check_web_search(at: &str, search: &WebSearchTool) -> Check {
 }
 
 fn check_web_filters(at: &str, filters: &WebSearchFilters) -> Check {
+    check_domains(at, filters).map_err(|err| err.with_kind("invalid_search_domain_filter"))?;
+    check_dates(at, filters)
+}
+
+fn check_domains(at: &str, filters: &WebSearchFilters) -> Check {
     if let Some(domains) = &filters.search_domain_filter {
         if domains.len() > MAX_DOMAIN_FILTERS {
             return fail(
@@ -477,6 +482,10 @@ fn check_web_filters(at: &str, filters: &WebSearchFilters) -> Check {
             }
         }
     }
+    Ok(())
+}
+
+fn check_dates(at: &str, filters: &WebSearchFilters) -> Check {
     let dates = [
         (
             "search_after_date_filter",
@@ -512,7 +521,8 @@ fn check_web_filters(at: &str, filters: &WebSearchFilters) -> Check {
                 format!(
                     "{name} must be a date in MM/DD/YYYY format (e.g. 03/01/2025), got \"{date}\""
                 ),
-            );
+            )
+            .map_err(|err| err.with_kind("invalid_date_format"));
         }
     }
     Ok(())

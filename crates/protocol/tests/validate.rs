@@ -376,3 +376,17 @@ fn max_output_tokens_below_16_are_raised_to_16() {
         assert_eq!(req.effective_max_output_tokens(), effective, "{given:?}");
     }
 }
+
+#[test]
+fn bad_dates_and_domains_have_their_own_error_types() {
+    let date = violation(web_filters(
+        json!({"search_after_date_filter": "2025-03-01"}),
+    ));
+    assert_eq!(date.kind, Some("invalid_date_format"));
+    let domain = violation(web_filters(json!({"search_domain_filter": ["-"]})));
+    assert_eq!(domain.kind, Some("invalid_search_domain_filter"));
+    let recency = violation(web_filters(
+        json!({"search_recency_filter": "week", "last_updated_after_filter": "01/01/2025"}),
+    ));
+    assert_eq!(recency.kind, None, "a conflict is a plain invalid_request");
+}

@@ -39,7 +39,7 @@ impl ApiError {
         match self {
             ApiError::Engine(EngineError::InvalidRequest(err)) | ApiError::Request(err) => (
                 StatusCode::BAD_REQUEST,
-                "invalid_request",
+                err.kind.unwrap_or("invalid_request"),
                 err.param.clone(),
                 err.message.clone(),
             ),
