@@ -3,6 +3,7 @@
 One entry point serves every kind over either HTTP transport, on 127.0.0.1 only:
 
     python fixtures.py KIND --transport streamable-http|sse --port-file PATH --log PATH [--token T]
+                      [--extra-tools N] [--page-size N]
 
 The server binds 127.0.0.1:0 itself, hands the listening socket to uvicorn (so no other process
 can take the port in between) and, once uvicorn serves, writes the port number to --port-file
@@ -24,9 +25,29 @@ Kinds:
     failing    explode(reason) (a tool error carrying the reason), ok()
     many       60 tools across topics, tools/list paginated 25 per page (low-level server)
     changing   mutate(), ping(); the first mutate() adds new_tool() and notifies tools/list_changed
+    edge       results and errors of every shape (low-level server; tools/list unpaginated):
+                 echo(message)  "Echo: <message>" (read-only; the only annotated tool but
+                                change_tools, which is not read-only)
+                 headers()      the request's x-* headers as a JSON object
+                 fail()         a result with isError: "the tool failed on purpose"
+                 slow(seconds)  sleeps (5 s by default), then "done"
+                 big(bytes)     a text of `bytes` (default 1024) characters "x"
+                 structured()   no content, only structuredContent {"answer": 42}
+                 mixed()        a text block "caption" and a PNG image block
+                 change_tools() sends notifications/tools/list_changed, then "changed" (the tool
+                                list stays the same; SSE also advertises tools.listChanged)
+                 leak()         a JSON-RPC error (-32000) "rejected credentials: ..." echoing the
+                                request's Authorization and x-* headers, as a careless server might
     broken     not MCP: 200 with a JSON body that is no JSON-RPC answer, to every request
 
-With --token (any kind), every HTTP request without `Authorization: Bearer <token>` gets 401.
+Options:
+    --token T          (any kind) every HTTP request without `Authorization: Bearer T` gets a 401
+                       with `WWW-Authenticate: Bearer`
+    --extra-tools N    (many, edge) N more tools after the kind's own: tool_0000, tool_0001, ...
+                       without parameters (in edge, a call answers with the tool's name)
+    --page-size N      (many, edge) tools/list pages of N tools linked by nextCursor (the offset
+                       of the next page); many pages 25 by default, edge answers in one page
+
 The process exits by itself when its parent (the test process) goes away.
 """
 
@@ -43,7 +64,7 @@ from typing import Annotated, Any
 
 import uvicorn
 from mcp import types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.sse import SseServerTransport
@@ -56,7 +77,10 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 PAGE_SIZE = 25
-"""tools/list page size of the `many` kind."""
+"""tools/list page size of the `many` kind (unless --page-size)."""
+
+NO_PARAMETERS: dict[str, Any] = {"type": "object"}
+"""The input schema of a tool without parameters."""
 
 
 class EventLog:
@@ -397,19 +421,38 @@ def many_tool_list() -> list[types.Tool]:
     return tools
 
 
-def many_server(log: EventLog) -> Server:
-    tools = many_tool_list()
-    names = {tool.name for tool in tools}
+def generated_tools(count: int) -> list[types.Tool]:
+    """The --extra-tools: tool_0000, tool_0001, ... without parameters."""
+    return [
+        types.Tool(name=f"tool_{i:04}", description=f"Generated tool {i}.", input_schema=NO_PARAMETERS)
+        for i in range(count)
+    ]
+
+
+def paginated_list_tools(
+    tools: list[types.Tool], page_size: int | None
+) -> Callable[[Any, types.PaginatedRequestParams | None], Awaitable[types.ListToolsResult]]:
+    """A tools/list handler answering pages of `page_size` tools (all in one without it); the
+    cursor is the offset of the next page."""
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        if page_size is None:
+            return types.ListToolsResult(tools=tools)
         cursor = params.cursor if params is not None else None
         try:
             start = int(cursor) if cursor is not None else 0
         except ValueError:
             raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor!r}") from None
-        end = start + PAGE_SIZE
+        end = start + page_size
         next_cursor = str(end) if end < len(tools) else None
         return types.ListToolsResult(tools=tools[start:end], next_cursor=next_cursor)
+
+    return list_tools
+
+
+def many_server(extra_tools: int, page_size: int | None) -> Server:
+    tools = many_tool_list() + generated_tools(extra_tools)
+    names = {tool.name for tool in tools}
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
@@ -420,21 +463,120 @@ def many_server(log: EventLog) -> Server:
         text = f"{params.name} called with {json.dumps(arguments, sort_keys=True)}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
-    server = Server("agentd-fixture-many", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "agentd-fixture-many",
+        version="1.0.0",
+        on_list_tools=paginated_list_tools(tools, PAGE_SIZE if page_size is None else page_size),
+        on_call_tool=call_tool,
+    )
+
+
+# --- edge: results and errors of every shape, on the low-level server ----------------------------
+
+
+def edge_tool_list() -> list[types.Tool]:
+    def tool(name: str, description: str, **properties: str) -> types.Tool:
+        schema = {"type": "object", "properties": {p: {"type": t} for p, t in properties.items()}}
+        return types.Tool(name=name, description=description, input_schema=schema if properties else NO_PARAMETERS)
+
+    return [
+        types.Tool(
+            name="echo",
+            description="Echoes the message back.",
+            input_schema={
+                "type": "object",
+                "properties": {"message": {"type": "string", "description": "What to echo"}},
+                "required": ["message"],
+            },
+            annotations=READ_ONLY,
+        ),
+        tool("headers", "The request's x-* headers."),
+        tool("fail", "Always fails (isError)."),
+        tool("slow", "Sleeps, then answers.", seconds="number"),
+        tool("big", "Answers with a long text.", bytes="integer"),
+        tool("structured", "Only structuredContent."),
+        tool("mixed", "A text and an image block."),
+        types.Tool(
+            name="change_tools",
+            description="Announces a tool list change.",
+            input_schema=NO_PARAMETERS,
+            annotations=types.ToolAnnotations(read_only_hint=False),
+        ),
+        tool("leak", "Echoes credentials in an error."),
+    ]
+
+
+def edge_server(extra_tools: int, page_size: int | None) -> Server:
+    tools = edge_tool_list() + generated_tools(extra_tools)
+    generated = {tool.name for tool in tools if tool.name.startswith("tool_")}
+
+    def text(value: str, is_error: bool = False) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=value)], is_error=is_error)
+
+    def request_headers(ctx: Any, keep: Callable[[str], bool]) -> dict[str, str]:
+        """The HTTP request's headers (names lowercase) that `keep` accepts."""
+        request = ctx.request
+        return {} if request is None else {k: v for k, v in request.headers.items() if keep(k)}
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        args = params.arguments or {}
+        match params.name:
+            case "echo":
+                return text(f"Echo: {args.get('message', '')}")
+            case "headers":
+                return text(json.dumps(request_headers(ctx, lambda k: k.startswith("x-")), sort_keys=True))
+            case "fail":
+                return text("the tool failed on purpose", is_error=True)
+            case "slow":
+                await asyncio.sleep(float(args.get("seconds", 5)))
+                return text("done")
+            case "big":
+                return text("x" * int(args.get("bytes", 1024)))
+            case "structured":
+                return types.CallToolResult(content=[], structured_content={"answer": 42})
+            case "mixed":
+                return types.CallToolResult(
+                    content=[
+                        types.TextContent(type="text", text="caption"),
+                        types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
+                    ]
+                )
+            case "change_tools":
+                await ctx.session.send_tool_list_changed()
+                return text("changed")
+            case "leak":
+                echoed = request_headers(ctx, lambda k: k == "authorization" or k.startswith("x-"))
+                raise MCPError(code=-32000, message=f"rejected credentials: {' '.join(echoed.values())}")
+            case name if name in generated:
+                return text(name)
+        return text(f"unknown tool {params.name}", is_error=True)
+
+    return Server(
+        "agentd-fixture-edge",
+        version="1.0.0",
+        on_list_tools=paginated_list_tools(tools, page_size),
+        on_call_tool=call_tool,
+    )
+
+
+LOW_LEVEL_KINDS: dict[str, Callable[[int, int | None], Server]] = {
+    "many": many_server,
+    "edge": edge_server,
+}
+
+
+def low_level_app(kind: str, transport: str, log: EventLog, extra_tools: int, page_size: int | None) -> Starlette:
+    server = LOW_LEVEL_KINDS[kind](extra_tools, page_size)
     server.middleware.append(mcp_event_logger(log))
-    return server
-
-
-def many_app(transport: str, log: EventLog) -> Starlette:
-    server = many_server(log)
     if transport == "streamable-http":
         return server.streamable_http_app()
     # The low-level server has no SSE app of its own: the SDK's documented wiring.
     sse = SseServerTransport("/messages/")
+    options = server.create_initialization_options(NotificationOptions(tools_changed=kind == "edge"))
 
     async def handle_sse(request: Request) -> Response:
         async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await server.run(read, write, options)
         return Response()
 
     return Starlette(
@@ -455,11 +597,11 @@ async def broken_app(scope: Scope, receive: Receive, send: Send) -> None:
 # --- serving ------------------------------------------------------------------------------------
 
 
-def build_app(kind: str, transport: str, log: EventLog) -> ASGIApp:
+def build_app(kind: str, transport: str, log: EventLog, extra_tools: int, page_size: int | None) -> ASGIApp:
     if kind in HIGH_LEVEL_KINDS:
         return high_level_app(kind, transport, log)
-    if kind == "many":
-        return many_app(transport, log)
+    if kind in LOW_LEVEL_KINDS:
+        return low_level_app(kind, transport, log, extra_tools, page_size)
     if kind == "broken":
         return broken_app
     raise SystemExit(f"fixtures.py: unknown kind {kind!r}")
@@ -501,16 +643,22 @@ async def serve(app: ASGIApp, port_file: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=[*HIGH_LEVEL_KINDS, "many", "broken"])
+    parser.add_argument("kind", choices=[*HIGH_LEVEL_KINDS, *LOW_LEVEL_KINDS, "broken"])
     parser.add_argument("--transport", choices=["streamable-http", "sse"], required=True)
     parser.add_argument("--port-file", required=True, help="written with the port once serving")
     parser.add_argument("--log", required=True, help="JSON lines of events are appended here")
     parser.add_argument("--token", help="answer 401 to requests without this bearer token")
+    parser.add_argument("--extra-tools", type=int, default=0, help="many, edge: N more tools tool_NNNN")
+    parser.add_argument("--page-size", type=int, help="many, edge: tools/list pages of N tools")
     args = parser.parse_args()
     if args.kind == "auth" and not args.token:
         parser.error("the auth kind needs --token")
+    if args.kind not in LOW_LEVEL_KINDS and (args.extra_tools or args.page_size is not None):
+        parser.error(f"--extra-tools and --page-size apply to {' and '.join(LOW_LEVEL_KINDS)} only")
+    if args.extra_tools < 0 or (args.page_size is not None and args.page_size < 1):
+        parser.error("--extra-tools must be >= 0 and --page-size >= 1")
     log = EventLog(args.log)
-    app = RequestLog(build_app(args.kind, args.transport, log), log, args.token)
+    app = RequestLog(build_app(args.kind, args.transport, log, args.extra_tools, args.page_size), log, args.token)
     asyncio.run(serve(app, args.port_file))
 
 
