@@ -1,6 +1,6 @@
 //! `McpClient` against real MCP servers on loopback: `@modelcontextprotocol/server-everything`
-//! and `tests/fixtures/server.py` (the official Python `mcp` package), over Streamable HTTP and
-//! the legacy HTTP+SSE fallback.
+//! and the `edge` kind of `tests/mcp/fixtures.py` (the official Python `mcp` package), over
+//! Streamable HTTP and the legacy HTTP+SSE fallback.
 
 #![expect(
     clippy::expect_used,
@@ -12,9 +12,17 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{args, client, client_with, connect, everything, python, server};
+use common::fixtures::{McpFixture, Transport};
+use common::{args, client, client_with, connect, server};
 use engine::mcp::{McpConnector, McpError, McpSession};
 use serde_json::json;
+
+const TRANSPORTS: [Transport; 2] = [Transport::StreamableHttp, Transport::Sse];
+
+/// The `edge` fixture (see `tests/mcp/fixtures.py`) with more of its options.
+async fn edge(transport: Transport, options: &[&str]) -> McpFixture {
+    McpFixture::start_with_args("edge", transport, options).await
+}
 
 async fn echo(session: &dyn McpSession, message: &str) -> String {
     let result = session
@@ -27,8 +35,8 @@ async fn echo(session: &dyn McpSession, message: &str) -> String {
 
 #[tokio::test]
 async fn streamable_http_lists_and_calls_server_everything() {
-    let peer = everything("streamableHttp");
-    let session = connect(&client(), peer.url("/mcp")).await;
+    let peer = McpFixture::everything(Transport::StreamableHttp).await;
+    let session = connect(&client(), peer.url.clone()).await;
     let tools = session.list_tools().await.expect("list");
     let echo_tool = tools.iter().find(|t| t.name == "echo").expect("echo tool");
     assert_eq!(echo_tool.input_schema["type"], "object");
@@ -47,8 +55,8 @@ async fn streamable_http_lists_and_calls_server_everything() {
 
 #[tokio::test]
 async fn legacy_sse_fallback_with_server_everything() {
-    let peer = everything("sse");
-    let session = connect(&client(), peer.url("/sse")).await;
+    let peer = McpFixture::everything(Transport::Sse).await;
+    let session = connect(&client(), peer.url.clone()).await;
     let tools = session.list_tools().await.expect("list");
     assert!(tools.iter().any(|t| t.name == "echo"), "{tools:?}");
     assert!(
@@ -61,8 +69,8 @@ async fn legacy_sse_fallback_with_server_everything() {
 
 #[tokio::test]
 async fn legacy_sse_fallback_with_the_python_server() {
-    let peer = python("sse", &[]);
-    let mut server = server(peer.url("/sse"));
+    let peer = edge(Transport::Sse, &[]).await;
+    let mut server = server(peer.url.clone());
     server.headers = BTreeMap::from([("X-Agentd-Test".to_owned(), "sse-header-value".to_owned())]);
     let session = client().connect(&server).await.expect("connect");
     let tools = session.list_tools().await.expect("list");
@@ -74,6 +82,14 @@ async fn legacy_sse_fallback_with_the_python_server() {
         .await
         .expect("headers");
     assert!(headers.output.contains("sse-header-value"), "{headers:?}");
+    let requests = peer.requests();
+    assert!(requests.len() >= 3, "{requests:?}");
+    for request in &requests {
+        assert_eq!(
+            request["headers"]["x-agentd-test"], "sse-header-value",
+            "{request}"
+        );
+    }
     // The notification arrives on the SSE stream before the answer.
     assert!(!session.tools_changed());
     session
@@ -86,8 +102,8 @@ async fn legacy_sse_fallback_with_the_python_server() {
 
 #[tokio::test]
 async fn python_server_results_changes_and_errors() {
-    let peer = python("streamable-http", &[]);
-    let session = connect(&client(), peer.url("/mcp")).await;
+    let peer = edge(Transport::StreamableHttp, &[]).await;
+    let session = connect(&client(), peer.url.clone()).await;
     let tools = session.list_tools().await.expect("list");
     let echo_tool = tools.iter().find(|t| t.name == "echo").expect("echo");
     assert_eq!(
@@ -165,8 +181,8 @@ async fn echo_err(session: &dyn McpSession) -> McpError {
 
 #[tokio::test]
 async fn custom_headers_reach_the_server() {
-    let peer = python("streamable-http", &[]);
-    let mut server = server(peer.url("/mcp"));
+    let peer = edge(Transport::StreamableHttp, &[]).await;
+    let mut server = server(peer.url.clone());
     server.headers = BTreeMap::from([
         ("X-Agentd-Test".to_owned(), "header-value-42".to_owned()),
         ("X-Second".to_owned(), "two".to_owned()),
@@ -184,11 +200,10 @@ async fn custom_headers_reach_the_server() {
 
 #[tokio::test]
 async fn bearer_token_is_sent_and_a_wrong_one_is_a_401_without_the_token() {
-    for transport in ["streamable-http", "sse"] {
+    for transport in TRANSPORTS {
         let token = "tok-correct-5f2a9c";
-        let peer = python(transport, &["--token", token]);
-        let path = if transport == "sse" { "/sse" } else { "/mcp" };
-        let mut server = server(peer.url(path));
+        let peer = edge(transport, &["--token", token]).await;
+        let mut server = server(peer.url.clone());
 
         server.authorization = Some(token.to_owned());
         let session = client()
@@ -210,12 +225,12 @@ async fn bearer_token_is_sent_and_a_wrong_one_is_a_401_without_the_token() {
             .expect("wrong token accepted");
         assert!(
             matches!(err, McpError::Http { status: 401, .. }),
-            "{transport}: {err:?}"
+            "{transport:?}: {err:?}"
         );
         let shown = format!("{err} {err:?}");
         assert!(
             !shown.contains(wrong),
-            "{transport}: the token leaked: {shown}"
+            "{transport:?}: the token leaked: {shown}"
         );
 
         server.authorization = None;
@@ -226,7 +241,7 @@ async fn bearer_token_is_sent_and_a_wrong_one_is_a_401_without_the_token() {
             .expect("no token accepted");
         assert!(
             matches!(err, McpError::Http { status: 401, .. }),
-            "{transport}: {err:?}"
+            "{transport:?}: {err:?}"
         );
     }
 }
@@ -255,11 +270,12 @@ async fn strict_policy_refuses_loopback_without_connecting() {
 #[tokio::test]
 async fn tools_list_follows_cursors_and_caps_pages_and_tools() {
     // 9 tools + 25 generated, 4 per page: 9 pages.
-    let peer = python(
-        "streamable-http",
+    let peer = edge(
+        Transport::StreamableHttp,
         &["--extra-tools", "25", "--page-size", "4"],
-    );
-    let session = connect(&client(), peer.url("/mcp")).await;
+    )
+    .await;
+    let session = connect(&client(), peer.url.clone()).await;
     let tools = session.list_tools().await.expect("list");
     assert_eq!(tools.len(), 34);
     assert_eq!(tools[0].name, "echo");
@@ -267,11 +283,12 @@ async fn tools_list_follows_cursors_and_caps_pages_and_tools() {
     session.close().await;
 
     // 159 pages of one tool: past the page cap.
-    let peer = python(
-        "streamable-http",
+    let peer = edge(
+        Transport::StreamableHttp,
         &["--extra-tools", "150", "--page-size", "1"],
-    );
-    let session = connect(&client(), peer.url("/mcp")).await;
+    )
+    .await;
+    let session = connect(&client(), peer.url.clone()).await;
     let err = session.list_tools().await.expect_err("page cap");
     assert!(
         matches!(&err, McpError::Protocol(m) if m.contains("pages")),
@@ -280,11 +297,12 @@ async fn tools_list_follows_cursors_and_caps_pages_and_tools() {
     session.close().await;
 
     // 1209 tools in pages of 200: past the tool cap.
-    let peer = python(
-        "streamable-http",
+    let peer = edge(
+        Transport::StreamableHttp,
         &["--extra-tools", "1200", "--page-size", "200"],
-    );
-    let session = connect(&client(), peer.url("/mcp")).await;
+    )
+    .await;
+    let session = connect(&client(), peer.url.clone()).await;
     let err = session.list_tools().await.expect_err("tool cap");
     assert!(
         matches!(&err, McpError::Protocol(m) if m.contains("tools")),
@@ -295,19 +313,19 @@ async fn tools_list_follows_cursors_and_caps_pages_and_tools() {
 
 #[tokio::test]
 async fn slow_tool_times_out_and_the_session_survives() {
-    for (transport, path) in [("streamable-http", "/mcp"), ("sse", "/sse")] {
-        let peer = python(transport, &[]);
+    for transport in TRANSPORTS {
+        let peer = edge(transport, &[]).await;
         let client = client_with(|c| c.request_timeout = Duration::from_millis(1500));
-        let session = connect(&client, peer.url(path)).await;
+        let session = connect(&client, peer.url.clone()).await;
         let err = session
             .call_tool("slow", args(json!({"seconds": 10})))
             .await
             .expect_err("slow tool answered");
-        assert_eq!(err, McpError::Timeout(1500), "{transport}");
+        assert_eq!(err, McpError::Timeout(1500), "{transport:?}");
         assert_eq!(
             echo(session.as_ref(), "still here").await,
             "Echo: still here",
-            "{transport}"
+            "{transport:?}"
         );
         session.close().await;
     }
@@ -315,10 +333,10 @@ async fn slow_tool_times_out_and_the_session_survives() {
 
 #[tokio::test]
 async fn oversized_result_is_too_large() {
-    for (transport, path) in [("streamable-http", "/mcp"), ("sse", "/sse")] {
-        let peer = python(transport, &[]);
+    for transport in TRANSPORTS {
+        let peer = edge(transport, &[]).await;
         let client = client_with(|c| c.max_response_bytes = 64 * 1024);
-        let session = connect(&client, peer.url(path)).await;
+        let session = connect(&client, peer.url.clone()).await;
         let small = session
             .call_tool("big", args(json!({"bytes": 1000})))
             .await
@@ -328,14 +346,14 @@ async fn oversized_result_is_too_large() {
             .call_tool("big", args(json!({"bytes": 200_000})))
             .await
             .expect_err("oversized answer accepted");
-        assert_eq!(err, McpError::TooLarge(64 * 1024), "{transport}");
+        assert_eq!(err, McpError::TooLarge(64 * 1024), "{transport:?}");
         session.close().await;
     }
 }
 
 #[tokio::test]
 async fn a_server_that_is_down_is_unreachable() {
-    let port = common::free_port();
+    let port = common::fixtures::free_port();
     let err = client()
         .connect(&server(format!("http://127.0.0.1:{port}/mcp")))
         .await
@@ -350,9 +368,9 @@ async fn a_server_that_is_down_is_unreachable() {
 #[tokio::test]
 async fn a_url_that_is_no_mcp_server_is_an_http_error() {
     // The Python server's streamable app has no /nothing route: POST and GET both 404.
-    let peer = python("streamable-http", &[]);
+    let peer = edge(Transport::StreamableHttp, &[]).await;
     let err = client()
-        .connect(&server(peer.url("/nothing")))
+        .connect(&server(format!("http://127.0.0.1:{}/nothing", peer.port)))
         .await
         .err()
         .expect("connected to a 404");
@@ -361,10 +379,10 @@ async fn a_url_that_is_no_mcp_server_is_an_http_error() {
 
 #[tokio::test]
 async fn secrets_echoed_by_the_server_are_removed_from_errors() {
-    for (transport, path) in [("streamable-http", "/mcp"), ("sse", "/sse")] {
+    for transport in TRANSPORTS {
         let token = "tok-echoed-9b1e44";
-        let peer = python(transport, &["--token", token]);
-        let mut server = server(peer.url(path));
+        let peer = edge(transport, &["--token", token]).await;
+        let mut server = server(peer.url.clone());
         server.authorization = Some(token.to_owned());
         server.headers = BTreeMap::from([("X-Api-Key".to_owned(), "key-echoed-31f7".to_owned())]);
         let session = client().connect(&server).await.expect("connect");
@@ -373,14 +391,17 @@ async fn secrets_echoed_by_the_server_are_removed_from_errors() {
             .await
             .expect_err("leak answered");
         let shown = format!("{err} {err:?}");
-        assert!(matches!(err, McpError::Protocol(_)), "{transport}: {err:?}");
+        assert!(
+            matches!(err, McpError::Protocol(_)),
+            "{transport:?}: {err:?}"
+        );
         assert!(
             shown.contains("rejected credentials"),
-            "{transport}: {shown}"
+            "{transport:?}: {shown}"
         );
         assert!(
             !shown.contains(token) && !shown.contains("key-echoed-31f7"),
-            "{transport}: a secret leaked: {shown}"
+            "{transport:?}: a secret leaked: {shown}"
         );
         session.close().await;
     }

@@ -1,7 +1,8 @@
-//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16) against
-//! `mcp-conformance-client`, for the client scenarios that apply to a tools-only client over
-//! Streamable HTTP: `initialize`, `tools_call` and `sse-retry` (SEP-1699: resume a closed SSE
-//! answer with a GET carrying `Last-Event-ID`, after the server's `retry` delay).
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16, run on the
+//! Node 22 that `tests/mcp/setup.sh` installs) against `mcp-conformance-client`, for the client
+//! scenarios that apply to a tools-only client over Streamable HTTP: `initialize`, `tools_call`
+//! and `sse-retry` (SEP-1699: resume a closed SSE answer with a GET carrying `Last-Event-ID`,
+//! after the server's `retry` delay).
 //!
 //! Not run: `elicitation-sep1034-client-defaults` (agentd advertises no elicitation
 //! capability) and the `auth/*` scenarios (agentd sends the caller's bearer token as given;
@@ -16,10 +17,12 @@ mod common;
 
 use std::process::Command;
 
+use common::fixtures;
+
 fn run_scenario(scenario: &str) {
-    common::setup();
-    let suite = common::node_package("@modelcontextprotocol/conformance/dist/index.js");
-    let output = Command::new(common::node())
+    fixtures::install();
+    let suite = fixtures::node_modules().join("@modelcontextprotocol/conformance/dist/index.js");
+    let output = Command::new(fixtures::node())
         .arg(suite)
         .args([
             "client",

