@@ -42,7 +42,8 @@ impl Policy {
             .https_only(false)
     }
 
-    /// Resolves `host` and keeps only the addresses this policy lets through.
+    /// Resolves `host` (through the system, or the test-only hosts override) and keeps
+    /// only the addresses this policy lets through.
     pub(crate) async fn resolve_host(&self, host: &str) -> Result<Vec<SocketAddr>, BoxError> {
         self.check_host_name(host)?;
         // reqwest connects to IP literals without asking the resolver; should one arrive
@@ -50,6 +51,10 @@ impl Policy {
         if let Ok(ip) = host.parse::<IpAddr>() {
             self.check_ip(ip)?;
             return Ok(vec![SocketAddr::new(ip, 0)]);
+        }
+        if let Some(addrs) = self.overridden_addrs(host) {
+            let resolved = addrs.into_iter().map(|ip| SocketAddr::new(ip, 0));
+            return self.keep_allowed(host, resolved);
         }
         let resolved = tokio::net::lookup_host((host, 0)).await?;
         self.keep_allowed(host, resolved)
@@ -197,6 +202,46 @@ mod tests {
             .keep_allowed("localhost", addrs(&["127.0.0.1:0", "[::1]:0"]))
             .unwrap();
         assert_eq!(kept, addrs(&["[::1]:0"]));
+    }
+
+    #[test]
+    fn the_hosts_override_replaces_dns_and_is_filtered_like_it() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let hosts = std::collections::HashMap::from([
+            (
+                "Mixed.Example.".to_owned(),
+                vec![ip("127.0.0.1"), ip("93.184.216.34"), ip("::1")],
+            ),
+            ("evil.example".to_owned(), vec![ip("127.0.0.1"), ip("::1")]),
+        ]);
+        let policy = Policy::strict().with_hosts_override(hosts);
+        // Names match in any case, with or without the root dot.
+        for name in ["mixed.example", "MIXED.example."] {
+            let addrs = resolve(&policy, name).unwrap();
+            assert_eq!(addrs, vec!["93.184.216.34:0".parse().unwrap()], "{name}");
+        }
+        let err = resolve(&policy, "evil.example").unwrap_err();
+        assert_eq!(
+            blocked(&err).map(|b| b.0.as_str()),
+            Some(
+                "evil.example resolves only to refused addresses (127.0.0.1 is a loopback address)"
+            )
+        );
+        // A name outside the table resolves to nothing: the system resolver is not asked.
+        let err = resolve(&policy, "example.com").unwrap_err();
+        assert!(blocked(&err).is_none(), "{err}");
+        assert_eq!(err.to_string(), "no addresses found for example.com");
+        // The localhost rule still comes first.
+        let err = resolve(&policy, "localhost").unwrap_err();
+        assert!(blocked(&err).is_some(), "{err}");
+    }
+
+    #[test]
+    fn no_constructor_sets_the_hosts_override() {
+        let strict = Policy::strict();
+        let allowed = Policy::with_allowed(&["10.0.0.0/8".to_owned()]).unwrap();
+        assert_eq!(strict.overridden_addrs("example.com"), None);
+        assert_eq!(allowed.overridden_addrs("example.com"), None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! [`Policy`]: the allow list, and the checks of one address and of one URL.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -19,6 +20,10 @@ pub struct Policy {
     /// Operator-allowed ranges (`AGENTD_ALLOW_PRIVATE_NETWORKS`), normalised to their
     /// network address. Empty in the strict default.
     allowed: Arc<[IpNet]>,
+    /// A closed hosts table that replaces DNS for the guarded resolver, so tests can make
+    /// a name resolve to loopback without a DNS server. `None` (the system resolver) in
+    /// every constructor; only [`Policy::with_hosts_override`] sets it.
+    hosts_override: Option<Arc<HashMap<String, Vec<IpAddr>>>>,
 }
 
 impl Policy {
@@ -39,7 +44,37 @@ impl Policy {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Policy {
             allowed: allowed.into(),
+            hosts_override: None,
         })
+    }
+
+    /// **For tests only.** Replaces DNS for this policy's guarded resolver with a closed
+    /// hosts table: a name in `hosts` (any case, trailing dot ignored) resolves to its
+    /// addresses, which then pass through the same filter as real DNS answers (refused
+    /// ones dropped; all refused: [`Blocked`]); any other name resolves to nothing, so
+    /// the system resolver is never asked (a test sends no DNS query off the machine).
+    ///
+    /// No production path calls this: [`Policy::strict`] and [`Policy::with_allowed`]
+    /// always resolve through the system. It exists so that a test can make
+    /// `evil.example` resolve to `127.0.0.1`, or to a mix of allowed and refused
+    /// addresses, and watch the guard drop what it must.
+    #[doc(hidden)]
+    pub fn with_hosts_override(self, hosts: HashMap<String, Vec<IpAddr>>) -> Policy {
+        let hosts = hosts
+            .into_iter()
+            .map(|(name, addrs)| (hosts_key(&name), addrs))
+            .collect();
+        Policy {
+            hosts_override: Some(Arc::new(hosts)),
+            ..self
+        }
+    }
+
+    /// The addresses the hosts override gives for `host`, or `None` when there is no
+    /// override (resolve through the system).
+    pub(crate) fn overridden_addrs(&self, host: &str) -> Option<Vec<IpAddr>> {
+        let hosts = self.hosts_override.as_ref()?;
+        Some(hosts.get(&hosts_key(host)).cloned().unwrap_or_default())
     }
 
     /// Splits a comma-separated CIDR list as in `AGENTD_ALLOW_PRIVATE_NETWORKS`
@@ -138,6 +173,11 @@ impl Policy {
 fn is_localhost_name(name: &str) -> bool {
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     name == "localhost" || name.ends_with(".localhost") || name == "localhost.localdomain"
+}
+
+/// How a name is looked up in the hosts override: lower case, no trailing root dot.
+fn hosts_key(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// One allow-list entry: `ADDR/PREFIX` or a bare address. Host bits are cleared.
