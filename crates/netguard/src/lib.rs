@@ -27,13 +27,53 @@
 //! Redirects take both paths: the redirect policy runs [`Policy::check_url`] on every hop
 //! (at most 5), and host names in a hop go through the resolver again.
 //!
+//! # The guarded fetch
+//! [`Policy::fetch`] (a GET) and [`Policy::send_capped`] (a request the caller built,
+//! e.g. a POST to a search API) put it all together, and are what the built-in tools use:
+//! `check_url` on the first URL, the guarded client for names and hops, then a third
+//! check of the address the response actually came from (`remote_addr`, refused: the
+//! body is never read), a body read only up to [`FetchLimits::max_bytes`], and one
+//! deadline ([`FetchLimits::total_timeout`]) over the whole exchange. Failures are a
+//! [`FetchError`]: `Blocked`, `Timeout` or `Http`, none of which carries the URL.
+//!
+//! # Testing with names that resolve to loopback
+//! `Policy::with_hosts_override` (hidden from these docs, for tests only) replaces DNS
+//! with a closed hosts table, so a test can make `evil.example` resolve to `127.0.0.1`
+//! without a DNS server and without any query leaving the machine. The answers go
+//! through the same filter as real DNS answers. No production constructor sets it.
+//!
 //! # Layout
 //! - `ranges`: the table of refused ranges and the IPv4-in-IPv6 forms (pure functions).
 //! - `policy`: [`Policy`], its allow list, [`Policy::check_ip`] and [`Policy::check_url`].
 //! - `client`: the resolver, the redirect policy and [`Policy::client_builder`].
+//! - `fetch`: [`Policy::fetch`], [`Policy::send_capped`], [`FetchLimits`], [`Fetched`],
+//!   [`FetchError`].
 //! - here: the errors, [`blocked_reason`] and [`describe`] for reporting reqwest errors.
 //!
 //! # Example
+//! The guarded fetch, as the built-in tools use it:
+//! ```no_run
+//! # async fn run(user_url: &str) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use netguard::{FetchError, FetchLimits, Policy};
+//!
+//! // Once, at start-up: the operator's allow list and one shared client.
+//! let allow = Policy::parse_allow_list("")?;
+//! let policy = Policy::with_allowed(&allow)?;
+//! let client = policy.client_builder().build()?;
+//!
+//! let limits = FetchLimits { max_bytes: 2 << 20, total_timeout: Duration::from_secs(30) };
+//! match policy.fetch(&client, user_url, &limits).await {
+//!     Ok(page) => { /* page.status, page.content_type, page.body, page.truncated */ }
+//!     Err(FetchError::Blocked(reason)) => { /* refused: tell the model `reason` */ }
+//!     Err(other) => { /* timed out or failed: `other` says how, without the URL */ }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Or with the client alone, when the caller needs the streaming `reqwest::Response`
+//! (an MCP transport, say):
 //! ```no_run
 //! # async fn run(server_url: &str) -> Result<(), String> {
 //! let policy = netguard::Policy::with_allowed(&netguard::Policy::parse_allow_list(
@@ -57,11 +97,13 @@
 //! ```
 
 mod client;
+mod fetch;
 mod policy;
 mod ranges;
 
 use std::error::Error as StdError;
 
+pub use fetch::{FetchError, FetchLimits, Fetched};
 pub use policy::Policy;
 
 /// A refused destination; the message says which rule refused it (e.g.
