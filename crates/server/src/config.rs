@@ -48,6 +48,42 @@ pub struct RawConfig {
     pub network: RawNetwork,
     #[serde(default)]
     pub mcp: RawMcp,
+    #[serde(default)]
+    pub tools: RawTools,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTools {
+    #[serde(default)]
+    pub web_search: RawWebSearch,
+    #[serde(default)]
+    pub fetch_url: RawFetchUrl,
+}
+
+/// `[tools.web_search]`. API keys never sit in the file: `BRAVE_API_KEY`, `TAVILY_API_KEY`,
+/// `PERPLEXITY_API_KEY`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWebSearch {
+    /// A SearxNG instance (`AGENTD_SEARXNG_URL` wins).
+    pub searxng_url: Option<String>,
+    pub brave_base_url: Option<String>,
+    pub tavily_base_url: Option<String>,
+    /// Perplexity's Search API base (`PERPLEXITY_BASE_URL` wins); requests go to `{base}/search`.
+    pub perplexity_base_url: Option<String>,
+}
+
+/// `[tools.fetch_url]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFetchUrl {
+    /// Per page, in ms (default 15000).
+    pub timeout_ms: Option<u64>,
+    /// Largest body read per page (default 5 MiB).
+    pub max_page_bytes: Option<usize>,
+    /// Token budget of one call when the request sets no `total_budget_tokens` (default 10000).
+    pub default_budget_tokens: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -169,6 +205,17 @@ pub struct Config {
     /// `[network] allow_private`), validated.
     pub allow_private: Vec<String>,
     pub mcp: McpSettings,
+    /// The `web_search` back end (keys from the environment only).
+    pub web_search: tools::search::BackendSettings,
+    pub fetch_url: FetchUrlSettings,
+}
+
+/// Limits of the `fetch_url` tool (`[tools.fetch_url]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchUrlSettings {
+    pub timeout: std::time::Duration,
+    pub max_page_bytes: usize,
+    pub default_budget_tokens: u32,
 }
 
 /// Limits of the MCP client (`[mcp]`).
@@ -323,6 +370,39 @@ impl Config {
                 }
             },
         };
+        let web = file.tools.web_search;
+        let web_search = tools::search::BackendSettings {
+            searxng_url: env_var("AGENTD_SEARXNG_URL").or(web.searxng_url),
+            brave_api_key: env_var("BRAVE_API_KEY"),
+            tavily_api_key: env_var("TAVILY_API_KEY"),
+            perplexity_api_key: env_var("PERPLEXITY_API_KEY"),
+            brave_base_url: web.brave_base_url,
+            tavily_base_url: web.tavily_base_url,
+            perplexity_base_url: env_var("PERPLEXITY_BASE_URL").or(web.perplexity_base_url),
+            local_index_path: data_dir.join("index.sqlite"),
+        };
+        let fetch = file.tools.fetch_url;
+        let fetch_url = FetchUrlSettings {
+            timeout: millis("tools.fetch_url.timeout_ms", fetch.timeout_ms, 15_000)?,
+            max_page_bytes: match fetch.max_page_bytes.unwrap_or(5 << 20) {
+                n @ 1024..=268_435_456 => n,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        name: "tools.fetch_url.max_page_bytes".to_owned(),
+                        message: "must be within 1024..=268435456".to_owned(),
+                    });
+                }
+            },
+            default_budget_tokens: match fetch.default_budget_tokens.unwrap_or(10_000) {
+                n @ 1..=120_000 => n,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        name: "tools.fetch_url.default_budget_tokens".to_owned(),
+                        message: "must be within 1..=120000".to_owned(),
+                    });
+                }
+            },
+        };
         Ok(Config {
             listen,
             data_dir,
@@ -333,6 +413,8 @@ impl Config {
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
             allow_private,
             mcp,
+            web_search,
+            fetch_url,
         })
     }
 }

@@ -57,6 +57,8 @@ pub enum ServerError {
     Providers(#[from] providers::ProvidersError),
     #[error("cannot set up the MCP client: {0}")]
     Mcp(String),
+    #[error("cannot set up the built-in tools: {0}")]
+    Tools(String),
     #[error(
         "refusing to listen on {0} without API keys (open mode is for loopback only): create a key with `agentd keys create`"
     )]
@@ -78,19 +80,19 @@ pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError
 pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let store = open_store(config).await?;
     let registry = Registry::new(config.providers.clone())?;
-    let policy = netguard::Policy::with_allowed(&config.allow_private)
-        .map_err(|err| ServerError::Mcp(err.to_string()))?;
-    let mut mcp_config = mcp::McpConfig::new(policy);
+    let mut mcp_config = mcp::McpConfig::new(request_policy(config)?);
     mcp_config.request_timeout = config.mcp.request_timeout;
     mcp_config.connect_timeout = config.mcp.connect_timeout;
     mcp_config.max_response_bytes = config.mcp.max_response_bytes;
     let mcp = mcp::McpClient::new(mcp_config).map_err(|err| ServerError::Mcp(err.to_string()))?;
+    let hosted = builtins(config).await?;
+    tracing::info!(web_search = hosted.search_backend(), "built-in tools ready");
     let engine = Engine::new(
         engine::Ports {
             models: Arc::new(registry),
             store,
             mcp: Arc::new(mcp),
-            hosted: Arc::new(engine::hosted::NoHostedTools),
+            hosted: Arc::new(hosted),
         },
         config.engine.clone(),
     );
@@ -107,6 +109,69 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
         sse_keep_alive: config.sse_keep_alive,
         engine,
     })
+}
+
+/// The request policy: private ranges only where the operator allowed them.
+fn request_policy(config: &Config) -> Result<netguard::Policy, ServerError> {
+    netguard::Policy::with_allowed(&config.allow_private)
+        .map_err(|err| ServerError::Tools(err.to_string()))
+}
+
+/// The built-in tools: `fetch_url` under the request policy, `web_search` on the configured
+/// back end. The operator's SearxNG may sit on a private address: its own addresses are
+/// allowed for the back end only, never for request-supplied URLs.
+pub async fn builtins(config: &Config) -> Result<tools::Builtins, ServerError> {
+    let policy = request_policy(config)?;
+    let fetch = tools::fetch::FetchShared::new(tools::fetch::FetchSettings {
+        policy: policy.clone(),
+        timeout: config.fetch_url.timeout,
+        max_page_bytes: config.fetch_url.max_page_bytes,
+        default_budget_tokens: config.fetch_url.default_budget_tokens,
+    })
+    .map_err(|err| ServerError::Tools(err.to_string()))?;
+    let mut allowed = config.allow_private.clone();
+    if let Some(url) = config
+        .web_search
+        .searxng_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
+        allowed.extend(operator_host_addresses(url).await?);
+    }
+    let backend_policy = netguard::Policy::with_allowed(&allowed)
+        .map_err(|err| ServerError::Tools(err.to_string()))?;
+    let search = tools::search::backend_from_settings(&config.web_search, &backend_policy)
+        .await
+        .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
+    Ok(tools::Builtins::new(Arc::new(fetch), search))
+}
+
+/// The addresses an operator-configured URL's host resolves to, as host CIDRs.
+async fn operator_host_addresses(url: &str) -> Result<Vec<String>, ServerError> {
+    let parsed = url::Url::parse(url)
+        .map_err(|err| ServerError::Tools(format!("AGENTD_SEARXNG_URL is not a URL: {err}")))?;
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let addresses: Vec<std::net::IpAddr> = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
+        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
+        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
+            .await
+            .map_err(|err| {
+                ServerError::Tools(format!(
+                    "AGENTD_SEARXNG_URL host {name} does not resolve: {err}"
+                ))
+            })?
+            .map(|addr| addr.ip())
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(addresses
+        .into_iter()
+        .map(|ip| match ip {
+            std::net::IpAddr::V4(v4) => format!("{v4}/32"),
+            std::net::IpAddr::V6(v6) => format!("{v6}/128"),
+        })
+        .collect())
 }
 
 /// The application: routes plus middleware. Drivable without a socket.

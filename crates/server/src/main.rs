@@ -41,6 +41,23 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Manage the local search index (what web_search uses when no search service is set).
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCommand {
+    /// Add documents: http(s) URLs (fetched through the network guard), files, or directories.
+    Add {
+        /// URLs, files (text, Markdown, HTML) or directories to add.
+        #[arg(required = true, value_name = "URL|PATH")]
+        sources: Vec<String>,
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 #[derive(Subcommand)]
@@ -108,6 +125,45 @@ async fn shutdown_signal() {
     tracing::info!("shutdown signal received; finishing running requests");
 }
 
+/// `agentd index add`: every source is added or reported; the exit status says whether all were.
+async fn index_add(config: &Config, sources: &[String]) -> anyhow::Result<()> {
+    use tools::search::LocalIndex;
+    let index = LocalIndex::open(&config.web_search.local_index_path).await?;
+    let policy = netguard::Policy::with_allowed(&config.allow_private)?;
+    let client = LocalIndex::guarded_client(&policy)?;
+    let mut failed = 0;
+    for source in sources {
+        let is_url = source.starts_with("http://") || source.starts_with("https://");
+        let added = if is_url {
+            index
+                .add_url(&policy, &client, source)
+                .await
+                .map(|url| vec![url])
+        } else {
+            index.add_path(std::path::Path::new(source)).await
+        };
+        match added {
+            Ok(urls) => {
+                let mut out = std::io::stdout().lock();
+                for url in urls {
+                    writeln!(out, "added {url}")?;
+                }
+            }
+            Err(err) => {
+                failed += 1;
+                writeln!(std::io::stderr(), "agentd index add: {source}: {err}")?;
+            }
+        }
+    }
+    let total = index.count().await?;
+    writeln!(std::io::stdout(), "the index holds {total} documents")?;
+    index.close().await;
+    if failed > 0 {
+        anyhow::bail!("{failed} of {} sources could not be added", sources.len());
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -132,6 +188,13 @@ async fn main() -> anyhow::Result<()> {
             .await?;
             // Foreground requests are done; give background runs the same grace to end.
             state.engine.shutdown(agentd_server::SHUTDOWN_GRACE).await;
+        }
+        Command::Index {
+            command: IndexCommand::Add { sources, common },
+        } => {
+            let config = load_config(&common, None)?;
+            init_logging(config.log_format);
+            index_add(&config, &sources).await?;
         }
         Command::Keys {
             command: KeysCommand::Create { project, common },

@@ -38,6 +38,8 @@ pub struct TestApp {
     pub fake: FakeProvider,
     pub client: reqwest::Client,
     pub state: AppState,
+    /// The app's own data directory (the local search index lives there), removed on drop.
+    pub data_dir: std::path::PathBuf,
     shutdown: Option<oneshot::Sender<()>>,
 }
 
@@ -54,6 +56,17 @@ impl TestApp {
             listen: Some("127.0.0.1:0".to_owned()),
             data_dir: None,
             database_url: Some("sqlite::memory:".to_owned()),
+        };
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let data_dir = std::env::temp_dir().join(format!(
+            "agentd-testapp-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&data_dir);
+        let flags = Flags {
+            data_dir: Some(data_dir.clone()),
+            ..flags
         };
         let mut config =
             Config::resolve(RawConfig::default(), &no_env, &flags).expect("test config resolves");
@@ -83,6 +96,7 @@ impl TestApp {
             fake,
             client: http_client(),
             state,
+            data_dir,
             shutdown: Some(tx),
         }
     }
@@ -191,6 +205,7 @@ impl Drop for TestApp {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+        let _ = std::fs::remove_dir_all(&self.data_dir);
     }
 }
 
