@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
+from typing import Any
 
 from perplexity.generated import api as pplx_types
 from pydantic import BaseModel
@@ -52,7 +54,7 @@ def check_stream_invariants(events: Sequence[Any]) -> None:
     assert types, "empty stream"
     assert types[0] == "response.created", types
     numbers = [event.sequence_number for event in events]
-    assert all(a < b for a, b in zip(numbers, numbers[1:])), f"sequence numbers not increasing: {numbers}"
+    assert all(a < b for a, b in pairwise(numbers)), f"sequence numbers not increasing: {numbers}"
     terminal = [t for t in types if t in TERMINAL]
     assert len(terminal) == 1, f"expected exactly one terminal event, got {terminal}"
     assert types[-1] in TERMINAL, f"the terminal event is not last: {types}"
@@ -99,6 +101,13 @@ PPLX_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.output_text.done": pplx_types.TextDoneEventOutput,
     "response.completed": pplx_types.ResponseCompletedEventOutput,
     "response.failed": pplx_types.ResponseFailedEventOutput,
+    # The built-in tools' progress events (web_search, fetch_url).
+    "response.reasoning.started": pplx_types.ReasoningStartedEventOutput,
+    "response.reasoning.search_queries": pplx_types.SearchQueriesEventOutput,
+    "response.reasoning.search_results": pplx_types.SearchResultsEventOutput,
+    "response.reasoning.fetch_url_queries": pplx_types.FetchUrlQueriesEventOutput,
+    "response.reasoning.fetch_url_results": pplx_types.FetchUrlResultsEventOutput,
+    "response.reasoning.stopped": pplx_types.ReasoningStoppedEventOutput,
 }
 
 # OpenAI-parity events outside Perplexity's catalogue (spec §7.2) that a stream may carry; the
@@ -119,3 +128,25 @@ def check_classes(events: Sequence[Any], classes: Mapping[str, type]) -> None:
             assert event.type in EXTRA_EVENT_TYPES, f"unexpected event type {event.type}"
             continue
         assert type(event) is expected, f"{event.type} parsed as {type(event).__name__}"
+
+
+def exact(item: Any, cls: type[BaseModel]) -> Any:
+    """`item` parsed into exactly `cls` and carries no field that `cls` does not declare.
+
+    The SDK models allow unknown fields, so strict validation alone would let a misspelt or extra
+    field through; the spec lists every field of the items (§4.1, §4.2, §4.8, §5.3)."""
+    assert type(item) is cls, (
+        f"{getattr(item, 'type', '?')} parsed as {type(item).__name__}, not {cls.__name__}"
+    )
+    assert not item.model_extra, f"{cls.__name__} has fields the SDK does not declare: {item.model_extra}"
+    return item
+
+
+def revalidated(event: Any) -> Any:
+    """A Perplexity stream event validated strictly against its catalogued class.
+
+    The strict Perplexity client cannot read a stream with OpenAI-parity events outside its
+    catalogue (`response.content_part.*`, spec §7.1: ignorable), so streams are read with the
+    default client and each catalogued event is validated here."""
+    cls = PPLX_EVENT_CLASSES[event.type]
+    return cls.model_validate(event.to_dict(mode="json"))

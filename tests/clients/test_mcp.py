@@ -41,7 +41,6 @@ from openai.types.responses.response_input_param import McpApprovalResponse as O
 from openai.types.responses.response_output_item import McpApprovalRequest, McpCall, McpListTools
 from openai.types.responses.tool_param import Mcp as OpenAIMcpToolParam
 from perplexity.generated import api as pplx_types
-from pydantic import BaseModel
 
 from conftest import MODEL, Agentd, FakeProvider
 from mcp_servers import McpServer, McpServers
@@ -50,7 +49,9 @@ from support import (
     assert_in_order,
     check_classes,
     check_stream_invariants,
+    exact,
     response_id,
+    revalidated,
 )
 
 Sdk = Literal["perplexity", "openai"]
@@ -99,28 +100,6 @@ def oai_approval(request_id: str, approve: bool, reason: str | None = None) -> O
     if reason is not None:
         item["reason"] = reason
     return item
-
-
-def exact(item: Any, cls: type[BaseModel]) -> Any:
-    """`item` parsed into exactly `cls` and carries no field that `cls` does not declare.
-
-    The SDK models allow unknown fields, so strict validation alone would let a misspelt or extra
-    field through; spec §4.8 lists every field of the MCP items."""
-    assert type(item) is cls, (
-        f"{getattr(item, 'type', '?')} parsed as {type(item).__name__}, not {cls.__name__}"
-    )
-    assert not item.model_extra, f"{cls.__name__} has fields the SDK does not declare: {item.model_extra}"
-    return item
-
-
-def revalidated(event: Any) -> Any:
-    """A Perplexity stream event validated strictly against its catalogued class.
-
-    The strict Perplexity client cannot read a stream with OpenAI-parity events outside its
-    catalogue (`response.content_part.*`, spec §7.1: ignorable), so streams are read with the
-    default client and each catalogued event is validated here."""
-    cls = PPLX_EVENT_CLASSES[event.type]
-    return cls.model_validate(event.to_dict(mode="json"))
 
 
 def offered_tools(request: dict[str, Any]) -> list[str]:
