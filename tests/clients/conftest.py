@@ -7,7 +7,9 @@ Session fixtures start two processes built by `cargo build --bin agentd --bin fa
 - `agentd serve --listen 127.0.0.1:0 --data-dir <tmp>` with `OPENAI_API_KEY` and
   `OPENAI_BASE_URL` pointing at the fake, so the model id `openai/<anything>` reaches it, and
   `AGENTD_ALLOW_PRIVATE_NETWORKS=127.0.0.0/8`, so it may reach the MCP fixture servers on loopback
-  (the `mcp_servers` fixture starts them, see mcp_servers.py).
+  (the `mcp_servers` fixture starts them, see mcp_servers.py), and `AGENTD_SEARXNG_URL` pointing
+  at a local SearxNG-shaped server (web_servers.py, started first), so `web_search` never
+  reaches the internet; the `web` fixture gives tests that server and a page server for `fetch_url`.
 
 Both print `listening on http://ADDR` on stdout; stdout and stderr go to files in the session's
 temporary directory (agentd's stderr is read by the no-secret-in-logs test). Tests share the
@@ -25,9 +27,10 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import openai
@@ -35,6 +38,7 @@ import perplexity
 import pytest
 
 from mcp_servers import McpServers
+from web_servers import WebServers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -217,12 +221,14 @@ def provider_env(fake: FakeProvider) -> dict[str, str]:
     return env
 
 
-def start_agentd(name: str, data_dir: Path, logs: Path, fake: FakeProvider) -> Agentd:
+def start_agentd(
+    name: str, data_dir: Path, logs: Path, fake: FakeProvider, extra_env: Mapping[str, str] | None = None
+) -> Agentd:
     process = Process.spawn(
         name,
         [str(agentd_bin()), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)],
         logs,
-        provider_env(fake),
+        {**provider_env(fake), **(extra_env or {})},
     )
     url = "http://" + process.wait_for_line(r"^listening on http://(\S+)$").group(1)
     wait_healthy(url, process)
@@ -253,10 +259,36 @@ def fake(fake_provider: FakeProvider) -> FakeProvider:
 
 
 @pytest.fixture(scope="session")
+def web_servers() -> Iterator[WebServers]:
+    """The SearxNG-shaped search service and the page server (web_servers.py). agentd reads
+    `AGENTD_SEARXNG_URL` at startup, so they start before it."""
+    servers = WebServers()
+    yield servers
+    servers.close()
+
+
+@pytest.fixture
+def web(web_servers: WebServers) -> WebServers:
+    """The local search service and page server, with their request logs cleared."""
+    web_servers.reset()
+    return web_servers
+
+
+@pytest.fixture(scope="session")
 def agentd(
-    tmp_path_factory: pytest.TempPathFactory, logs_dir: Path, fake_provider: FakeProvider
+    tmp_path_factory: pytest.TempPathFactory,
+    logs_dir: Path,
+    fake_provider: FakeProvider,
+    web_servers: WebServers,
 ) -> Iterator[Agentd]:
-    server = start_agentd("agentd", tmp_path_factory.mktemp("agentd-data"), logs_dir, fake_provider)
+    # `web_search` goes to the local SearxNG stand-in (no test uses agentd's local index).
+    server = start_agentd(
+        "agentd",
+        tmp_path_factory.mktemp("agentd-data"),
+        logs_dir,
+        fake_provider,
+        extra_env={"AGENTD_SEARXNG_URL": web_servers.searxng_url},
+    )
     yield server
     server.process.stop()
 
