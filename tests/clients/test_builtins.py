@@ -61,7 +61,7 @@ from web_servers import (
 
 QUERY = "Rhein Basel"
 QUESTION = "Wie lang ist der Rhein, und schwimmt man in Basel darin?"
-# A ZWJ emoji (4 code points, 7 UTF-16 units, 13 UTF-8 bytes) and umlauts before the markers;
+# A ZWJ emoji (4 code points, 5 UTF-16 units, 13 UTF-8 bytes) and umlauts before the markers;
 # `[7]` names no result and must not become a citation.
 SEARCH_ANSWER = (
     "In Basel schwimmt man im Rhein 🏊‍♀️ – die halbe Stadt tut es [1]. "
