@@ -12,6 +12,7 @@ use engine::hosted::{HostedError, HostedTool, HostedTools};
 use protocol::request::Tool;
 
 pub mod fetch;
+pub mod sandbox;
 pub mod search;
 
 /// The built-in tools of this server.
