@@ -138,6 +138,9 @@ pub(crate) struct Continuation {
     pub(crate) new_from: usize,
     /// The previous response's `mcp` servers: label -> (URL, `allowed_tools`).
     pub(crate) previous_servers: HashMap<String, (String, Option<Vec<String>>)>,
+    /// The conversation the previous response belongs to (`None`: this one starts one).
+    #[serde(default)]
+    pub(crate) conversation: Option<String>,
 }
 
 pub(crate) fn now_secs() -> i64 {
@@ -306,6 +309,7 @@ impl Engine {
                     _ => None,
                 })
                 .collect();
+            context.conversation = Some(previous.conversation().to_owned());
             items = previous.transcript;
         }
         context.new_from = items.len();
@@ -338,6 +342,7 @@ impl Engine {
             transcript,
             new_from: context.new_from,
             previous_servers: context.previous_servers,
+            conversation: context.conversation,
             mcp: self.inner.mcp.clone(),
             max_steps,
         };
@@ -535,6 +540,44 @@ impl Engine {
             )));
         }
         Ok(self.inner.store.events_after(id, None).await?)
+    }
+
+    /// The files a response of this project shared (404 for an unknown response).
+    pub async fn list_files(
+        &self,
+        project_id: &str,
+        response_id: &str,
+    ) -> Result<Vec<crate::store::FileRecord>, EngineError> {
+        self.require_response(project_id, response_id).await?;
+        Ok(self.inner.store.list_files(project_id, response_id).await?)
+    }
+
+    /// One shared file with its bytes (404 for an unknown response or file).
+    pub async fn file_content(
+        &self,
+        project_id: &str,
+        response_id: &str,
+        file_id: &str,
+    ) -> Result<(crate::store::FileRecord, Vec<u8>), EngineError> {
+        self.require_response(project_id, response_id).await?;
+        self.inner
+            .store
+            .get_file(project_id, response_id, file_id)
+            .await?
+            .ok_or_else(|| {
+                EngineError::NotFound(format!(
+                    "file \"{file_id}\" of response \"{response_id}\" not found"
+                ))
+            })
+    }
+
+    async fn require_response(&self, project_id: &str, id: &str) -> Result<(), EngineError> {
+        match self.inner.store.get_response(project_id, id).await? {
+            Some(_) => Ok(()),
+            None => Err(EngineError::NotFound(format!(
+                "response \"{id}\" not found"
+            ))),
+        }
     }
 
     /// Creates an API key for a project (created when missing); returns the key, shown once.

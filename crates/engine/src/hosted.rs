@@ -27,6 +27,38 @@ pub struct CallContext<'a> {
     /// The number the first citable source of this call gets (`[n]` in the answer and
     /// `search_results.results[].id`); numbers run on across the calls of a run.
     pub next_source: u64,
+    /// The model's id of this call (items such as `sandbox_results` carry it as `call_id`).
+    pub call_id: &'a str,
+    /// The conversation the call belongs to: the id of the first response of its
+    /// `previous_response_id` chain. State kept between calls (the sandbox workspace) is
+    /// keyed by it, so a continuation finds it again.
+    pub conversation: &'a str,
+    /// The project of the request (files and workspaces never cross projects).
+    pub project_id: &'a str,
+    /// Where a tool puts files it hands to the caller (`share_file`).
+    pub files: &'a dyn FileSink,
+}
+
+/// A file a tool shared, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFile {
+    /// `file_…`, unique within the response.
+    pub id: String,
+    /// Where the caller downloads it, relative: `/v1/responses/{response_id}/files/{id}/content`.
+    pub url: String,
+    pub bytes: u64,
+}
+
+/// Stores files tools share with the caller, attached to the response being run.
+#[async_trait::async_trait]
+pub trait FileSink: Send + Sync {
+    /// Stores one file. `Err` is a message for the model (e.g. the file is too large).
+    async fn share(
+        &self,
+        filename: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<SharedFile, String>;
 }
 
 /// A source the model may cite as `[number]`.
@@ -73,20 +105,32 @@ pub enum HostedError {
 
 /// Builds the hosted tools a request asks for (implemented by the `tools` crate).
 pub trait HostedTools: Send + Sync {
-    /// The tool for `tools[index]`, or `Ok(None)` when it is not a kind this implementation
-    /// provides (the engine then answers that the tool is not available yet).
-    fn build(&self, index: usize, tool: &Tool) -> Result<Option<Arc<dyn HostedTool>>, HostedError>;
+    /// The tools `tools[index]` gives the model (one entry may bring several: `sandbox`
+    /// brings `execute`, `read`, `write`, …), or an empty list when it is not a kind this
+    /// implementation provides (the engine then answers that the tool is not available yet).
+    fn build(&self, index: usize, tool: &Tool) -> Result<Vec<Arc<dyn HostedTool>>, HostedError>;
 }
 
 /// Provides no hosted tools (processes that run no agent loop, and tests).
 pub struct NoHostedTools;
 
 impl HostedTools for NoHostedTools {
-    fn build(
+    fn build(&self, _index: usize, _tool: &Tool) -> Result<Vec<Arc<dyn HostedTool>>, HostedError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A [`FileSink`] that refuses every file (contexts where nothing can be shared, and tests).
+pub struct NoFiles;
+
+#[async_trait::async_trait]
+impl FileSink for NoFiles {
+    async fn share(
         &self,
-        _index: usize,
-        _tool: &Tool,
-    ) -> Result<Option<Arc<dyn HostedTool>>, HostedError> {
-        Ok(None)
+        _filename: &str,
+        _content_type: &str,
+        _bytes: Vec<u8>,
+    ) -> Result<SharedFile, String> {
+        Err("files cannot be shared here".to_owned())
     }
 }

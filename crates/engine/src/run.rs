@@ -28,13 +28,13 @@ use tokio_util::sync::CancellationToken;
 use crate::approvals;
 use crate::engine::{new_id, now_secs};
 use crate::events::EventLog;
-use crate::hosted::{CallContext, HostedTool, Source};
+use crate::hosted::{CallContext, FileSink, HostedTool, SharedFile, Source};
 use crate::mcp::{McpCallResult, McpConnector, McpError, McpSession, McpToolInfo};
 use crate::model::{
     FinishReason, JsonSchemaFormat, ModelError, ModelEvent, ModelRequest, ModelToolChoice,
     ResolvedModel, ToolCall,
 };
-use crate::store::{ResponseRecord, Store};
+use crate::store::{FileRecord, ResponseRecord, Store};
 use crate::tools::{Registry, Target};
 use crate::transcript;
 
@@ -60,6 +60,8 @@ pub struct RunPlan {
     /// The `mcp` servers of the previous response (label -> URL and `allowed_tools`): where
     /// they match this request, the transcript's tool list is reused without listing again.
     pub previous_servers: HashMap<String, (String, Option<Vec<String>>)>,
+    /// The conversation of the previous response (`None`: this response starts one).
+    pub conversation: Option<String>,
     pub mcp: Arc<dyn McpConnector>,
     pub max_steps: u32,
 }
@@ -111,6 +113,7 @@ pub fn record(plan: &RunPlan, response: &Response, transcript: Vec<InputItem>) -
         visible: response.store,
         response: response.clone(),
         transcript,
+        conversation_id: plan.conversation.clone(),
     }
 }
 
@@ -153,6 +156,65 @@ enum Stop {
 impl From<ErrorInfo> for Stop {
     fn from(error: ErrorInfo) -> Self {
         Stop::Failed(error)
+    }
+}
+
+/// Largest file a tool may share, and how many files one response may hold.
+const MAX_SHARED_FILE_BYTES: usize = 25 << 20;
+const MAX_SHARED_FILES: usize = 100;
+
+/// Stores the files tools share, attached to the response being run.
+struct RunFiles {
+    store: Arc<dyn Store>,
+    project_id: String,
+    response_id: String,
+}
+
+#[async_trait::async_trait]
+impl FileSink for RunFiles {
+    async fn share(
+        &self,
+        filename: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<SharedFile, String> {
+        if bytes.len() > MAX_SHARED_FILE_BYTES {
+            return Err(format!(
+                "the file is {} bytes; at most {MAX_SHARED_FILE_BYTES} bytes can be shared",
+                bytes.len()
+            ));
+        }
+        let existing = self
+            .store
+            .list_files(&self.project_id, &self.response_id)
+            .await
+            .map_err(|err| format!("the file could not be stored: {err}"))?;
+        if existing.len() >= MAX_SHARED_FILES {
+            return Err(format!(
+                "a response can share at most {MAX_SHARED_FILES} files"
+            ));
+        }
+        let record = FileRecord {
+            id: new_id("file"),
+            response_id: self.response_id.clone(),
+            project_id: self.project_id.clone(),
+            filename: filename.to_owned(),
+            content_type: content_type.to_owned(),
+            bytes: bytes.len() as u64,
+            created_at: now_secs(),
+        };
+        self.store
+            .put_file(&record, &bytes)
+            .await
+            .map_err(|err| format!("the file could not be stored: {err}"))?;
+        Ok(SharedFile {
+            url: format!(
+                "/v1/responses/{}/files/{}/content",
+                self.response_id, record.id
+            ),
+            id: record.id,
+            bytes: record.bytes,
+        })
     }
 }
 
@@ -924,11 +986,24 @@ impl Run {
         &mut self,
         calls: Vec<(ToolCall, Arc<dyn HostedTool>)>,
     ) -> Result<(), Stop> {
+        let files = RunFiles {
+            store: self.store.clone(),
+            project_id: self.plan.project_id.clone(),
+            response_id: self.response.id.clone(),
+        };
         for (call, tool) in calls {
             let log = self.log.clone();
             let context = CallContext {
                 events: log.as_ref(),
                 next_source: self.next_source,
+                call_id: &call.id,
+                conversation: self
+                    .plan
+                    .conversation
+                    .as_deref()
+                    .unwrap_or(&self.response.id),
+                project_id: &self.plan.project_id,
+                files: &files,
             };
             let outcome = tokio::select! {
                 outcome = tool.call(&call.arguments, context) => outcome,

@@ -31,6 +31,48 @@ pub struct ResponseRecord {
     /// The continuation transcript: every item the model saw, in order, ending with this run's
     /// output (instructions excluded: they are per request).
     pub transcript: Vec<protocol::input::InputItem>,
+    /// The first response of this response's `previous_response_id` chain (`None`: itself).
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+}
+
+impl ResponseRecord {
+    /// The conversation this response belongs to.
+    pub fn conversation(&self) -> &str {
+        self.conversation_id.as_deref().unwrap_or(&self.id)
+    }
+}
+
+/// A file a response shared (its bytes travel separately).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    /// `file_…`, unique within the response.
+    pub id: String,
+    pub response_id: String,
+    pub project_id: String,
+    pub filename: String,
+    pub content_type: String,
+    pub bytes: u64,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+#[async_trait::async_trait]
+pub trait FileStore: Send + Sync {
+    async fn put_file(&self, record: &FileRecord, data: &[u8]) -> Result<(), StoreError>;
+    /// The files of a response of this project, oldest first.
+    async fn list_files(
+        &self,
+        project_id: &str,
+        response_id: &str,
+    ) -> Result<Vec<FileRecord>, StoreError>;
+    /// One file with its bytes.
+    async fn get_file(
+        &self,
+        project_id: &str,
+        response_id: &str,
+        file_id: &str,
+    ) -> Result<Option<(FileRecord, Vec<u8>)>, StoreError>;
 }
 
 /// One stored stream event.
@@ -176,5 +218,11 @@ pub trait MaintenanceStore: Send + Sync {
 }
 
 /// Everything the engine and server need from storage.
-pub trait Store: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore {}
-impl<T: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore> Store for T {}
+pub trait Store:
+    ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore + FileStore
+{
+}
+impl<T: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore + FileStore> Store
+    for T
+{
+}

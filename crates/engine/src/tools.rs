@@ -161,21 +161,26 @@ impl Registry {
                 }
                 Tool::Mcp(mcp) => registry.servers.push(ServerDef::from_tool(mcp)),
                 other => match hosted.build(index, other) {
-                    Ok(Some(tool)) => {
-                        let spec = tool.spec();
-                        if registry.hosted.iter().any(|(s, _)| s.name == spec.name) {
-                            return Err(EngineError::invalid(
-                                format!("tools[{index}]"),
-                                format!("the {} tool is given more than once", other.type_name()),
-                            ));
-                        }
-                        registry.hosted.push((spec, tool));
-                    }
-                    Ok(None) => {
+                    Ok(tools) if tools.is_empty() => {
                         return Err(EngineError::NotImplemented(format!(
                             "tools[{index}]: the {} tool is not available on this server yet",
                             other.type_name()
                         )));
+                    }
+                    Ok(tools) => {
+                        for tool in tools {
+                            let spec = tool.spec();
+                            if registry.hosted.iter().any(|(s, _)| s.name == spec.name) {
+                                return Err(EngineError::invalid(
+                                    format!("tools[{index}]"),
+                                    format!(
+                                        "the {} tool is given more than once",
+                                        other.type_name()
+                                    ),
+                                ));
+                            }
+                            registry.hosted.push((spec, tool));
+                        }
                     }
                     Err(HostedError::Invalid(err)) => return Err(EngineError::InvalidRequest(err)),
                     Err(HostedError::Unavailable(message)) => {

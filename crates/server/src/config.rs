@@ -59,6 +59,30 @@ pub struct RawTools {
     pub web_search: RawWebSearch,
     #[serde(default)]
     pub fetch_url: RawFetchUrl,
+    #[serde(default)]
+    pub sandbox: RawSandbox,
+}
+
+/// `[tools.sandbox]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSandbox {
+    /// The isolation back end: `bwrap` (the only one so far).
+    pub backend: Option<String>,
+    /// Wall time of one execution, in seconds (default 60).
+    pub timeout_s: Option<u64>,
+    /// Memory of one execution, in MiB (default 1024).
+    pub memory_mb: Option<u64>,
+    /// Kept of each of stdout and stderr, in bytes (default 1 MiB).
+    pub max_output_bytes: Option<usize>,
+    /// Whether code may reach the network (default false).
+    pub network: Option<bool>,
+    /// Processes one execution may run at once (default 64).
+    pub max_processes: Option<u32>,
+    /// Largest file one execution may write, in MiB (default 100).
+    pub max_file_mb: Option<u64>,
+    /// A workspace unused this long is removed, in minutes (default 60).
+    pub idle_expiry_minutes: Option<u64>,
 }
 
 /// `[tools.web_search]`. API keys never sit in the file: `BRAVE_API_KEY`, `TAVILY_API_KEY`,
@@ -208,6 +232,21 @@ pub struct Config {
     /// The `web_search` back end (keys from the environment only).
     pub web_search: tools::search::BackendSettings,
     pub fetch_url: FetchUrlSettings,
+    pub sandbox: SandboxSettings,
+}
+
+/// The sandbox (`[tools.sandbox]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSettings {
+    pub timeout: std::time::Duration,
+    pub memory_mb: u64,
+    pub max_output_bytes: usize,
+    pub network: bool,
+    pub max_processes: u32,
+    pub max_file_bytes: u64,
+    pub idle_expiry: std::time::Duration,
+    /// Where workspaces live: `<data_dir>/sandbox`.
+    pub root: PathBuf,
 }
 
 /// Limits of the `fetch_url` tool (`[tools.fetch_url]`).
@@ -403,6 +442,7 @@ impl Config {
                 }
             },
         };
+        let sandbox = sandbox_settings(file.tools.sandbox, &data_dir)?;
         Ok(Config {
             listen,
             data_dir,
@@ -415,8 +455,66 @@ impl Config {
             mcp,
             web_search,
             fetch_url,
+            sandbox,
         })
     }
+}
+
+fn sandbox_settings(
+    raw: RawSandbox,
+    data_dir: &std::path::Path,
+) -> Result<SandboxSettings, ConfigError> {
+    let invalid = |name: &str, message: &str| ConfigError::Invalid {
+        name: format!("tools.sandbox.{name}"),
+        message: message.to_owned(),
+    };
+    match raw.backend.as_deref() {
+        None | Some("bwrap") => {}
+        Some(other) => {
+            return Err(invalid(
+                "backend",
+                &format!("{other:?}: the only back end is \"bwrap\""),
+            ));
+        }
+    }
+    let within = |name: &str, value: u64, range: std::ops::RangeInclusive<u64>| {
+        if range.contains(&value) {
+            Ok(value)
+        } else {
+            Err(invalid(
+                name,
+                &format!("must be within {}..={}", range.start(), range.end()),
+            ))
+        }
+    };
+    Ok(SandboxSettings {
+        timeout: std::time::Duration::from_secs(within(
+            "timeout_s",
+            raw.timeout_s.unwrap_or(60),
+            1..=3600,
+        )?),
+        memory_mb: within("memory_mb", raw.memory_mb.unwrap_or(1024), 16..=65_536)?,
+        max_output_bytes: within(
+            "max_output_bytes",
+            raw.max_output_bytes.unwrap_or(1 << 20) as u64,
+            1024..=67_108_864,
+        )? as usize,
+        network: raw.network.unwrap_or(false),
+        max_processes: within(
+            "max_processes",
+            u64::from(raw.max_processes.unwrap_or(64)),
+            1..=4096,
+        )? as u32,
+        max_file_bytes: within("max_file_mb", raw.max_file_mb.unwrap_or(100), 1..=65_536)? << 20,
+        idle_expiry: std::time::Duration::from_secs(
+            within(
+                "idle_expiry_minutes",
+                raw.idle_expiry_minutes.unwrap_or(60),
+                1..=43_200,
+            )? * 60,
+        ),
+        root: data_dir.join("sandbox"),
+    })
 }
 
 /// A duration setting in milliseconds within 100 ms ..= 1 h.

@@ -91,9 +91,79 @@ pub async fn cancel(
     Ok(Json(state.engine.cancel(&project, &id).await?))
 }
 
-/// `GET /v1/{agent|responses}/{id}/files` and `…/files/{file_id}/content`.
-pub async fn files(Project(_): Project) -> ApiError {
-    ApiError::NotImplemented("response files are not available on this server yet".to_owned())
+/// `GET /v1/{agent|responses}/{id}/files`: the files a response shared.
+pub async fn files(
+    State(state): State<AppState>,
+    Project(project): Project,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let files = state.engine.list_files(&project, &id).await?;
+    let data: Vec<serde_json::Value> = files
+        .into_iter()
+        .map(|file| {
+            serde_json::json!({
+                "id": file.id,
+                "object": "file",
+                "filename": file.filename,
+                "bytes": file.bytes,
+                "created_at": file.created_at,
+            })
+        })
+        .collect();
+    Ok(Json(serde_json::json!({"object": "list", "data": data})).into_response())
+}
+
+/// `GET /v1/{agent|responses}/{id}/files/{file_id}/content`: the bytes, with the file's
+/// content type and `Content-Disposition: attachment` naming it.
+pub async fn file_content(
+    State(state): State<AppState>,
+    Project(project): Project,
+    Path((id, file_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let (file, bytes) = state.engine.file_content(&project, &id, &file_id).await?;
+    let content_type = axum::http::HeaderValue::from_str(&file.content_type).unwrap_or(
+        axum::http::HeaderValue::from_static("application/octet-stream"),
+    );
+    let disposition = axum::http::HeaderValue::from_str(&content_disposition(&file.filename))
+        .unwrap_or(axum::http::HeaderValue::from_static("attachment"));
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, content_type),
+            (axum::http::header::CONTENT_DISPOSITION, disposition),
+            (
+                axum::http::header::X_CONTENT_TYPE_OPTIONS,
+                axum::http::HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// `attachment; filename="…"; filename*=UTF-8''…` (RFC 6266): an ASCII fallback with quotes,
+/// backslashes and controls replaced, and the exact name percent-encoded.
+fn content_disposition(filename: &str) -> String {
+    let fallback: String = filename
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let encoded: String = filename
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    format!("attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}")
 }
 
 /// `GET /v1/models` (no auth).

@@ -87,6 +87,17 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let mcp = mcp::McpClient::new(mcp_config).map_err(|err| ServerError::Mcp(err.to_string()))?;
     let hosted = builtins(config).await?;
     tracing::info!(web_search = hosted.search_backend(), "built-in tools ready");
+    let workspaces = hosted.workspaces();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            let removed = workspaces.expire_idle().await;
+            if removed > 0 {
+                tracing::info!(removed, "idle sandbox workspaces removed");
+            }
+        }
+    });
     let engine = Engine::new(
         engine::Ports {
             models: Arc::new(registry),
@@ -143,7 +154,37 @@ pub async fn builtins(config: &Config) -> Result<tools::Builtins, ServerError> {
     let search = tools::search::backend_from_settings(&config.web_search, &backend_policy)
         .await
         .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
-    Ok(tools::Builtins::new(Arc::new(fetch), search))
+    let sandbox = &config.sandbox;
+    let isolation: Result<Arc<dyn tools::sandbox::Isolation>, String> =
+        match tools::sandbox::Bwrap::probe().await {
+            Ok(bwrap) => {
+                tracing::info!("sandbox isolation (bubblewrap) works");
+                Ok(Arc::new(bwrap))
+            }
+            Err(why) => {
+                tracing::warn!(reason = %why, "the sandbox tool is unavailable: code will not run");
+                Err(why)
+            }
+        };
+    let workspaces = Arc::new(tools::sandbox::Workspaces::new(
+        sandbox.root.clone(),
+        sandbox.idle_expiry,
+    ));
+    let limits = tools::sandbox::Limits {
+        timeout: sandbox.timeout,
+        memory_mb: sandbox.memory_mb,
+        max_processes: sandbox.max_processes,
+        max_file_bytes: sandbox.max_file_bytes,
+        max_output_bytes: sandbox.max_output_bytes,
+        network: sandbox.network,
+    };
+    let sandbox = tools::Sandbox::new(
+        isolation,
+        workspaces,
+        limits,
+        tools::sandbox::files::FileLimits::default(),
+    );
+    Ok(tools::Builtins::new(Arc::new(fetch), search, sandbox))
 }
 
 /// The addresses an operator-configured URL's host resolves to, as host CIDRs.

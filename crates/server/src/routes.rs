@@ -21,7 +21,7 @@ pub fn routes() -> Router<AppState> {
             .route(&format!("{base}/{{id}}/files"), get(handlers::files))
             .route(
                 &format!("{base}/{{id}}/files/{{file_id}}/content"),
-                get(handlers::files),
+                get(handlers::file_content),
             );
     }
     router.fallback(handlers::not_found)

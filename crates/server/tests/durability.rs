@@ -55,10 +55,14 @@ impl Agentd {
         let stdout = child.stdout.take().unwrap();
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).unwrap();
-        let Some(addr) = line.trim().strip_prefix("listening on ").map(str::to_owned) else {
-            let log = std::fs::read_to_string(data_dir.join("agentd.log")).unwrap_or_default();
-            panic!("agentd did not start (first stdout line {line:?}); its log:\n{log}");
-        };
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .map(str::to_owned)
+            .unwrap_or_else(|| {
+                let log = std::fs::read_to_string(data_dir.join("agentd.log")).unwrap_or_default();
+                unreachable!("agentd did not start (first stdout line {line:?}); its log:\n{log}")
+            });
         Agentd {
             child,
             base: addr,

@@ -38,6 +38,7 @@
 
 mod error;
 mod events;
+mod files;
 mod jobs;
 mod keys;
 mod maintenance;

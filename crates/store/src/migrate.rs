@@ -14,6 +14,7 @@ use sqlx::sqlite::SqlitePool;
 pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "jobs", include_str!("../migrations/0002_jobs.sql")),
+    (3, "files", include_str!("../migrations/0003_files.sql")),
 ];
 
 /// Apply the migrations not yet applied to this database.

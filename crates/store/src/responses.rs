@@ -9,9 +9,11 @@ use crate::{SqliteStore, error, now_secs};
 /// Insert, or replace the record with the same id if it belongs to the same project.
 const UPSERT: &str = "\
 INSERT INTO responses
-    (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at,
+     conversation_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (id) DO UPDATE SET
+    conversation_id = excluded.conversation_id,
     created_at = excluded.created_at,
     visible = excluded.visible,
     status = excluded.status,
@@ -21,7 +23,7 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE responses.project_id = excluded.project_id";
 
 const SELECT: &str = "\
-SELECT id, project_id, created_at, visible, response_json, transcript_json
+SELECT id, project_id, created_at, visible, response_json, transcript_json, conversation_id
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
@@ -44,6 +46,7 @@ where
         .bind(response_json)
         .bind(transcript_json)
         .bind(now_secs())
+        .bind(record.conversation_id.as_deref())
         .execute(executor)
         .await
         .map_err(error::backend)?;
@@ -120,5 +123,8 @@ fn decode(row: &SqliteRow, id: &str) -> Result<ResponseRecord, StoreError> {
             .map_err(|e| error::bad_json(&what, "response_json", &e))?,
         transcript: serde_json::from_str(&transcript_json)
             .map_err(|e| error::bad_json(&what, "transcript_json", &e))?,
+        conversation_id: row
+            .try_get::<Option<String>, _>("conversation_id")
+            .map_err(|e| error::bad_column(&what, "conversation_id", e))?,
     })
 }

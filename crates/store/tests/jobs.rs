@@ -74,6 +74,7 @@ fn record(
         visible: true,
         response: response(id, status)?,
         transcript: Vec::new(),
+        conversation_id: None,
     })
 }
 

@@ -5,7 +5,8 @@ mod common;
 use agentd_store::SqliteStore;
 use common::{TempDir, TestResult, events, memory_store};
 use engine::store::{
-    EventRecord, EventStore, KeyRecord, KeyStore, ResponseRecord, ResponseStore, StoreError,
+    EventRecord, EventStore, FileRecord, FileStore, KeyRecord, KeyStore, ResponseRecord,
+    ResponseStore, StoreError,
 };
 use protocol::input::InputItem;
 use protocol::response::{Response, ResponseStatus};
@@ -71,6 +72,7 @@ fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, s
         visible,
         response: response(id, "completed")?,
         transcript: transcript()?,
+        conversation_id: None,
     })
 }
 
@@ -373,5 +375,66 @@ async fn final_write_stores_response_and_events_together() -> TestResult {
         .await;
     assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
     assert_eq!(store.events_after("resp_f", Some(5)).await?.len(), 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_conversation_id_round_trips() -> TestResult {
+    let store = memory_store().await?;
+    let first = record("resp_first", "proj_a", true)?;
+    store.put_response(&first).await?;
+    let mut second = record("resp_second", "proj_a", true)?;
+    second.conversation_id = Some("resp_first".to_owned());
+    store.put_response(&second).await?;
+    let read = store
+        .get_response("proj_a", "resp_first")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(read.conversation(), "resp_first");
+    let read = store
+        .get_response("proj_a", "resp_second")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(read.conversation_id.as_deref(), Some("resp_first"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn shared_files_round_trip_byte_for_byte_within_their_project() -> TestResult {
+    let store = memory_store().await?;
+    let data: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let file = FileRecord {
+        id: "file_1".to_owned(),
+        response_id: "resp_1".to_owned(),
+        project_id: "proj_a".to_owned(),
+        filename: "chart.png".to_owned(),
+        content_type: "image/png".to_owned(),
+        bytes: data.len() as u64,
+        created_at: 1_700_000_000,
+    };
+    store.put_file(&file, &data).await?;
+    assert_eq!(
+        store.list_files("proj_a", "resp_1").await?,
+        vec![file.clone()]
+    );
+    let (read, bytes) = store
+        .get_file("proj_a", "resp_1", "file_1")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(read, file);
+    assert_eq!(bytes, data);
+    assert!(store.list_files("proj_b", "resp_1").await?.is_empty());
+    assert!(
+        store
+            .get_file("proj_b", "resp_1", "file_1")
+            .await?
+            .is_none()
+    );
+    assert!(
+        store
+            .get_file("proj_a", "resp_1", "file_2")
+            .await?
+            .is_none()
+    );
     Ok(())
 }

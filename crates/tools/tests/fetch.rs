@@ -327,6 +327,10 @@ async fn fetch(tool: &FetchUrl, urls: &[String]) -> (ToolOutcome, Vec<EventData>
             CallContext {
                 events: &events,
                 next_source: 1,
+                call_id: "call_1",
+                conversation: "resp_test",
+                project_id: "proj_test",
+                files: &engine::hosted::NoFiles,
             },
         )
         .await;
@@ -678,6 +682,10 @@ async fn events_come_in_order_with_the_urls_and_contents() {
             CallContext {
                 events: &events,
                 next_source: 4,
+                call_id: "call_1",
+                conversation: "resp_test",
+                project_id: "proj_test",
+                files: &engine::hosted::NoFiles,
             },
         )
         .await;
@@ -733,6 +741,10 @@ async fn invalid_arguments_give_an_error_and_fetch_nothing() {
                 CallContext {
                     events: &events,
                     next_source: 1,
+                    call_id: "call_1",
+                    conversation: "resp_test",
+                    project_id: "proj_test",
+                    files: &engine::hosted::NoFiles,
                 },
             )
             .await;

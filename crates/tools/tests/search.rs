@@ -209,6 +209,10 @@ async fn call(
             CallContext {
                 events: &events,
                 next_source,
+                call_id: "call_1",
+                conversation: "resp_test",
+                project_id: "proj_test",
+                files: &engine::hosted::NoFiles,
             },
         )
         .await;

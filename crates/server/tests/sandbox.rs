@@ -1,0 +1,169 @@
+//! The sandbox through agentd: real executions under bubblewrap, state kept across a
+//! continuation, files shared with the caller and downloaded byte for byte, and path escapes
+//! refused. Only the model is scripted.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
+use serde_json::{Value, json};
+use testkit::{Reply, TestApp};
+
+const MODEL: &str = "openai/gpt-test";
+
+fn items<'a>(response: &'a Value, kind: &str) -> Vec<&'a Value> {
+    response["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == kind)
+        .collect()
+}
+
+fn call(name: &str, arguments: Value) -> Reply {
+    Reply::tool_calls(vec![("call_1", name, &arguments.to_string())])
+}
+
+#[tokio::test]
+async fn code_runs_state_persists_across_a_continuation_and_files_download() {
+    let app = TestApp::spawn().await;
+    let sandbox = json!([{"type": "sandbox"}]);
+    app.fake.push(call(
+        "execute",
+        json!({"language": "python", "code": "open('data.csv','w').write('a,b\\n1,2\\n')\nprint(6*7)"}),
+    ));
+    app.fake.push(Reply::text("The answer is 42."));
+    let (status, first) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "compute", "tools": sandbox}),
+        )
+        .await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["status"], "completed", "{first}");
+    let run = items(&first, "sandbox_results")[0];
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["language"], "python");
+    assert_eq!(run["call_id"], "call_1");
+    assert_eq!(run["results"][0]["exit_code"], 0);
+    assert_eq!(run["results"][0]["stdout"], "42\n");
+    let container = run["container_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        first["usage"]["tool_calls_details"]["sandbox"]["invocation"],
+        1
+    );
+    // The model was offered the sandbox tools and read the output.
+    let offered = app.fake.requests()[0]["tools"].to_string();
+    for name in [
+        "execute",
+        "read",
+        "write",
+        "edit",
+        "grep",
+        "glob",
+        "apply_patch",
+        "share_file",
+    ] {
+        assert!(
+            offered.contains(&format!("\"{name}\"")),
+            "{name} not offered"
+        );
+    }
+
+    // A continuation finds the same workspace: the file is still there.
+    app.fake.push(call(
+        "execute",
+        json!({"language": "bash", "code": "cat data.csv; exit 3"}),
+    ));
+    app.fake
+        .push(call("share_file", json!({"path": "data.csv"})));
+    app.fake.push(Reply::text("Here is the file."));
+    let (status, second) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "show it", "tools": sandbox,
+                   "previous_response_id": first["id"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{second}");
+    let run = items(&second, "sandbox_results")[0];
+    assert_eq!(run["container_id"], container.as_str());
+    assert_eq!(run["results"][0]["stdout"], "a,b\n1,2\n");
+    assert_eq!(run["results"][0]["exit_code"], 3);
+    assert_eq!(
+        run["status"], "completed",
+        "a non-zero exit is still a completed run"
+    );
+
+    let shared = items(&second, "share_file")[0];
+    assert_eq!(shared["filename"], "data.csv");
+    assert_eq!(shared["size_bytes"], 8);
+    let id = second["id"].as_str().unwrap();
+    let file_id = shared["file_id"].as_str().unwrap();
+    assert_eq!(
+        shared["url"],
+        format!("/v1/responses/{id}/files/{file_id}/content")
+    );
+    let (status, list) = app.get(&format!("/v1/agent/{id}/files")).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["object"], "list");
+    assert_eq!(list["data"][0]["id"], file_id);
+    assert_eq!(list["data"][0]["bytes"], 8);
+    let download = app
+        .client
+        .get(app.url(shared["url"].as_str().unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(download.status().as_u16(), 200);
+    let header = |name: &str| {
+        download
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        header("content-type").starts_with("text/csv"),
+        "{}",
+        header("content-type")
+    );
+    assert!(
+        header("content-disposition").starts_with("attachment; filename=\"data.csv\""),
+        "{}",
+        header("content-disposition")
+    );
+    assert_eq!(download.bytes().await.unwrap().as_ref(), b"a,b\n1,2\n");
+    let (status, _) = app
+        .get(&format!("/v1/responses/{id}/files/file_nope/content"))
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = app.get("/v1/responses/resp_nope/files").await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn paths_outside_the_workspace_are_refused_and_code_cannot_reach_the_host() {
+    let app = TestApp::spawn().await;
+    app.fake
+        .push(call("read", json!({"path": "../../../../etc/passwd"})));
+    app.fake.push(call(
+        "execute",
+        json!({"language": "bash", "code": "id -u; cat /root/.bashrc >/dev/null 2>&1 && echo leaked; ls /workspace >/dev/null && echo inside"}),
+    ));
+    app.fake.push(Reply::text("done"));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "x", "tools": [{"type": "sandbox"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let read = items(&response, "sandbox_read_file")[0];
+    assert!(read["error"].as_str().is_some(), "{read}");
+    assert!(read.get("content").is_none_or(Value::is_null), "{read}");
+    let run = items(&response, "sandbox_results")[0];
+    let stdout = run["results"][0]["stdout"].as_str().unwrap();
+    assert!(stdout.starts_with("65534\n"), "{stdout}");
+    assert!(!stdout.contains("leaked"), "{stdout}");
+    assert!(stdout.contains("inside"), "{stdout}");
+}
