@@ -38,6 +38,8 @@ pub struct EngineConfig {
     pub lease: Duration,
     /// How long event logs are kept for resume.
     pub event_retention: Duration,
+    /// How long files shared by responses are kept.
+    pub file_retention: Duration,
 }
 
 impl Default for EngineConfig {
@@ -48,6 +50,7 @@ impl Default for EngineConfig {
             max_queued_per_project: 1000,
             lease: Duration::from_secs(30),
             event_retention: Duration::from_secs(24 * 3600),
+            file_retention: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }

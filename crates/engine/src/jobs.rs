@@ -286,24 +286,33 @@ impl Engine {
     }
 
     async fn sweep_retention(&self) {
-        let retention =
-            i64::try_from(self.inner.config.event_retention.as_secs()).unwrap_or(i64::MAX);
         loop {
-            match self
-                .inner
-                .store
-                .purge_events(now_secs().saturating_sub(retention))
-                .await
-            {
+            match self.purge_expired_events().await {
                 Ok(0) => {}
                 Ok(purged) => tracing::info!(purged, "purged expired event logs"),
                 Err(err) => tracing::warn!(error = %err, "purging expired event logs failed"),
+            }
+            match self.purge_expired_files().await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "purged expired shared files"),
+                Err(err) => tracing::warn!(error = %err, "purging expired shared files failed"),
             }
             tokio::select! {
                 () = tokio::time::sleep(RETENTION_SWEEP) => {}
                 () = self.inner.stopping.cancelled() => return,
             }
         }
+    }
+
+    /// Purges shared files older than their retention now (also done hourly by the sweeper).
+    pub async fn purge_expired_files(&self) -> Result<u64, EngineError> {
+        let retention =
+            i64::try_from(self.inner.config.file_retention.as_secs()).unwrap_or(i64::MAX);
+        Ok(self
+            .inner
+            .store
+            .purge_files(now_secs().saturating_sub(retention))
+            .await?)
     }
 
     /// Purges event logs older than the retention now (also done hourly by the sweeper).

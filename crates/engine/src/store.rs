@@ -66,6 +66,8 @@ pub trait FileStore: Send + Sync {
         project_id: &str,
         response_id: &str,
     ) -> Result<Vec<FileRecord>, StoreError>;
+    /// Deletes files created before `created_before` (unix seconds); returns how many.
+    async fn purge_files(&self, created_before: i64) -> Result<u64, StoreError>;
     /// One file with its bytes.
     async fn get_file(
         &self,

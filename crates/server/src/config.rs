@@ -163,6 +163,8 @@ pub struct RawRuns {
     pub lease_secs: Option<u64>,
     /// How long event logs are kept for resume, in hours (default 24).
     pub event_retention_hours: Option<u64>,
+    /// How long files shared by responses are kept, in hours (default 168).
+    pub file_retention_hours: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -356,7 +358,17 @@ impl Config {
                 message: "must be within 1..=8760".to_owned(),
             });
         }
+        let file_retention_hours = runs
+            .file_retention_hours
+            .unwrap_or(defaults.file_retention.as_secs() / 3600);
+        if !(1..=24 * 365 * 10).contains(&file_retention_hours) {
+            return Err(ConfigError::Invalid {
+                name: "runs.file_retention_hours".to_owned(),
+                message: "must be within 1..=87600".to_owned(),
+            });
+        }
         let engine = engine::EngineConfig {
+            file_retention: std::time::Duration::from_secs(file_retention_hours * 3600),
             default_max_steps,
             workers,
             max_queued_per_project: runs

@@ -167,3 +167,39 @@ async fn paths_outside_the_workspace_are_refused_and_code_cannot_reach_the_host(
     assert!(!stdout.contains("leaked"), "{stdout}");
     assert!(stdout.contains("inside"), "{stdout}");
 }
+
+#[tokio::test]
+async fn another_projects_files_are_not_found() {
+    let app = TestApp::spawn().await;
+    let key_a = app.state.engine.create_key("alpha").await.unwrap();
+    let key_b = app.state.engine.create_key("beta").await.unwrap();
+    app.fake.push(call(
+        "write",
+        json!({"path": "note.txt", "content": "for alpha only"}),
+    ));
+    app.fake
+        .push(call("share_file", json!({"path": "note.txt"})));
+    app.fake.push(Reply::text("shared"));
+    let created: Value = app
+        .client
+        .post(app.url("/v1/responses"))
+        .bearer_auth(&key_a)
+        .json(&json!({"model": MODEL, "input": "x", "tools": [{"type": "sandbox"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = items(&created, "share_file")[0]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let list = format!("/v1/responses/{}/files", created["id"].as_str().unwrap());
+    let get = |key: &str, path: &str| app.client.get(app.url(path)).bearer_auth(key).send();
+    let mine = get(&key_a, &url).await.unwrap();
+    assert_eq!(mine.status().as_u16(), 200);
+    assert_eq!(mine.text().await.unwrap(), "for alpha only");
+    assert_eq!(get(&key_b, &url).await.unwrap().status().as_u16(), 404);
+    assert_eq!(get(&key_b, &list).await.unwrap().status().as_u16(), 404);
+}

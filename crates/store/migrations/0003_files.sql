@@ -20,3 +20,4 @@ CREATE TABLE files (
 );
 
 CREATE INDEX files_project ON files (project_id, response_id);
+CREATE INDEX files_created ON files (created_at);

@@ -53,6 +53,15 @@ impl FileStore for SqliteStore {
         rows.iter().map(decode).collect()
     }
 
+    async fn purge_files(&self, created_before: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM files WHERE created_at < $1")
+            .bind(created_before)
+            .execute(&self.writer)
+            .await
+            .map_err(error::backend)?;
+        Ok(done.rows_affected())
+    }
+
     async fn get_file(
         &self,
         project_id: &str,
