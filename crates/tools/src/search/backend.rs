@@ -99,6 +99,26 @@ pub struct Hit {
     pub last_updated: Option<String>,
 }
 
+impl Hit {
+    /// A hit from a service's raw fields: none without a URL; dates normalised to
+    /// `YYYY-MM-DD` (an unreadable date is dropped).
+    pub(crate) fn from_raw(
+        url: Option<String>,
+        title: Option<String>,
+        snippet: Option<String>,
+        date: Option<&str>,
+        last_updated: Option<&str>,
+    ) -> Option<Hit> {
+        Some(Hit {
+            url: url.filter(|url| !url.is_empty())?,
+            title: title.unwrap_or_default(),
+            snippet: snippet.unwrap_or_default(),
+            date: date.and_then(super::filter::normalize_date),
+            last_updated: last_updated.and_then(super::filter::normalize_date),
+        })
+    }
+}
+
 /// Why a back end (or the local index) could not answer. Messages never carry API keys.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {

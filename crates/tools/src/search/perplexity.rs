@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::backend::{Backend, BackendError, Hit, SearchQuery};
-use super::filter::normalize_date;
 use super::http;
 
 /// The public endpoint's base (the same base as Perplexity's chat completions).
@@ -131,13 +130,13 @@ impl Backend for Perplexity {
             .results
             .into_iter()
             .filter_map(|result| {
-                Some(Hit {
-                    url: result.url.filter(|url| !url.is_empty())?,
-                    title: result.title.unwrap_or_default(),
-                    snippet: result.snippet.unwrap_or_default(),
-                    date: result.date.as_deref().and_then(normalize_date),
-                    last_updated: result.last_updated.as_deref().and_then(normalize_date),
-                })
+                Hit::from_raw(
+                    result.url,
+                    result.title,
+                    result.snippet,
+                    result.date.as_deref(),
+                    result.last_updated.as_deref(),
+                )
             })
             .take(query.limit() as usize)
             .collect())

@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::backend::{Backend, BackendError, Hit, SearchQuery};
-use super::filter::normalize_date;
 use super::http;
 
 /// The public endpoint's base.
@@ -122,13 +121,13 @@ impl Backend for Tavily {
             .results
             .into_iter()
             .filter_map(|result| {
-                Some(Hit {
-                    url: result.url.filter(|url| !url.is_empty())?,
-                    title: result.title.unwrap_or_default(),
-                    snippet: result.content.unwrap_or_default(),
-                    date: result.published_date.as_deref().and_then(normalize_date),
-                    last_updated: None,
-                })
+                Hit::from_raw(
+                    result.url,
+                    result.title,
+                    result.content,
+                    result.published_date.as_deref(),
+                    None,
+                )
             })
             .take(query.limit() as usize)
             .collect())
