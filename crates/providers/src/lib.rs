@@ -30,14 +30,20 @@
 //! # }
 //! ```
 
+pub mod anthropic;
 pub mod chat_completions;
 mod error;
+pub mod gemini;
 mod http;
 pub mod registry;
+pub mod responses;
 
+pub use anthropic::AnthropicClient;
 pub use chat_completions::ChatCompletionsClient;
 pub use error::ProvidersError;
+pub use gemini::GeminiClient;
 pub use http::ClientOptions;
 pub use registry::{
     ENV_SHORTCUTS, EnvShortcut, ProviderConfig, Registry, WireApi, env_shortcut, env_shortcuts,
 };
+pub use responses::ResponsesClient;

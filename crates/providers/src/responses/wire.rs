@@ -1,0 +1,696 @@
+//! The Responses wire format: the request body we send and the stream events we read back.
+//!
+//! Only the fields this adapter uses are modelled. Unknown event types and unknown output item
+//! types (reasoning, hosted tool calls…) parse to an `Other` variant and are skipped, so a new
+//! upstream event never breaks a turn.
+
+use engine::model::{
+    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice, ToolSpec,
+};
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+/// `POST /responses` body, borrowing from the engine's request.
+#[derive(Debug, Serialize)]
+pub(crate) struct ResponsesRequest<'a> {
+    model: &'a str,
+    /// The leading system messages, joined by a blank line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<String>,
+    input: Vec<InputItem<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<TextConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    /// Always `false`: agentd keeps its own transcript and resends it every turn, so nothing
+    /// needs to live (or be retained) upstream.
+    store: bool,
+    stream: bool,
+}
+
+impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
+    fn from(request: &'a ModelRequest) -> Self {
+        let has_tools = !request.tools.is_empty();
+        // Only the system messages before the conversation become `instructions`; one that
+        // comes later (a developer note mid-conversation) keeps its place as an input message.
+        let leading = request
+            .messages
+            .iter()
+            .take_while(|message| matches!(message, ModelMessage::System { .. }))
+            .count();
+        let instructions: Vec<&str> = request.messages[..leading]
+            .iter()
+            .filter_map(|message| match message {
+                ModelMessage::System { content } if !content.is_empty() => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut input = Vec::with_capacity(request.messages.len());
+        for message in &request.messages[leading..] {
+            push_items(message, &mut input);
+        }
+        ResponsesRequest {
+            model: &request.model,
+            instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
+            input,
+            tools: request.tools.iter().map(Tool::from).collect(),
+            // Without tools, tool_choice and parallel_tool_calls say nothing; leave them out.
+            tool_choice: has_tools.then(|| ToolChoice::from(&request.tool_choice)),
+            parallel_tool_calls: request.parallel_tool_calls.filter(|_| has_tools),
+            temperature: request.temperature,
+            top_p: request.top_p,
+            max_output_tokens: request.max_output_tokens,
+            text: request.response_format.as_ref().map(|format| TextConfig {
+                format: TextFormat::from(format),
+            }),
+            reasoning: request
+                .reasoning_effort
+                .as_deref()
+                .map(|effort| Reasoning { effort }),
+            prompt_cache_key: request.prompt_cache_key.as_deref(),
+            store: false,
+            stream: true,
+        }
+    }
+}
+
+/// The input items of one message: a message item, and for an assistant turn one
+/// `function_call` item per call; a tool result is a `function_call_output` item.
+fn push_items<'a>(message: &'a ModelMessage, input: &mut Vec<InputItem<'a>>) {
+    match message {
+        ModelMessage::System { content } => input.push(InputItem::Message {
+            role: "system",
+            content: MessageContent::Text(content),
+        }),
+        ModelMessage::User { content } => input.push(InputItem::Message {
+            role: "user",
+            content: if content.is_empty() {
+                MessageContent::Text("")
+            } else {
+                MessageContent::Parts(content.iter().map(InputPart::from).collect())
+            },
+        }),
+        ModelMessage::Assistant {
+            content,
+            tool_calls,
+        } => {
+            // An assistant turn with neither text nor calls carries nothing: no item.
+            if let Some(text) = content.as_deref().filter(|text| !text.is_empty()) {
+                input.push(InputItem::Message {
+                    role: "assistant",
+                    content: MessageContent::Text(text),
+                });
+            }
+            // `thought_signature` is Gemini's; the Responses API has no place for it.
+            input.extend(tool_calls.iter().map(|call| InputItem::FunctionCall {
+                call_id: &call.id,
+                name: &call.name,
+                arguments: &call.arguments,
+            }));
+        }
+        ModelMessage::Tool {
+            call_id, content, ..
+        } => input.push(InputItem::FunctionCallOutput {
+            call_id,
+            output: content,
+        }),
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputItem<'a> {
+    Message {
+        role: &'static str,
+        content: MessageContent<'a>,
+    },
+    FunctionCall {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: &'a str,
+    },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum MessageContent<'a> {
+    Text(&'a str),
+    Parts(Vec<InputPart<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputPart<'a> {
+    InputText {
+        text: &'a str,
+    },
+    InputImage {
+        image_url: &'a str,
+        /// Required by OpenAI's schema; `auto` when the caller gave none.
+        detail: &'a str,
+    },
+    InputFile {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_data: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_url: Option<&'a str>,
+    },
+}
+
+impl<'a> From<&'a ContentPart> for InputPart<'a> {
+    fn from(part: &'a ContentPart) -> Self {
+        match part {
+            ContentPart::Text { text } => InputPart::InputText { text },
+            ContentPart::ImageUrl { url, detail } => InputPart::InputImage {
+                image_url: url,
+                detail: detail.as_deref().unwrap_or("auto"),
+            },
+            ContentPart::File {
+                filename,
+                file_data,
+                file_url,
+            } => InputPart::InputFile {
+                filename: filename.as_deref(),
+                file_data: file_data.as_deref(),
+                file_url: file_url.as_deref(),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    r#type: &'static str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    parameters: &'a serde_json::Value,
+    /// Always sent: the Responses API defaults `strict` to true, which would reject the
+    /// loose schemas of non-strict tools.
+    strict: bool,
+}
+
+impl<'a> From<&'a ToolSpec> for Tool<'a> {
+    fn from(tool: &'a ToolSpec) -> Self {
+        Tool {
+            r#type: "function",
+            name: &tool.name,
+            description: tool.description.as_deref(),
+            parameters: &tool.parameters,
+            strict: tool.strict,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ToolChoice<'a> {
+    Mode(&'static str),
+    Function { r#type: &'static str, name: &'a str },
+}
+
+impl<'a> From<&'a ModelToolChoice> for ToolChoice<'a> {
+    fn from(choice: &'a ModelToolChoice) -> Self {
+        match choice {
+            ModelToolChoice::Auto => ToolChoice::Mode("auto"),
+            ModelToolChoice::None => ToolChoice::Mode("none"),
+            ModelToolChoice::Required => ToolChoice::Mode("required"),
+            ModelToolChoice::Function(name) => ToolChoice::Function {
+                r#type: "function",
+                name,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct TextConfig<'a> {
+    format: TextFormat<'a>,
+}
+
+/// `text.format`: unlike Chat Completions, the schema fields sit beside `type`.
+#[derive(Debug, Serialize)]
+struct TextFormat<'a> {
+    r#type: &'static str,
+    name: &'a str,
+    schema: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+impl<'a> From<&'a JsonSchemaFormat> for TextFormat<'a> {
+    fn from(format: &'a JsonSchemaFormat) -> Self {
+        TextFormat {
+            r#type: "json_schema",
+            name: &format.name,
+            schema: &format.schema,
+            description: format.description.as_deref(),
+            strict: format.strict,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Reasoning<'a> {
+    effort: &'a str,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response
+
+/// One event of the stream (the SSE `data` field; its `type` repeats the SSE `event` name).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type")]
+pub(crate) enum StreamEvent {
+    #[serde(rename = "response.output_item.added")]
+    OutputItemAdded {
+        output_index: usize,
+        item: OutputItem,
+    },
+    #[serde(rename = "response.output_item.done")]
+    OutputItemDone {
+        output_index: usize,
+        item: OutputItem,
+    },
+    #[serde(
+        rename = "response.output_text.delta",
+        alias = "response.refusal.delta"
+    )]
+    TextDelta {
+        #[serde(default)]
+        output_index: Option<usize>,
+        delta: String,
+    },
+    #[serde(rename = "response.output_text.done")]
+    TextDone {
+        #[serde(default)]
+        output_index: Option<usize>,
+        text: String,
+    },
+    #[serde(rename = "response.refusal.done")]
+    RefusalDone {
+        #[serde(default)]
+        output_index: Option<usize>,
+        refusal: String,
+    },
+    #[serde(rename = "response.function_call_arguments.delta")]
+    ArgumentsDelta {
+        #[serde(default)]
+        output_index: Option<usize>,
+        #[serde(default)]
+        item_id: Option<String>,
+        delta: String,
+    },
+    #[serde(rename = "response.function_call_arguments.done")]
+    ArgumentsDone {
+        #[serde(default)]
+        output_index: Option<usize>,
+        #[serde(default)]
+        item_id: Option<String>,
+        arguments: String,
+    },
+    #[serde(rename = "response.completed")]
+    Completed { response: ResponseObject },
+    #[serde(rename = "response.incomplete")]
+    Incomplete { response: ResponseObject },
+    #[serde(rename = "response.failed")]
+    Failed { response: ResponseObject },
+    /// OpenAI sends `code` and `message` at the top; some compatible servers nest an `error`.
+    #[serde(rename = "error")]
+    Error {
+        #[serde(default)]
+        code: Option<String>,
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(default)]
+        error: Option<ErrorBody>,
+    },
+    /// `response.created`, `response.in_progress`, content part and reasoning events…
+    #[serde(other)]
+    Other,
+}
+
+/// An item of `response.output`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum OutputItem {
+    Message {
+        #[serde(default)]
+        content: Vec<OutputContent>,
+    },
+    FunctionCall {
+        /// The item id (`fc_…`), which argument events name as `item_id`.
+        #[serde(default)]
+        id: Option<String>,
+        /// The correlation key (`call_…`) the result must carry.
+        call_id: String,
+        name: String,
+        #[serde(default)]
+        arguments: String,
+    },
+    /// Reasoning items, hosted tool calls…
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum OutputContent {
+    OutputText {
+        text: String,
+    },
+    Refusal {
+        refusal: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// The response object of the terminal events (and of a non-streamed answer).
+#[derive(Debug, Deserialize)]
+pub(crate) struct ResponseObject {
+    #[serde(default)]
+    pub(crate) status: Option<String>,
+    #[serde(default)]
+    pub(crate) output: Vec<OutputItem>,
+    #[serde(default)]
+    pub(crate) usage: Option<Usage>,
+    #[serde(default)]
+    pub(crate) incomplete_details: Option<IncompleteDetails>,
+    #[serde(default)]
+    pub(crate) error: Option<ErrorBody>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct IncompleteDetails {
+    #[serde(default)]
+    pub(crate) reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ErrorBody {
+    #[serde(default)]
+    pub(crate) code: Option<String>,
+    #[serde(default)]
+    pub(crate) message: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Usage {
+    #[serde(default)]
+    pub(crate) input_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) output_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) input_tokens_details: Option<InputTokensDetails>,
+    #[serde(default)]
+    pub(crate) output_tokens_details: Option<OutputTokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct InputTokensDetails {
+    #[serde(default)]
+    pub(crate) cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct OutputTokensDetails {
+    #[serde(default)]
+    pub(crate) reasoning_tokens: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::model::{ModelRequest, ToolCall};
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(request: &ModelRequest) -> serde_json::Value {
+        serde_json::to_value(ResponsesRequest::from(request)).unwrap_or_default()
+    }
+
+    fn user(text: &str) -> ModelMessage {
+        ModelMessage::User {
+            content: vec![ContentPart::Text { text: text.into() }],
+        }
+    }
+
+    #[test]
+    fn minimal_request_streams_unstored_and_omits_the_rest() {
+        let request = ModelRequest {
+            model: "gpt-5.4".into(),
+            messages: vec![user("Hi")],
+            tool_choice: ModelToolChoice::Required,
+            parallel_tool_calls: Some(false),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request),
+            json!({
+                "model": "gpt-5.4",
+                "input": [{"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "Hi"}
+                ]}],
+                "store": false,
+                "stream": true
+            })
+        );
+    }
+
+    #[test]
+    fn leading_system_messages_become_instructions_later_ones_stay_in_place() {
+        let request = ModelRequest {
+            messages: vec![
+                ModelMessage::System {
+                    content: "Be brief.".into(),
+                },
+                ModelMessage::System {
+                    content: String::new(),
+                },
+                ModelMessage::System {
+                    content: "Answer in French.".into(),
+                },
+                user("Hi"),
+                ModelMessage::System {
+                    content: "Now in German.".into(),
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["instructions"],
+            json!("Be brief.\n\nAnswer in French.")
+        );
+        assert_eq!(
+            body["input"][1],
+            json!({"type": "message", "role": "system", "content": "Now in German."})
+        );
+        assert_eq!(body["input"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn messages_map_to_input_items() {
+        let request = ModelRequest {
+            messages: vec![
+                ModelMessage::User {
+                    content: vec![
+                        ContentPart::Text {
+                            text: "What is this?".into(),
+                        },
+                        ContentPart::ImageUrl {
+                            url: "https://example.com/a.png".into(),
+                            detail: Some("low".into()),
+                        },
+                        ContentPart::ImageUrl {
+                            url: "data:image/png;base64,AAAA".into(),
+                            detail: None,
+                        },
+                        ContentPart::File {
+                            filename: Some("a.pdf".into()),
+                            file_data: Some("data:application/pdf;base64,JVBE".into()),
+                            file_url: None,
+                        },
+                        ContentPart::File {
+                            filename: None,
+                            file_data: None,
+                            file_url: Some("https://example.com/b.pdf".into()),
+                        },
+                    ],
+                },
+                ModelMessage::Assistant {
+                    content: Some("Let me look.".into()),
+                    tool_calls: vec![
+                        ToolCall {
+                            id: "call_1".into(),
+                            name: "get_weather".into(),
+                            arguments: r#"{"city":"Paris"}"#.into(),
+                            thought_signature: Some("ignored".into()),
+                        },
+                        ToolCall {
+                            id: "call_2".into(),
+                            name: "get_time".into(),
+                            arguments: "{}".into(),
+                            thought_signature: None,
+                        },
+                    ],
+                },
+                ModelMessage::Tool {
+                    call_id: "call_1".into(),
+                    name: Some("get_weather".into()),
+                    content: "18C".into(),
+                },
+                ModelMessage::Tool {
+                    call_id: "call_2".into(),
+                    name: None,
+                    content: "noon".into(),
+                },
+                ModelMessage::Assistant {
+                    content: Some("It is 18C at noon.".into()),
+                    tool_calls: vec![],
+                },
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![],
+                },
+                ModelMessage::User { content: vec![] },
+            ],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request)["input"],
+            json!([
+                {"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "What is this?"},
+                    {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"},
+                    {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"},
+                    {"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBE"},
+                    {"type": "input_file", "file_url": "https://example.com/b.pdf"}
+                ]},
+                {"type": "message", "role": "assistant", "content": "Let me look."},
+                {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+                {"type": "function_call", "call_id": "call_2", "name": "get_time", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+                {"type": "function_call_output", "call_id": "call_2", "output": "noon"},
+                {"type": "message", "role": "assistant", "content": "It is 18C at noon."},
+                {"type": "message", "role": "user", "content": ""}
+            ])
+        );
+    }
+
+    #[test]
+    fn tools_options_and_formats() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![user("x")],
+            tools: vec![
+                ToolSpec {
+                    name: "get_weather".into(),
+                    description: Some("Weather now".into()),
+                    parameters: json!({"type": "object"}),
+                    strict: true,
+                },
+                ToolSpec {
+                    name: "noop".into(),
+                    description: None,
+                    parameters: json!({}),
+                    strict: false,
+                },
+            ],
+            tool_choice: ModelToolChoice::Function("get_weather".into()),
+            parallel_tool_calls: Some(false),
+            temperature: Some(0.5),
+            top_p: Some(0.9),
+            max_output_tokens: Some(100),
+            response_format: Some(JsonSchemaFormat {
+                name: "answer".into(),
+                schema: json!({"type": "object"}),
+                description: Some("The answer".into()),
+                strict: Some(true),
+            }),
+            reasoning_effort: Some("low".into()),
+            prompt_cache_key: Some("conv-1".into()),
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["tools"],
+            json!([
+                {"type": "function", "name": "get_weather", "description": "Weather now", "parameters": {"type": "object"}, "strict": true},
+                {"type": "function", "name": "noop", "parameters": {}, "strict": false}
+            ])
+        );
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "name": "get_weather"})
+        );
+        assert_eq!(body["parallel_tool_calls"], json!(false));
+        assert_eq!(body["temperature"], json!(0.5));
+        assert_eq!(body["top_p"], json!(0.9));
+        assert_eq!(body["max_output_tokens"], json!(100));
+        assert_eq!(
+            body["text"],
+            json!({"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "description": "The answer", "strict": true}})
+        );
+        assert_eq!(body["reasoning"], json!({"effort": "low"}));
+        assert_eq!(body["prompt_cache_key"], json!("conv-1"));
+        assert_eq!(body["store"], json!(false));
+    }
+
+    #[test]
+    fn tool_choice_modes() {
+        let tool = ToolSpec {
+            name: "t".into(),
+            description: None,
+            parameters: json!({}),
+            strict: false,
+        };
+        for (choice, want) in [
+            (ModelToolChoice::Auto, json!("auto")),
+            (ModelToolChoice::None, json!("none")),
+            (ModelToolChoice::Required, json!("required")),
+        ] {
+            let request = ModelRequest {
+                tools: vec![tool.clone()],
+                tool_choice: choice,
+                ..ModelRequest::default()
+            };
+            assert_eq!(body(&request)["tool_choice"], want);
+        }
+    }
+
+    #[test]
+    fn unknown_events_and_items_parse_as_other() {
+        let event: Result<StreamEvent, _> =
+            serde_json::from_str(r#"{"type":"response.reasoning_summary_text.delta","delta":"x"}"#);
+        assert!(matches!(event, Ok(StreamEvent::Other)), "{event:?}");
+        let item: Result<OutputItem, _> = serde_json::from_str(
+            r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}"#,
+        );
+        assert!(matches!(item, Ok(OutputItem::Other)), "{item:?}");
+    }
+}
