@@ -1,0 +1,850 @@
+//! The Anthropic Messages wire format: the request body we send and the stream events we read.
+//!
+//! Only the fields this adapter uses are modelled; unknown event, block and delta types parse as
+//! `Other` so that a new server-side feature never breaks a turn.
+//!
+//! Request mapping (what [`MessagesRequest::new`] decides):
+//! - System messages, wherever they stand, are joined with a blank line into the top-level
+//!   `system` (the Messages API has no system role inside `messages`).
+//! - Turns must alternate: consecutive messages of the same role are merged into one turn, so the
+//!   results of parallel calls (several `Tool` messages) become one user turn of `tool_result`
+//!   blocks. In a user turn the `tool_result` blocks are put first, as the API requires.
+//! - Assistant tool calls become `tool_use` blocks whose `input` is the parsed arguments. Arguments
+//!   that are not a JSON object (a call cut short, a model that wrote garbage) are sent as `{}`: the
+//!   API refuses anything else, and the tool result that followed already told the model.
+//! - Images: a `data:…;base64,` URL goes as a base64 source, anything else as a URL source; the
+//!   `detail` hint has no equivalent. Files become `document` blocks (PDFs: base64 or URL; the
+//!   filename as the title); a file whose data is an image goes as an image block.
+//! - `max_tokens` is required by Anthropic: the request's `max_output_tokens`, else
+//!   [`DEFAULT_MAX_TOKENS`] (4096 for the Claude 3 models, whose cap it is).
+//! - `tool_choice`: auto → `auto`, required → `any`, a function → `tool`, none → `none`;
+//!   `parallel_tool_calls: false` → `disable_parallel_tool_use: true`. Only sent with tools.
+//! - A request without tools whose history holds tool calls (the engine's last, tool-less turn)
+//!   declares each tool named in the history with an open schema and `tool_choice: none`: the API
+//!   refuses `tool_use`/`tool_result` blocks when no tools are defined.
+//! - Not sent: `response_format` (Messages has no JSON-schema output mode), `reasoning_effort`
+//!   (see the module docs of `anthropic`), `prompt_cache_key` (Anthropic caches by `cache_control`
+//!   breakpoints instead), tools' `strict` flag, and the thought signatures of tool calls (those
+//!   are Gemini's; Anthropic signs thinking blocks, which the port does not carry yet).
+
+use std::borrow::Cow;
+
+use engine::model::{ContentPart, ModelMessage, ModelRequest, ModelToolChoice, ToolCall, ToolSpec};
+use serde::{Deserialize, Serialize};
+
+/// `max_tokens` when the request sets no `max_output_tokens`. Every current Claude model can
+/// produce at least this many; set `max_output_tokens` for longer answers.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The output cap of the Claude 3 (not 3.5 or 3.7) models, which refuse a larger `max_tokens`.
+const CLAUDE_3_MAX_TOKENS: u32 = 4096;
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+/// `POST /v1/messages` body, borrowing from the engine's request.
+#[derive(Debug, Serialize)]
+pub(crate) struct MessagesRequest<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    messages: Vec<Turn<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    stream: bool,
+}
+
+impl<'a> MessagesRequest<'a> {
+    pub(crate) fn new(request: &'a ModelRequest) -> Self {
+        let (system, messages) = conversation(&request.messages);
+        let (tools, tool_choice) = if request.tools.is_empty() {
+            let stubs = history_tools(&request.messages);
+            let choice = (!stubs.is_empty()).then_some(ToolChoice::None);
+            (stubs, choice)
+        } else {
+            let disable_parallel_tool_use = request.parallel_tool_calls == Some(false);
+            (
+                request.tools.iter().map(Tool::from).collect(),
+                Some(ToolChoice::new(
+                    &request.tool_choice,
+                    disable_parallel_tool_use,
+                )),
+            )
+        };
+        MessagesRequest {
+            model: &request.model,
+            max_tokens: request
+                .max_output_tokens
+                .unwrap_or_else(|| default_max_tokens(&request.model)),
+            system,
+            messages,
+            tools,
+            tool_choice,
+            temperature: request.temperature,
+            top_p: request.top_p,
+            stream: true,
+        }
+    }
+}
+
+fn default_max_tokens(model: &str) -> u32 {
+    let claude_3 = model.starts_with("claude-3-")
+        && !model.starts_with("claude-3-5")
+        && !model.starts_with("claude-3-7");
+    if claude_3 {
+        CLAUDE_3_MAX_TOKENS
+    } else {
+        DEFAULT_MAX_TOKENS
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Serialize)]
+struct Turn<'a> {
+    role: Role,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        source: Source<'a>,
+    },
+    Document {
+        source: Source<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        /// Omitted when empty: the API refuses an empty text.
+        #[serde(skip_serializing_if = "str::is_empty")]
+        content: &'a str,
+    },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Source<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url { url: &'a str },
+}
+
+/// `(system, messages)`: the system text pulled out, the rest as alternating turns.
+fn conversation(messages: &[ModelMessage]) -> (Option<String>, Vec<Turn<'_>>) {
+    let mut system: Vec<&str> = Vec::new();
+    let mut turns: Vec<Turn<'_>> = Vec::new();
+    for message in messages {
+        let (role, blocks) = match message {
+            ModelMessage::System { content } => {
+                if !content.trim().is_empty() {
+                    system.push(content);
+                }
+                continue;
+            }
+            ModelMessage::User { content } => {
+                (Role::User, content.iter().filter_map(user_block).collect())
+            }
+            ModelMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let text = content
+                    .as_deref()
+                    .filter(|text| !text.is_empty())
+                    .map(|text| Block::Text { text });
+                let calls = tool_calls.iter().map(tool_use);
+                (Role::Assistant, text.into_iter().chain(calls).collect())
+            }
+            ModelMessage::Tool {
+                call_id, content, ..
+            } => (
+                Role::User,
+                vec![Block::ToolResult {
+                    tool_use_id: call_id,
+                    content,
+                }],
+            ),
+        };
+        push_blocks(&mut turns, role, blocks);
+    }
+    for turn in &mut turns {
+        // Stable: results keep their order, and so does the rest.
+        turn.content
+            .sort_by_key(|block| !matches!(block, Block::ToolResult { .. }));
+    }
+    let system = (!system.is_empty()).then(|| system.join("\n\n"));
+    (system, turns)
+}
+
+/// Appends `blocks` to the last turn when it has the same role, else starts a turn. A message
+/// that maps to no block (an empty text) adds nothing: the API refuses empty turns.
+fn push_blocks<'a>(turns: &mut Vec<Turn<'a>>, role: Role, blocks: Vec<Block<'a>>) {
+    if blocks.is_empty() {
+        return;
+    }
+    match turns.last_mut() {
+        Some(last) if last.role == role => last.content.extend(blocks),
+        _ => turns.push(Turn {
+            role,
+            content: blocks,
+        }),
+    }
+}
+
+fn user_block(part: &ContentPart) -> Option<Block<'_>> {
+    match part {
+        ContentPart::Text { text } => (!text.is_empty()).then_some(Block::Text { text }),
+        ContentPart::ImageUrl { url, .. } => Some(Block::Image {
+            source: match data_url(url) {
+                Some((media_type, data)) => Source::Base64 { media_type, data },
+                None => Source::Url { url },
+            },
+        }),
+        ContentPart::File {
+            filename,
+            file_data,
+            file_url,
+        } => {
+            let source = match (file_data.as_deref(), file_url.as_deref()) {
+                (Some(data), _) => match data_url(data) {
+                    Some((media_type, data)) => Source::Base64 { media_type, data },
+                    // Bare base64 (no `data:` prefix): PDF is the one type documents take.
+                    None => Source::Base64 {
+                        media_type: "application/pdf",
+                        data,
+                    },
+                },
+                (None, Some(url)) => Source::Url { url },
+                (None, None) => return None,
+            };
+            let is_image = matches!(
+                source,
+                Source::Base64 { media_type, .. } if media_type.starts_with("image/")
+            );
+            Some(if is_image {
+                Block::Image { source }
+            } else {
+                Block::Document {
+                    source,
+                    title: filename.as_deref(),
+                }
+            })
+        }
+    }
+}
+
+/// `(media_type, data)` of a `data:<media type>;base64,<data>` URL.
+fn data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let media_type = meta.strip_suffix(";base64")?;
+    // Parameters such as `;charset=…` are not part of Anthropic's media type.
+    let media_type = media_type.split(';').next().unwrap_or(media_type).trim();
+    (!media_type.is_empty()).then_some((media_type, data))
+}
+
+fn tool_use(call: &ToolCall) -> Block<'_> {
+    let input = match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+        Ok(value @ serde_json::Value::Object(_)) => value,
+        _ => serde_json::Value::Object(serde_json::Map::new()),
+    };
+    Block::ToolUse {
+        id: &call.id,
+        name: &call.name,
+        input,
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    input_schema: Cow<'a, serde_json::Value>,
+}
+
+impl<'a> From<&'a ToolSpec> for Tool<'a> {
+    fn from(tool: &'a ToolSpec) -> Self {
+        Tool {
+            name: &tool.name,
+            description: tool.description.as_deref(),
+            input_schema: input_schema(&tool.parameters),
+        }
+    }
+}
+
+/// The API wants an object schema with `type` at the root: a tool without parameters (`{}` or
+/// `null`) gets an empty object schema, and a root without `type` gets `"object"`.
+fn input_schema(parameters: &serde_json::Value) -> Cow<'_, serde_json::Value> {
+    match parameters {
+        serde_json::Value::Object(map) if map.contains_key("type") => Cow::Borrowed(parameters),
+        serde_json::Value::Object(map) => {
+            let mut map = map.clone();
+            map.insert("type".to_owned(), "object".into());
+            Cow::Owned(serde_json::Value::Object(map))
+        }
+        _ => Cow::Owned(serde_json::json!({"type": "object", "properties": {}})),
+    }
+}
+
+/// Declarations for the tools named in the history, for a turn offered no tools.
+fn history_tools(messages: &[ModelMessage]) -> Vec<Tool<'_>> {
+    let mut names: Vec<&str> = Vec::new();
+    for message in messages {
+        if let ModelMessage::Assistant { tool_calls, .. } = message {
+            for call in tool_calls {
+                if !names.contains(&call.name.as_str()) {
+                    names.push(&call.name);
+                }
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| Tool {
+            name,
+            description: Some("Not available in this turn."),
+            input_schema: Cow::Owned(serde_json::json!({"type": "object"})),
+        })
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ToolChoice<'a> {
+    Auto {
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        disable_parallel_tool_use: bool,
+    },
+    Any {
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        disable_parallel_tool_use: bool,
+    },
+    Tool {
+        name: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        disable_parallel_tool_use: bool,
+    },
+    /// Takes no `disable_parallel_tool_use`: no call at all is made.
+    None,
+}
+
+impl<'a> ToolChoice<'a> {
+    fn new(choice: &'a ModelToolChoice, disable_parallel_tool_use: bool) -> Self {
+        match choice {
+            ModelToolChoice::Auto => ToolChoice::Auto {
+                disable_parallel_tool_use,
+            },
+            ModelToolChoice::Required => ToolChoice::Any {
+                disable_parallel_tool_use,
+            },
+            ModelToolChoice::Function(name) => ToolChoice::Tool {
+                name,
+                disable_parallel_tool_use,
+            },
+            ModelToolChoice::None => ToolChoice::None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response
+
+/// The `data` of one stream event; its `type` repeats the SSE `event` name.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum StreamEvent {
+    MessageStart {
+        message: MessageStart,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: ContentBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    MessageDelta {
+        #[serde(default)]
+        delta: MessageDelta,
+        #[serde(default)]
+        usage: Option<Usage>,
+    },
+    MessageStop,
+    Ping,
+    Error {
+        error: ErrorBody,
+    },
+    /// An event type added after this adapter was written.
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct MessageStart {
+    #[serde(default)]
+    pub(crate) usage: Option<Usage>,
+}
+
+/// A content block as `content_block_start` opens it, or as a whole message holds it.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ContentBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        /// `{}` when streamed (the input comes as `input_json_delta`s); whole otherwise.
+        #[serde(default)]
+        input: serde_json::Value,
+    },
+    /// `thinking`, `redacted_thinking`, server tool blocks…: not carried by the port.
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        #[serde(default)]
+        partial_json: String,
+    },
+    /// `thinking_delta`, `signature_delta`, `citations_delta`…
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct MessageDelta {
+    #[serde(default)]
+    pub(crate) stop_reason: Option<String>,
+}
+
+/// Token counts. `message_start` has the input side, `message_delta` the running output count
+/// (and, on recent API versions, the input side again): each field present replaces the last.
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+pub(crate) struct Usage {
+    #[serde(default)]
+    pub(crate) input_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) output_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) cache_read_input_tokens: Option<u64>,
+}
+
+/// `{"type": "overloaded_error", "message": "Overloaded"}`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ErrorBody {
+    #[serde(default, rename = "type")]
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) message: String,
+}
+
+/// A whole `message`, for a server that answers a streaming request without streaming.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Message {
+    #[serde(default)]
+    pub(crate) content: Vec<ContentBlock>,
+    #[serde(default)]
+    pub(crate) stop_reason: Option<String>,
+    #[serde(default)]
+    pub(crate) usage: Option<Usage>,
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::model::ModelRequest;
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(request: &ModelRequest) -> serde_json::Value {
+        serde_json::to_value(MessagesRequest::new(request)).unwrap_or_default()
+    }
+
+    fn user(text: &str) -> ModelMessage {
+        ModelMessage::User {
+            content: vec![ContentPart::Text { text: text.into() }],
+        }
+    }
+
+    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            thought_signature: None,
+        }
+    }
+
+    fn result(call_id: &str, content: &str) -> ModelMessage {
+        ModelMessage::Tool {
+            call_id: call_id.into(),
+            name: None,
+            content: content.into(),
+        }
+    }
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: None,
+            parameters: json!({"type": "object"}),
+            strict: false,
+        }
+    }
+
+    #[test]
+    fn minimal_request_streams_with_a_default_max_tokens() {
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            messages: vec![user("Hi")],
+            tool_choice: ModelToolChoice::Required,
+            parallel_tool_calls: Some(false),
+            reasoning_effort: Some("high".into()),
+            prompt_cache_key: Some("k".into()),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request),
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 8192,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+                "stream": true
+            })
+        );
+    }
+
+    #[test]
+    fn max_tokens_default_fits_the_model() {
+        for (model, want) in [
+            ("claude-3-haiku-20240307", 4096),
+            ("claude-3-opus-latest", 4096),
+            ("claude-3-5-haiku-latest", 8192),
+            ("claude-3-7-sonnet-latest", 8192),
+            ("claude-opus-4-1", 8192),
+        ] {
+            assert_eq!(default_max_tokens(model), want, "{model}");
+        }
+        let request = ModelRequest {
+            model: "claude-3-haiku-20240307".into(),
+            max_output_tokens: Some(100),
+            ..ModelRequest::default()
+        };
+        assert_eq!(body(&request)["max_tokens"], 100);
+    }
+
+    #[test]
+    fn system_messages_are_hoisted_and_joined() {
+        let request = ModelRequest {
+            messages: vec![
+                ModelMessage::System {
+                    content: "Be brief.".into(),
+                },
+                user("Hi"),
+                ModelMessage::System {
+                    content: "Answer in French.".into(),
+                },
+                ModelMessage::System {
+                    content: "  ".into(),
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        let body = body(&request);
+        assert_eq!(body["system"], "Be brief.\n\nAnswer in French.");
+        assert_eq!(body["messages"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn parallel_results_merge_into_one_user_turn_results_first() {
+        let request = ModelRequest {
+            tools: vec![spec("f"), spec("g")],
+            messages: vec![
+                user("Do both"),
+                ModelMessage::Assistant {
+                    content: Some("On it.".into()),
+                    tool_calls: vec![call("toolu_1", "f", r#"{"a":1}"#), call("toolu_2", "g", "")],
+                },
+                result("toolu_1", "one"),
+                result("toolu_2", ""),
+                user("And then?"),
+                user(""),
+            ],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request)["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "Do both"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "On it."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "g", "input": {}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "one"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2"},
+                    {"type": "text", "text": "And then?"}
+                ]}
+            ])
+        );
+    }
+
+    #[test]
+    fn tool_results_go_before_text_in_a_merged_turn() {
+        let request = ModelRequest {
+            tools: vec![spec("f")],
+            messages: vec![
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![call("toolu_1", "f", "{}")],
+                },
+                user("(the user typed meanwhile)"),
+                result("toolu_1", "done"),
+            ],
+            ..ModelRequest::default()
+        };
+        let messages = &body(&request)["messages"];
+        assert_eq!(messages[1]["content"][0]["type"], "tool_result");
+        assert_eq!(messages[1]["content"][1]["type"], "text");
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_become_empty_input() {
+        for arguments in ["", "{\"cut", "[1]", "null", "\"text\""] {
+            let Block::ToolUse { input, .. } = tool_use(&call("i", "f", arguments)) else {
+                panic!("not a tool_use block");
+            };
+            assert_eq!(input, json!({}), "{arguments}");
+        }
+        let Block::ToolUse { input, .. } = tool_use(&call("i", "f", r#"{"q":"é \"x\""}"#)) else {
+            panic!("not a tool_use block");
+        };
+        assert_eq!(input, json!({"q": "é \"x\""}));
+    }
+
+    #[test]
+    fn images_and_files_map_to_sources() {
+        let request = ModelRequest {
+            messages: vec![ModelMessage::User {
+                content: vec![
+                    ContentPart::ImageUrl {
+                        url: "https://example.com/cat.png".into(),
+                        detail: Some("high".into()),
+                    },
+                    ContentPart::ImageUrl {
+                        url: "data:image/png;base64,iVBORw0K".into(),
+                        detail: None,
+                    },
+                    ContentPart::File {
+                        filename: Some("report.pdf".into()),
+                        file_data: Some("data:application/pdf;base64,JVBERi0x".into()),
+                        file_url: None,
+                    },
+                    ContentPart::File {
+                        filename: None,
+                        file_data: Some("JVBERi0y".into()),
+                        file_url: None,
+                    },
+                    ContentPart::File {
+                        filename: None,
+                        file_data: None,
+                        file_url: Some("https://example.com/a.pdf".into()),
+                    },
+                    ContentPart::File {
+                        filename: Some("photo.jpg".into()),
+                        file_data: Some("data:image/jpeg;base64,/9j/".into()),
+                        file_url: None,
+                    },
+                    ContentPart::File {
+                        filename: None,
+                        file_data: None,
+                        file_url: None,
+                    },
+                ],
+            }],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request)["messages"][0]["content"],
+            json!([
+                {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}},
+                {"type": "document", "title": "report.pdf", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0y"}},
+                {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}}
+            ])
+        );
+    }
+
+    #[test]
+    fn data_urls() {
+        assert_eq!(
+            data_url("data:image/png;base64,AAA"),
+            Some(("image/png", "AAA"))
+        );
+        assert_eq!(
+            data_url("data:text/plain;charset=utf-8;base64,aGk="),
+            Some(("text/plain", "aGk="))
+        );
+        assert_eq!(data_url("data:text/plain,hello"), None);
+        assert_eq!(data_url("data:;base64,AAA"), None);
+        assert_eq!(data_url("https://x/y.png"), None);
+    }
+
+    #[test]
+    fn tool_choice_and_parallelism() {
+        let cases = [
+            (ModelToolChoice::Auto, None, json!({"type": "auto"})),
+            (
+                ModelToolChoice::Auto,
+                Some(false),
+                json!({"type": "auto", "disable_parallel_tool_use": true}),
+            ),
+            (
+                ModelToolChoice::Required,
+                Some(true),
+                json!({"type": "any"}),
+            ),
+            (
+                ModelToolChoice::Required,
+                Some(false),
+                json!({"type": "any", "disable_parallel_tool_use": true}),
+            ),
+            (
+                ModelToolChoice::Function("f".into()),
+                Some(false),
+                json!({"type": "tool", "name": "f", "disable_parallel_tool_use": true}),
+            ),
+            (ModelToolChoice::None, Some(false), json!({"type": "none"})),
+        ];
+        for (choice, parallel, want) in cases {
+            let request = ModelRequest {
+                tools: vec![spec("f")],
+                tool_choice: choice,
+                parallel_tool_calls: parallel,
+                ..ModelRequest::default()
+            };
+            assert_eq!(body(&request)["tool_choice"], want);
+        }
+    }
+
+    #[test]
+    fn tools_carry_an_object_input_schema() {
+        let request = ModelRequest {
+            tools: vec![
+                ToolSpec {
+                    name: "get_weather".into(),
+                    description: Some("Weather for a city".into()),
+                    parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                    strict: true,
+                },
+                ToolSpec {
+                    name: "now".into(),
+                    description: None,
+                    parameters: json!({}),
+                    strict: false,
+                },
+                ToolSpec {
+                    name: "ping".into(),
+                    description: None,
+                    parameters: serde_json::Value::Null,
+                    strict: false,
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request)["tools"],
+            json!([
+                {"name": "get_weather", "description": "Weather for a city",
+                 "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+                {"name": "now", "input_schema": {"type": "object"}},
+                {"name": "ping", "input_schema": {"type": "object", "properties": {}}}
+            ])
+        );
+    }
+
+    #[test]
+    fn a_toolless_turn_after_tool_calls_declares_the_history_tools() {
+        let request = ModelRequest {
+            messages: vec![
+                user("Weather?"),
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![
+                        call("toolu_1", "get_weather", "{}"),
+                        call("toolu_2", "get_weather", "{}"),
+                        call("toolu_3", "now", "{}"),
+                    ],
+                },
+                result("toolu_1", "sunny"),
+                result("toolu_2", "rainy"),
+                result("toolu_3", "noon"),
+            ],
+            tool_choice: ModelToolChoice::None,
+            ..ModelRequest::default()
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["tools"],
+            json!([
+                {"name": "get_weather", "description": "Not available in this turn.", "input_schema": {"type": "object"}},
+                {"name": "now", "description": "Not available in this turn.", "input_schema": {"type": "object"}}
+            ])
+        );
+        assert_eq!(body["tool_choice"], json!({"type": "none"}));
+    }
+
+    #[test]
+    fn sampling_is_passed_through() {
+        let request = ModelRequest {
+            temperature: Some(0.3),
+            top_p: Some(0.9),
+            ..ModelRequest::default()
+        };
+        let body = body(&request);
+        assert_eq!(body["temperature"], 0.3);
+        assert_eq!(body["top_p"], 0.9);
+    }
+}
