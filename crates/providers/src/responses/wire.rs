@@ -159,17 +159,18 @@ enum MessageContent<'a> {
 }
 
 #[derive(Debug, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum InputPart<'a> {
-    InputText {
-        text: &'a str,
-    },
-    InputImage {
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
+    #[serde(rename = "input_image")]
+    Image {
         image_url: &'a str,
         /// Required by OpenAI's schema; `auto` when the caller gave none.
         detail: &'a str,
     },
-    InputFile {
+    #[serde(rename = "input_file")]
+    File {
         #[serde(skip_serializing_if = "Option::is_none")]
         filename: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,8 +183,8 @@ enum InputPart<'a> {
 impl<'a> From<&'a ContentPart> for InputPart<'a> {
     fn from(part: &'a ContentPart) -> Self {
         match part {
-            ContentPart::Text { text } => InputPart::InputText { text },
-            ContentPart::ImageUrl { url, detail } => InputPart::InputImage {
+            ContentPart::Text { text } => InputPart::Text { text },
+            ContentPart::ImageUrl { url, detail } => InputPart::Image {
                 image_url: url,
                 detail: detail.as_deref().unwrap_or("auto"),
             },
@@ -191,7 +192,7 @@ impl<'a> From<&'a ContentPart> for InputPart<'a> {
                 filename,
                 file_data,
                 file_url,
-            } => InputPart::InputFile {
+            } => InputPart::File {
                 filename: filename.as_deref(),
                 file_data: file_data.as_deref(),
                 file_url: file_url.as_deref(),
