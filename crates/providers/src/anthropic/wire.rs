@@ -19,6 +19,8 @@
 //!   [`DEFAULT_MAX_TOKENS`] (4096 for the Claude 3 models, whose cap it is).
 //! - `tool_choice`: auto → `auto`, required → `any`, a function → `tool`, none → `none`;
 //!   `parallel_tool_calls: false` → `disable_parallel_tool_use: true`. Only sent with tools.
+//! - `temperature` and `top_p` pass through unchanged: Anthropic's temperature range is 0–1 (not
+//!   OpenAI's 0–2) and some recent models refuse both at once; the upstream's 400 says which.
 //! - A request without tools whose history holds tool calls (the engine's last, tool-less turn)
 //!   declares each tool named in the history with an open schema and `tool_choice: none`: the API
 //!   refuses `tool_use`/`tool_result` blocks when no tools are defined.
