@@ -27,6 +27,8 @@ pub(crate) struct Decoder {
     calls: Vec<Call>,
     /// `output_index`es of message items whose text was already forwarded.
     texts: HashSet<usize>,
+    /// A text delta came without an `output_index`: `done` events then never repeat text.
+    unindexed_text: bool,
 }
 
 #[derive(Debug)]
@@ -82,7 +84,12 @@ impl Decoder {
                 output_index,
                 delta,
             } => {
-                self.texts.extend(output_index);
+                match output_index {
+                    Some(output_index) => {
+                        self.texts.insert(output_index);
+                    }
+                    None => self.unindexed_text = true,
+                }
                 if !delta.is_empty() {
                     out.push(ModelEvent::TextDelta(delta));
                 }
@@ -208,6 +215,9 @@ impl Decoder {
 
     /// Forwards the text of a message item that was not streamed as deltas.
     fn whole_text(&mut self, output_index: Option<usize>, text: String, out: &mut Vec<ModelEvent>) {
+        if self.unindexed_text {
+            return;
+        }
         if let Some(output_index) = output_index
             && !self.texts.insert(output_index)
         {
@@ -485,6 +495,22 @@ mod tests {
                 call(0, None, None, "{\"q\":"),
                 call(0, None, None, "\"x\"}"),
                 ModelEvent::Finish(FinishReason::ToolCalls),
+            ])
+        );
+    }
+
+    #[test]
+    fn deltas_without_output_index_are_not_repeated_by_done_events() {
+        let events = decode(&[
+            r#"{"type":"response.output_text.delta","delta":"Hi"}"#,
+            r#"{"type":"response.output_text.done","output_index":0,"text":"Hi"}"#,
+            r#"{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"Hi"}]}]}}"#,
+        ]);
+        assert_eq!(
+            events,
+            Ok(vec![
+                ModelEvent::TextDelta("Hi".into()),
+                ModelEvent::Finish(FinishReason::Stop),
             ])
         );
     }
