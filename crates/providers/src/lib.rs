@@ -9,8 +9,10 @@
 //!   contract's environment shortcuts ([`env_shortcuts`]), and [`Registry`] (the engine's
 //!   [`ModelRouter`](engine::model::ModelRouter)).
 //! - [`chat_completions`]: the OpenAI Chat Completions adapter (OpenAI, xAI, Perplexity, vLLM,
-//!   Ollama, llama.cpp…). The Responses, Anthropic Messages and Gemini adapters are not written
-//!   yet; a provider configured with one of them resolves to a `NotConfigured` error that says so.
+//!   Ollama, llama.cpp…).
+//! - [`responses`]: the OpenAI Responses API as an upstream (`api = "responses"`).
+//! - [`anthropic`]: Anthropic Messages.
+//! - [`gemini`]: Gemini generateContent (thought signatures passed through on tool calls).
 //! - `http`: what adapters share: one pooled `reqwest::Client` per provider, timeouts
 //!   ([`ClientOptions`]), error mapping and key redaction.
 //! - [`ProvidersError`]: the crate's one error type (configuration and construction).

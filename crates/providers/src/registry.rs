@@ -187,13 +187,7 @@ pub struct Registry {
 struct Provider {
     name: String,
     models: Vec<String>,
-    backend: Backend,
-}
-
-enum Backend {
-    Ready(Arc<dyn ModelClient>),
-    /// Configured, but this build has no adapter for its wire API yet.
-    Unimplemented(WireApi),
+    client: Arc<dyn ModelClient>,
 }
 
 impl fmt::Debug for Registry {
@@ -226,19 +220,14 @@ impl Registry {
             if registry.by_name.contains_key(&config.name) {
                 return Err(ProvidersError::DuplicateProvider(config.name));
             }
-            let backend = match config.api {
-                WireApi::ChatCompletions => {
-                    Backend::Ready(Arc::new(ChatCompletionsClient::new(&config, options)?))
+            let client: Arc<dyn ModelClient> = match config.api {
+                WireApi::ChatCompletions => Arc::new(ChatCompletionsClient::new(&config, options)?),
+                WireApi::AnthropicMessages => {
+                    Arc::new(crate::anthropic::AnthropicClient::new(&config, options)?)
                 }
-                other => {
-                    // Still check the URL, so a typo shows at start-up, not once implemented.
-                    crate::chat_completions::endpoint(&config.base_url, &[]).map_err(|reason| {
-                        ProvidersError::InvalidBaseUrl {
-                            provider: config.name.clone(),
-                            reason,
-                        }
-                    })?;
-                    Backend::Unimplemented(other)
+                WireApi::Gemini => Arc::new(crate::gemini::GeminiClient::new(&config, options)?),
+                WireApi::Responses => {
+                    Arc::new(crate::responses::ResponsesClient::new(&config, options)?)
                 }
             };
             registry
@@ -247,7 +236,7 @@ impl Registry {
             registry.providers.push(Provider {
                 name: config.name,
                 models: config.models,
-                backend,
+                client,
             });
         }
         Ok(registry)
@@ -277,24 +266,16 @@ impl ModelRouter for Registry {
                 hint,
             });
         };
-        match &self.providers[index].backend {
-            Backend::Ready(client) => Ok(ResolvedModel {
-                client: Arc::clone(client),
-                upstream_model: upstream_model.to_owned(),
-            }),
-            Backend::Unimplemented(api) => Err(ResolveError::NotConfigured {
-                provider: provider.to_owned(),
-                hint: format!("the {api} wire API is not implemented yet"),
-            }),
-        }
+        Ok(ResolvedModel {
+            client: Arc::clone(&self.providers[index].client),
+            upstream_model: upstream_model.to_owned(),
+        })
     }
 
-    /// Each usable provider's configured models; providers whose wire API is not implemented
-    /// are left out, since their models cannot be called.
+    /// Each provider's configured models.
     fn list_models(&self) -> Vec<ModelInfo> {
         self.providers
             .iter()
-            .filter(|provider| matches!(provider.backend, Backend::Ready(_)))
             .flat_map(|provider| {
                 provider.models.iter().map(|model| ModelInfo {
                     id: format!("{}/{model}", provider.name),

@@ -125,25 +125,22 @@ fn only_the_first_slash_splits() -> TestResult {
 }
 
 #[test]
-fn wire_apis_without_an_adapter_say_so() -> TestResult {
+fn every_wire_api_resolves_to_its_adapter() -> TestResult {
     let registry = Registry::new(env_shortcuts(&env(&[
         ("ANTHROPIC_API_KEY", "a"),
         ("GEMINI_API_KEY", "g"),
     ])))?;
-    assert_eq!(
-        registry.resolve("anthropic/claude-sonnet-4-5").err(),
-        Some(not_configured(
-            "anthropic",
-            "the anthropic_messages wire API is not implemented yet"
-        ))
-    );
-    assert_eq!(
-        registry.resolve("google/gemini-2.5-pro").err(),
-        Some(not_configured(
-            "google",
-            "the gemini wire API is not implemented yet"
-        ))
-    );
+    let anthropic = registry.resolve("anthropic/claude-sonnet-4-5")?;
+    assert_eq!(anthropic.upstream_model, "claude-sonnet-4-5");
+    let google = registry.resolve("google/gemini-2.5-pro")?;
+    assert_eq!(google.upstream_model, "gemini-2.5-pro");
+    let responses = Registry::new(vec![provider(
+        "oai",
+        WireApi::Responses,
+        "https://api.openai.com/v1",
+        &[],
+    )])?;
+    assert_eq!(responses.resolve("oai/gpt-5.4")?.upstream_model, "gpt-5.4");
     Ok(())
 }
 
@@ -168,14 +165,32 @@ fn list_models_prefixes_the_provider() -> TestResult {
             "https://api.anthropic.com",
             &["claude-x"],
         ),
+        provider(
+            "gem",
+            WireApi::Gemini,
+            "https://generativelanguage.googleapis.com",
+            &["gemini-y"],
+        ),
+        provider(
+            "oai",
+            WireApi::Responses,
+            "https://api.openai.com/v1",
+            &["gpt-z"],
+        ),
     ])?;
-    let info = |id: &str| ModelInfo {
+    let info = |id: &str, owner: &str| ModelInfo {
         id: id.into(),
-        owned_by: "local".into(),
+        owned_by: owner.into(),
     };
     assert_eq!(
         registry.list_models(),
-        vec![info("local/llama3.2"), info("local/qwen3")]
+        vec![
+            info("local/llama3.2", "local"),
+            info("local/qwen3", "local"),
+            info("claude/claude-x", "claude"),
+            info("gem/gemini-y", "gem"),
+            info("oai/gpt-z", "oai"),
+        ]
     );
     Ok(())
 }
