@@ -329,7 +329,8 @@ impl Engine {
         transcript: Vec<InputItem>,
         context: Continuation,
     ) -> Result<(RunPlan, String), EngineError> {
-        let (model_id, resolved) = self.resolve_model(&request)?;
+        let models = self.resolve_models(&request)?;
+        let model_id = models.first().map(|(id, _)| id.clone()).unwrap_or_default();
         let registry = Registry::from_request(
             request.tools.as_deref().unwrap_or_default(),
             self.inner.hosted.as_ref(),
@@ -340,7 +341,7 @@ impl Engine {
         let plan = RunPlan {
             project_id: project_id.to_owned(),
             request,
-            model: resolved,
+            models,
             registry,
             transcript,
             new_from: context.new_from,
@@ -487,13 +488,18 @@ impl Engine {
         Ok(self.inner.metrics.snapshot(queued))
     }
 
-    fn resolve_model(
+    /// The models a run may use, in order: `models` (a fallback chain), else `model`.
+    fn resolve_models(
         &self,
         request: &CreateRequest,
-    ) -> Result<(String, ResolvedModel), EngineError> {
-        let (model_id, param) = match (&request.models, &request.model) {
-            (Some(models), _) if !models.is_empty() => (models[0].clone(), "models[0]".to_owned()),
-            (_, Some(model)) => (model.clone(), "model".to_owned()),
+    ) -> Result<Vec<(String, ResolvedModel)>, EngineError> {
+        let chain: Vec<(String, String)> = match (&request.models, &request.model) {
+            (Some(models), _) if !models.is_empty() => models
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.clone(), format!("models[{i}]")))
+                .collect(),
+            (_, Some(model)) => vec![(model.clone(), "model".to_owned())],
             _ => {
                 return Err(EngineError::InvalidModel {
                     message:
@@ -503,15 +509,18 @@ impl Engine {
                 });
             }
         };
-        match self.inner.router.resolve(&model_id) {
-            Ok(resolved) => Ok((model_id, resolved)),
-            Err(err @ (ResolveError::Malformed(_) | ResolveError::NotConfigured { .. })) => {
-                Err(EngineError::InvalidModel {
-                    message: err.to_string(),
-                    param,
-                })
-            }
-        }
+        chain
+            .into_iter()
+            .map(|(id, param)| match self.inner.router.resolve(&id) {
+                Ok(resolved) => Ok((id, resolved)),
+                Err(err @ (ResolveError::Malformed(_) | ResolveError::NotConfigured { .. })) => {
+                    Err(EngineError::InvalidModel {
+                        message: err.to_string(),
+                        param,
+                    })
+                }
+            })
+            .collect()
     }
 
     /// A stored response of this project (404 for unknown, other projects' and `store: false`).

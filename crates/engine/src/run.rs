@@ -51,7 +51,8 @@ const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 pub struct RunPlan {
     pub project_id: String,
     pub request: CreateRequest,
-    pub model: ResolvedModel,
+    /// The models to use, in order (`models` is a fallback chain; never empty).
+    pub models: Vec<(String, ResolvedModel)>,
     pub registry: Registry,
     /// The transcript the run starts from (previous transcript + this request's input).
     pub transcript: Vec<InputItem>,
@@ -136,6 +137,8 @@ pub struct Run {
     sources: Vec<Source>,
     /// The number the next source gets.
     next_source: u64,
+    /// The model of `plan.models` in use: the one that answered last.
+    active_model: usize,
 }
 
 /// How the step loop ended (failures are `Err(ErrorInfo)`).
@@ -272,6 +275,14 @@ fn truncate(mut text: String) -> String {
     text
 }
 
+/// Why one attempt at a model turn ended without a turn.
+enum TurnError {
+    /// The model failed before producing any output: another attempt may answer.
+    BeforeOutput(ModelError),
+    /// The run stops (cancelled, or a failure after output).
+    Stop(Stop),
+}
+
 /// What one model turn produced.
 struct Turn {
     text: Option<String>,
@@ -309,6 +320,7 @@ impl Run {
             start_error: None,
             sources: Vec::new(),
             next_source: 1,
+            active_model: 0,
         }
     }
 
@@ -454,7 +466,7 @@ impl Run {
         let tools_on =
             tools_on && !self.plan.registry.is_empty() && tool_choice != ModelToolChoice::None;
         ModelRequest {
-            model: self.plan.model.upstream_model.clone(),
+            model: String::new(), // set per attempt by `model_turn`
             messages: transcript::to_model_messages(
                 request.instructions.as_deref(),
                 &self.transcript,
@@ -496,12 +508,44 @@ impl Run {
         }
     }
 
-    /// Streams one model turn, forwarding text as it arrives.
+    /// One model turn on the active model of the chain. A model that fails before producing
+    /// any output hands the turn to the next model of `models`; the model that answers becomes
+    /// the run's model (`response.model`). A failure after output ends the run.
     async fn model_turn(&mut self, request: ModelRequest) -> Result<Turn, Stop> {
-        let client = self.plan.model.client.clone();
+        let mut index = self.active_model;
+        loop {
+            let (id, model) = &self.plan.models[index];
+            let (id, client) = (id.clone(), model.client.clone());
+            let mut attempt = request.clone();
+            attempt.model = model.upstream_model.clone();
+            match self.try_turn(client, attempt).await {
+                Ok(turn) => {
+                    self.active_model = index;
+                    self.response.model = id;
+                    return Ok(turn);
+                }
+                Err(TurnError::Stop(stop)) => return Err(stop),
+                Err(TurnError::BeforeOutput(err)) => {
+                    if index + 1 < self.plan.models.len() {
+                        tracing::warn!(response_id = %self.response.id, model = %id, error = %err, "model failed before answering; trying the next model of the chain");
+                        index += 1;
+                        continue;
+                    }
+                    return Err(Stop::Failed(provider_error(err)));
+                }
+            }
+        }
+    }
+
+    /// Streams one model turn, forwarding text as it arrives.
+    async fn try_turn(
+        &mut self,
+        client: Arc<dyn crate::model::ModelClient>,
+        request: ModelRequest,
+    ) -> Result<Turn, TurnError> {
         let mut stream = tokio::select! {
-            started = client.stream(request) => started.map_err(provider_error)?,
-            () = self.cancel.cancelled() => return Err(Stop::Cancelled),
+            started = client.stream(request) => started.map_err(TurnError::BeforeOutput)?,
+            () = self.cancel.cancelled() => return Err(TurnError::Stop(Stop::Cancelled)),
         };
         // (output index, item id, text so far) of the message being streamed.
         let mut message: Option<(usize, String, String)> = None;
@@ -573,6 +617,9 @@ impl Run {
                     self.usage.output_tokens_details.reasoning_tokens += usage.reasoning_tokens;
                 }
                 Ok(ModelEvent::Finish(reason)) => finish = Some(reason),
+                Err(err) if message.is_none() && calls.is_empty() => {
+                    return Err(TurnError::BeforeOutput(err));
+                }
                 Err(err) => {
                     failure = Some(Stop::Failed(provider_error(err)));
                     break;
@@ -589,7 +636,7 @@ impl Run {
             text
         });
         if let Some(failure) = failure {
-            return Err(failure);
+            return Err(TurnError::Stop(failure));
         }
         let calls = calls
             .into_iter()

@@ -366,3 +366,58 @@ async fn an_expired_event_log_is_a_clear_400() {
     let (status, _) = app.get(&format!("/v1/agent/{id}")).await;
     assert_eq!(status, 200, "the response itself is kept");
 }
+
+#[tokio::test]
+async fn a_models_chain_falls_back_before_output_and_names_the_model_that_answered() {
+    let app = TestApp::spawn().await;
+    let chain = json!(["openai/gpt-a", "openai/gpt-b", "openai/gpt-c"]);
+    app.fake.push(Reply::error(503, "overloaded"));
+    app.fake.push(Reply::error(400, "this model cannot"));
+    app.fake.push(Reply::text("from c"));
+    let (status, response) = app
+        .post("/v1/responses", json!({"models": chain, "input": "hi"}))
+        .await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["status"], "completed");
+    assert_eq!(response["model"], "openai/gpt-c");
+    let asked: Vec<Value> = app
+        .fake
+        .requests()
+        .iter()
+        .map(|r| r["model"].clone())
+        .collect();
+    assert_eq!(asked, [json!("gpt-a"), json!("gpt-b"), json!("gpt-c")]);
+
+    // A failure after output is not retried elsewhere: the run fails.
+    app.fake.reset();
+    app.fake.push(Reply::raw_sse([
+        r#"{"choices":[{"index":0,"delta":{"content":"partial"}}]}"#,
+    ]));
+    app.fake.push(Reply::text("never asked"));
+    let (_, failed) = app
+        .post("/v1/responses", json!({"models": chain, "input": "hi"}))
+        .await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(app.fake.requests().len(), 1);
+
+    // Every model failing: the last error ends the run.
+    app.fake.reset();
+    for _ in 0..3 {
+        app.fake.push(Reply::error(500, "down"));
+    }
+    let (_, failed) = app
+        .post("/v1/responses", json!({"models": chain, "input": "hi"}))
+        .await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(app.fake.requests().len(), 3);
+
+    // An unconfigured model anywhere in the chain is refused up front.
+    let (status, error) = app
+        .post(
+            "/v1/responses",
+            json!({"models": ["openai/gpt-a", "nope/x"], "input": "hi"}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(error["error"]["param"], "models[1]");
+}
