@@ -338,7 +338,21 @@ impl Engine {
         let max_steps = request
             .max_steps
             .unwrap_or(self.inner.config.default_max_steps);
+        let output_schema = match request
+            .response_format
+            .as_ref()
+            .and_then(|format| format.json_schema.as_ref())
+        {
+            Some(format) => Some(jsonschema::validator_for(&format.schema).map_err(|err| {
+                EngineError::invalid(
+                    "response_format.json_schema.schema",
+                    format!("the schema is not a valid JSON Schema: {err}"),
+                )
+            })?),
+            None => None,
+        };
         let plan = RunPlan {
+            output_schema,
             project_id: project_id.to_owned(),
             request,
             models,

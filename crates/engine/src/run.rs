@@ -53,6 +53,8 @@ pub struct RunPlan {
     pub request: CreateRequest,
     /// The models to use, in order (`models` is a fallback chain; never empty).
     pub models: Vec<(String, ResolvedModel)>,
+    /// `response_format.json_schema`, compiled: the final answer must match it.
+    pub output_schema: Option<jsonschema::Validator>,
     pub registry: Registry,
     /// The transcript the run starts from (previous transcript + this request's input).
     pub transcript: Vec<InputItem>,
@@ -398,6 +400,7 @@ impl Run {
                 return Ok(Outcome::Incomplete("max_output_tokens"));
             }
             if turn.calls.is_empty() {
+                self.check_structured_output(turn.text.as_deref())?;
                 return Ok(Outcome::Completed);
             }
             let mut handed_back = 0;
@@ -1136,6 +1139,40 @@ impl Run {
         self.transcript
             .push(InputItem::ToolSearchOutput(output.clone()));
         self.emit_item(OutputItem::ToolSearchOutput(output));
+    }
+
+    /// With `response_format.json_schema`, the final answer must be JSON matching the schema,
+    /// whatever the upstream promised; otherwise the run fails `upstream_structured_output_failed`.
+    fn check_structured_output(&self, text: Option<&str>) -> Result<(), Stop> {
+        let Some(validator) = &self.plan.output_schema else {
+            return Ok(());
+        };
+        let failed = |message: String| {
+            Stop::Failed(ErrorInfo {
+                message: format!("the model's answer does not match response_format: {message}"),
+                kind: Some("upstream_structured_output_failed".to_owned()),
+                code: Some("upstream_structured_output_failed".to_owned()),
+            })
+        };
+        let value: serde_json::Value = serde_json::from_str(text.unwrap_or_default().trim())
+            .map_err(|err| failed(format!("it is not JSON ({err})")))?;
+        let problems: Vec<String> = validator
+            .iter_errors(&value)
+            .take(5)
+            .map(|err| {
+                let path = err.instance_path().to_string();
+                if path.is_empty() {
+                    err.to_string()
+                } else {
+                    format!("{path}: {err}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(failed(problems.join("; ")))
+        }
     }
 
     /// Records a call of the model in the transcript.

@@ -421,3 +421,50 @@ async fn a_models_chain_falls_back_before_output_and_names_the_model_that_answer
     assert_eq!(status, 400);
     assert_eq!(error["error"]["param"], "models[1]");
 }
+
+#[tokio::test]
+async fn the_final_answer_is_checked_against_response_format() {
+    let app = TestApp::spawn().await;
+    let format = json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {
+        "type": "object", "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"], "additionalProperties": false}}});
+    app.fake.push(Reply::text(r#"{"answer": 42}"#));
+    let (_, ok) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "x", "response_format": format}),
+        )
+        .await;
+    assert_eq!(ok["status"], "completed", "{ok}");
+    // The schema reached the upstream.
+    assert_eq!(
+        app.fake.requests()[0]["response_format"]["json_schema"]["schema"]["required"],
+        json!(["answer"])
+    );
+
+    for bad in [r#"{"answer": "forty-two"}"#, "The answer is 42."] {
+        app.fake.push(Reply::text(bad));
+        let (status, failed) = app
+            .post(
+                "/v1/responses",
+                json!({"model": MODEL, "input": "x", "response_format": format}),
+            )
+            .await;
+        assert_eq!(status, 200);
+        assert_eq!(failed["status"], "failed", "{failed}");
+        assert_eq!(failed["error"]["code"], "upstream_structured_output_failed");
+    }
+
+    let (status, error) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "x", "response_format":
+                   {"type": "json_schema", "json_schema": {"schema": {"type": 12}}}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(
+        error["error"]["param"],
+        "response_format.json_schema.schema"
+    );
+}
