@@ -40,6 +40,27 @@ pub struct EngineConfig {
     pub event_retention: Duration,
     /// How long files shared by responses are kept.
     pub file_retention: Duration,
+    /// The operator's price table: fills `usage.cost` (empty: no cost reported).
+    pub prices: Arc<Prices>,
+}
+
+/// The operator's prices, in US dollars.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prices {
+    /// By model id (`provider/model`).
+    pub models: HashMap<String, ModelPrice>,
+    /// By `usage.tool_calls_details` key (`search_web`, `fetch_url`, `sandbox`, …), per
+    /// invocation.
+    pub tools: HashMap<String, f64>,
+}
+
+/// What one model's tokens cost, per million.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelPrice {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+    /// Cached input tokens; the input price when unset.
+    pub cache_read_per_million: Option<f64>,
 }
 
 impl Default for EngineConfig {
@@ -51,6 +72,7 @@ impl Default for EngineConfig {
             lease: Duration::from_secs(30),
             event_retention: Duration::from_secs(24 * 3600),
             file_retention: Duration::from_secs(7 * 24 * 3600),
+            prices: Arc::new(Prices::default()),
         }
     }
 }
@@ -352,6 +374,7 @@ impl Engine {
             None => None,
         };
         let plan = RunPlan {
+            prices: self.inner.config.prices.clone(),
             output_schema,
             project_id: project_id.to_owned(),
             request,

@@ -53,6 +53,8 @@ pub struct RunPlan {
     pub request: CreateRequest,
     /// The models to use, in order (`models` is a fallback chain; never empty).
     pub models: Vec<(String, ResolvedModel)>,
+    /// The operator's prices (`usage.cost`).
+    pub prices: Arc<crate::engine::Prices>,
     /// `response_format.json_schema`, compiled: the final answer must match it.
     pub output_schema: Option<jsonschema::Validator>,
     pub registry: Registry,
@@ -1231,6 +1233,7 @@ impl Run {
     /// Sets the final state, stores it, emits the terminal event and closes the log.
     async fn finish(mut self, outcome: Result<Outcome, ErrorInfo>) -> Finished {
         self.usage.total_tokens = self.usage.input_tokens + self.usage.output_tokens;
+        price_usage(&mut self.usage, &self.response.model, &self.plan.prices);
         self.response.usage = Some(self.usage.clone());
         self.response.completed_at = Some(now_secs());
         match &outcome {
@@ -1293,6 +1296,46 @@ impl Run {
             start_error: self.start_error,
         }
     }
+}
+
+/// Fills `cost` (when the model has a price) and each tool's `cost_usd` (when the tool has
+/// one) from the operator's price table.
+pub(crate) fn price_usage(usage: &mut Usage, model: &str, prices: &crate::engine::Prices) {
+    let mut tools_cost = 0.0;
+    let mut any_tool_price = false;
+    for (key, details) in &mut usage.tool_calls_details {
+        if let Some(price) = prices.tools.get(key) {
+            let cost = price * details.invocation as f64;
+            details.cost_usd = Some(cost);
+            tools_cost += cost;
+            any_tool_price = true;
+        }
+    }
+    let Some(price) = prices.models.get(model) else {
+        return;
+    };
+    let per_token = |per_million: f64| per_million / 1_000_000.0;
+    let cached = usage
+        .input_tokens_details
+        .cached_tokens
+        .min(usage.input_tokens);
+    let input_cost = per_token(price.input_per_million) * (usage.input_tokens - cached) as f64;
+    let cache_read_cost = per_token(
+        price
+            .cache_read_per_million
+            .unwrap_or(price.input_per_million),
+    ) * cached as f64;
+    let output_cost = per_token(price.output_per_million) * usage.output_tokens as f64;
+    usage.cost = Some(protocol::response::Cost {
+        currency: "USD".to_owned(),
+        input_cost,
+        output_cost,
+        cache_creation_cost: None,
+        cache_read_cost: Some(cache_read_cost),
+        tool_calls_cost: any_tool_price.then_some(tools_cost),
+        total_cost: input_cost + cache_read_cost + output_cost + tools_cost,
+        tool_calls_cost_details: None,
+    });
 }
 
 /// `url_citation` annotations for the `[n]` markers of an answer whose `n` names a source.
@@ -1388,6 +1431,49 @@ mod tests {
                 } => (url, start_index, end_index),
             })
             .collect()
+    }
+
+    #[test]
+    fn usage_is_priced_from_the_table() {
+        let mut prices = crate::engine::Prices::default();
+        prices.models.insert(
+            "openai/gpt-x".to_owned(),
+            crate::engine::ModelPrice {
+                input_per_million: 2.0,
+                output_per_million: 8.0,
+                cache_read_per_million: Some(0.5),
+            },
+        );
+        prices.tools.insert("search_web".to_owned(), 0.005);
+        let mut usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 500_000,
+            ..Usage::default()
+        };
+        usage.input_tokens_details.cached_tokens = 200_000;
+        usage
+            .tool_calls_details
+            .entry("search_web".to_owned())
+            .or_default()
+            .invocation = 2;
+        usage
+            .tool_calls_details
+            .entry("fetch_url".to_owned())
+            .or_default()
+            .invocation = 1;
+        price_usage(&mut usage, "openai/gpt-x", &prices);
+        let cost = usage.cost.clone().expect("priced");
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(cost.input_cost, 1.6), "{cost:?}");
+        assert!(close(cost.cache_read_cost.unwrap_or_default(), 0.1));
+        assert!(close(cost.output_cost, 4.0));
+        assert!(close(cost.tool_calls_cost.unwrap_or_default(), 0.01));
+        assert!(close(cost.total_cost, 5.71));
+        assert_eq!(usage.tool_calls_details["search_web"].cost_usd, Some(0.01));
+        assert_eq!(usage.tool_calls_details["fetch_url"].cost_usd, None);
+        let mut unpriced = Usage::default();
+        price_usage(&mut unpriced, "openai/other", &prices);
+        assert!(unpriced.cost.is_none());
     }
 
     #[test]

@@ -50,6 +50,27 @@ pub struct RawConfig {
     pub mcp: RawMcp,
     #[serde(default)]
     pub tools: RawTools,
+    #[serde(default)]
+    pub prices: RawPrices,
+}
+
+/// `[prices]`: fills `usage.cost`. Dollars per million tokens per model, per invocation per
+/// tool.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrices {
+    #[serde(default)]
+    pub models: BTreeMap<String, RawModelPrice>,
+    #[serde(default)]
+    pub tools: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModelPrice {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+    pub cache_read_per_million: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -367,7 +388,9 @@ impl Config {
                 message: "must be within 1..=87600".to_owned(),
             });
         }
+        let prices = prices(file.prices)?;
         let engine = engine::EngineConfig {
+            prices: std::sync::Arc::new(prices),
             file_retention: std::time::Duration::from_secs(file_retention_hours * 3600),
             default_max_steps,
             workers,
@@ -529,6 +552,38 @@ fn sandbox_settings(
     })
 }
 
+/// The price table, every price a finite number ≥ 0.
+fn prices(raw: RawPrices) -> Result<engine::Prices, ConfigError> {
+    let check = |name: String, value: f64| {
+        if value.is_finite() && value >= 0.0 {
+            Ok(value)
+        } else {
+            Err(ConfigError::Invalid {
+                name,
+                message: "must be a number of dollars, 0 or more".to_owned(),
+            })
+        }
+    };
+    let mut prices = engine::Prices::default();
+    for (model, price) in raw.models {
+        let at = |field: &str| format!("prices.models.\"{model}\".{field}");
+        let entry = engine::ModelPrice {
+            input_per_million: check(at("input_per_million"), price.input_per_million)?,
+            output_per_million: check(at("output_per_million"), price.output_per_million)?,
+            cache_read_per_million: price
+                .cache_read_per_million
+                .map(|p| check(at("cache_read_per_million"), p))
+                .transpose()?,
+        };
+        prices.models.insert(model, entry);
+    }
+    for (tool, price) in raw.tools {
+        let price = check(format!("prices.tools.{tool}"), price)?;
+        prices.tools.insert(tool, price);
+    }
+    Ok(prices)
+}
+
 /// A duration setting in milliseconds within 100 ms ..= 1 h.
 fn millis(
     name: &str,
@@ -686,6 +741,26 @@ mod tests {
         )
         .expect("parses");
         assert!(Config::resolve(slow, &env_of(&[]), &Flags::default()).is_err());
+    }
+
+    #[test]
+    fn the_price_table_is_read_and_checked() {
+        let raw = RawConfig::from_toml(
+            "[prices.models.\"openai/gpt-x\"]\ninput_per_million = 2.0\noutput_per_million = 8\n[prices.tools]\nsearch_web = 0.005",
+            std::path::Path::new("a.toml"),
+        )
+        .expect("parses");
+        let c = Config::resolve(raw, &env_of(&[]), &Flags::default()).expect("ok");
+        let price = c.engine.prices.models["openai/gpt-x"];
+        assert_eq!(price.output_per_million, 8.0);
+        assert_eq!(c.engine.prices.tools["search_web"], 0.005);
+        let bad = RawConfig::from_toml(
+            "[prices.tools]\nsearch_web = -1",
+            std::path::Path::new("a.toml"),
+        )
+        .expect("parses");
+        let err = Config::resolve(bad, &env_of(&[]), &Flags::default()).expect_err("negative");
+        assert!(err.to_string().contains("prices.tools.search_web"), "{err}");
     }
 
     #[test]

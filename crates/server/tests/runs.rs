@@ -468,3 +468,37 @@ async fn the_final_answer_is_checked_against_response_format() {
         "response_format.json_schema.schema"
     );
 }
+
+#[tokio::test]
+async fn usage_cost_comes_from_the_operators_price_table() {
+    let app = TestApp::spawn_with(|config| {
+        let mut prices = engine::Prices::default();
+        prices.models.insert(
+            MODEL.to_owned(),
+            engine::ModelPrice {
+                input_per_million: 2.0,
+                output_per_million: 10.0,
+                cache_read_per_million: None,
+            },
+        );
+        config.engine.prices = std::sync::Arc::new(prices);
+    })
+    .await;
+    app.fake.push(Reply::text("priced").usage(1000, 500));
+    let (_, response) = app
+        .post("/v1/responses", json!({"model": MODEL, "input": "x"}))
+        .await;
+    let cost = &response["usage"]["cost"];
+    assert_eq!(cost["currency"], "USD", "{response}");
+    let total = cost["total_cost"].as_f64().unwrap();
+    assert!((total - 0.007).abs() < 1e-9, "{cost}");
+    // Without a price there is no cost.
+    app.fake.push(Reply::text("free"));
+    let (_, unpriced) = app
+        .post(
+            "/v1/responses",
+            json!({"model": "openai/other", "input": "x"}),
+        )
+        .await;
+    assert!(unpriced["usage"].get("cost").is_none(), "{unpriced}");
+}
