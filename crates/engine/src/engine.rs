@@ -42,6 +42,84 @@ pub struct EngineConfig {
     pub file_retention: Duration,
     /// The operator's price table: fills `usage.cost` (empty: no cost reported).
     pub prices: Arc<Prices>,
+    /// Named presets by canonical name (`fast`, `low`, `medium`, `high`, `xhigh`, or the
+    /// operator's own).
+    pub presets: Arc<HashMap<String, Preset>>,
+}
+
+/// A named preset (`preset` / `effort`): defaults a request's own fields override.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Preset {
+    pub model: Option<String>,
+    pub models: Option<Vec<String>>,
+    pub max_steps: Option<u32>,
+    pub instructions: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    /// Tools the preset brings; a request tool of the same type replaces the preset's.
+    pub tools: Vec<protocol::request::Tool>,
+}
+
+/// The legacy preset names and the canonical names they stand for (spec §9.3).
+const PRESET_ALIASES: &[(&str, &str)] = &[
+    ("fast-search", "fast"),
+    ("pro-search", "low"),
+    ("deep-research", "medium"),
+    ("advanced-deep-research", "high"),
+];
+
+/// Applies the request's `effort` (or else `preset`) from the operator's presets: every
+/// field the request leaves unset takes the preset's value; a request tool replaces the
+/// preset's tool of the same type, and the preset's other tools stay.
+pub(crate) fn apply_preset(
+    request: &mut CreateRequest,
+    presets: &HashMap<String, Preset>,
+) -> Result<(), EngineError> {
+    let (param, name) = match (&request.effort, &request.preset) {
+        (Some(effort), _) => ("effort", effort.clone()),
+        (None, Some(preset)) => ("preset", preset.clone()),
+        (None, None) => return Ok(()),
+    };
+    let canonical = PRESET_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or(name.as_str(), |(_, canonical)| canonical);
+    let Some(preset) = presets.get(canonical) else {
+        let mut known: Vec<&str> = presets.keys().map(String::as_str).collect();
+        known.sort_unstable();
+        let message = if known.is_empty() {
+            format!(
+                "{param} \"{name}\" is not available: this server defines no presets; set `model`"
+            )
+        } else {
+            format!(
+                "{param} \"{name}\" is not a preset of this server (it has: {})",
+                known.join(", ")
+            )
+        };
+        return Err(EngineError::invalid(param, message));
+    };
+    if request.model.is_none() && request.models.is_none() {
+        request.model = preset.model.clone();
+        request.models = preset.models.clone();
+    }
+    request.max_steps = request.max_steps.or(preset.max_steps);
+    request.instructions = request
+        .instructions
+        .take()
+        .or_else(|| preset.instructions.clone());
+    request.max_output_tokens = request.max_output_tokens.or(preset.max_output_tokens);
+    if !preset.tools.is_empty() {
+        let own = request.tools.take().unwrap_or_default();
+        let mut tools: Vec<protocol::request::Tool> = preset
+            .tools
+            .iter()
+            .filter(|tool| !own.iter().any(|mine| mine.type_name() == tool.type_name()))
+            .cloned()
+            .collect();
+        tools.extend(own);
+        request.tools = Some(tools);
+    }
+    Ok(())
 }
 
 /// The operator's prices, in US dollars.
@@ -73,6 +151,7 @@ impl Default for EngineConfig {
             event_retention: Duration::from_secs(24 * 3600),
             file_retention: Duration::from_secs(7 * 24 * 3600),
             prices: Arc::new(Prices::default()),
+            presets: Arc::new(HashMap::new()),
         }
     }
 }
@@ -223,8 +302,10 @@ impl Engine {
     pub async fn start(
         &self,
         project_id: &str,
-        request: CreateRequest,
+        mut request: CreateRequest,
     ) -> Result<RunHandle, EngineError> {
+        request.validate()?;
+        apply_preset(&mut request, &self.inner.config.presets)?;
         request.validate()?;
         let background = request.background.unwrap_or(false);
         if background {
@@ -539,9 +620,8 @@ impl Engine {
             (_, Some(model)) => vec![(model.clone(), "model".to_owned())],
             _ => {
                 return Err(EngineError::InvalidModel {
-                    message:
-                        "no model given: set `model` (presets are not available on this server)"
-                            .to_owned(),
+                    message: "no model given: set `model` or `models` (or a preset that names one)"
+                        .to_owned(),
                     param: "model".to_owned(),
                 });
             }

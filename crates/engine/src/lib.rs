@@ -34,6 +34,6 @@ pub mod store;
 pub mod tools;
 pub mod transcript;
 
-pub use engine::{Engine, EngineConfig, EventStream, ModelPrice, Ports, Prices, RunHandle};
+pub use engine::{Engine, EngineConfig, EventStream, ModelPrice, Ports, Preset, Prices, RunHandle};
 pub use error::EngineError;
 pub use keys::hash_key;

@@ -52,6 +52,22 @@ pub struct RawConfig {
     pub tools: RawTools,
     #[serde(default)]
     pub prices: RawPrices,
+    /// `[presets.NAME]`: what `preset` / `effort` select.
+    #[serde(default)]
+    pub presets: BTreeMap<String, RawPreset>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPreset {
+    pub model: Option<String>,
+    pub models: Option<Vec<String>>,
+    pub max_steps: Option<u32>,
+    pub instructions: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    /// Tool entries exactly as a request's `tools` holds them.
+    #[serde(default)]
+    pub tools: Vec<toml::Value>,
 }
 
 /// `[prices]`: fills `usage.cost`. Dollars per million tokens per model, per invocation per
@@ -389,8 +405,10 @@ impl Config {
             });
         }
         let prices = prices(file.prices)?;
+        let presets = presets(file.presets)?;
         let engine = engine::EngineConfig {
             prices: std::sync::Arc::new(prices),
+            presets: std::sync::Arc::new(presets),
             file_retention: std::time::Duration::from_secs(file_retention_hours * 3600),
             default_max_steps,
             workers,
@@ -550,6 +568,48 @@ fn sandbox_settings(
         ),
         root: data_dir.join("sandbox"),
     })
+}
+
+/// The presets, their tools parsed like a request's.
+fn presets(
+    raw: BTreeMap<String, RawPreset>,
+) -> Result<std::collections::HashMap<String, engine::Preset>, ConfigError> {
+    let mut presets = std::collections::HashMap::new();
+    for (name, preset) in raw {
+        let invalid = |message: String| ConfigError::Invalid {
+            name: format!("presets.{name}"),
+            message,
+        };
+        if preset.model.is_some() && preset.models.is_some() {
+            return Err(invalid("set model or models, not both".to_owned()));
+        }
+        if preset.max_steps.is_some_and(|n| !(1..=100).contains(&n)) {
+            return Err(invalid("max_steps must be within 1..=100".to_owned()));
+        }
+        let tools = preset
+            .tools
+            .into_iter()
+            .enumerate()
+            .map(|(i, tool)| {
+                let json = serde_json::to_value(tool)
+                    .map_err(|err| invalid(format!("tools[{i}]: {err}")))?;
+                serde_json::from_value::<protocol::request::Tool>(json)
+                    .map_err(|err| invalid(format!("tools[{i}]: {err}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        presets.insert(
+            name,
+            engine::Preset {
+                model: preset.model,
+                models: preset.models,
+                max_steps: preset.max_steps,
+                instructions: preset.instructions,
+                max_output_tokens: preset.max_output_tokens,
+                tools,
+            },
+        );
+    }
+    Ok(presets)
 }
 
 /// The price table, every price a finite number ≥ 0.
@@ -761,6 +821,27 @@ mod tests {
         .expect("parses");
         let err = Config::resolve(bad, &env_of(&[]), &Flags::default()).expect_err("negative");
         assert!(err.to_string().contains("prices.tools.search_web"), "{err}");
+    }
+
+    #[test]
+    fn presets_are_read_with_their_tools() {
+        let raw = RawConfig::from_toml(
+            "[presets.low]\nmodel = \"openai/gpt-x\"\nmax_steps = 3\ntools = [{ type = \"web_search\", search_context_size = \"high\" }]",
+            std::path::Path::new("a.toml"),
+        )
+        .expect("parses");
+        let c = Config::resolve(raw, &env_of(&[]), &Flags::default()).expect("ok");
+        let low = &c.engine.presets["low"];
+        assert_eq!(low.model.as_deref(), Some("openai/gpt-x"));
+        assert_eq!(low.tools.len(), 1);
+        assert_eq!(low.tools[0].type_name(), "web_search");
+        let bad = RawConfig::from_toml(
+            "[presets.low]\ntools = [{ type = \"web_serch\" }]",
+            std::path::Path::new("a.toml"),
+        )
+        .expect("parses");
+        let err = Config::resolve(bad, &env_of(&[]), &Flags::default()).expect_err("bad tool");
+        assert!(err.to_string().contains("presets.low"), "{err}");
     }
 
     #[test]

@@ -502,3 +502,75 @@ async fn usage_cost_comes_from_the_operators_price_table() {
         .await;
     assert!(unpriced["usage"].get("cost").is_none(), "{unpriced}");
 }
+
+#[tokio::test]
+async fn presets_supply_defaults_that_request_fields_override() {
+    let app = TestApp::spawn_with(|config| {
+        let tools: Vec<protocol::request::Tool> = serde_json::from_value(json!([
+            {"type": "fetch_url", "max_urls": 3},
+            {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
+        ]))
+        .unwrap();
+        let preset = engine::Preset {
+            model: Some("openai/gpt-low".to_owned()),
+            max_steps: Some(3),
+            instructions: Some("Answer briefly.".to_owned()),
+            tools,
+            ..engine::Preset::default()
+        };
+        config.engine.presets =
+            std::sync::Arc::new([("low".to_owned(), preset)].into_iter().collect());
+    })
+    .await;
+
+    // The legacy alias selects the preset; its model, steps, instructions and tools apply.
+    app.fake.push(Reply::text("brief"));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"preset": "pro-search", "input": "x"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["model"], "openai/gpt-low");
+    assert_eq!(response["max_steps"], 3);
+    let request = &app.fake.requests()[0];
+    assert_eq!(request["model"], "gpt-low");
+    assert_eq!(request["messages"][0]["content"], "Answer briefly.");
+    let names = |request: &Value| {
+        request["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(request), ["lookup", "fetch_url"]);
+
+    // Request fields win; a request tool replaces the preset's tool of its type only, and
+    // `effort` wins over `preset`.
+    app.fake.reset();
+    app.fake.push(Reply::text("mine"));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"effort": "low", "preset": "nope", "model": MODEL, "max_steps": 5,
+                   "instructions": "Be thorough.", "input": "x",
+                   "tools": [{"type": "function", "name": "mine", "parameters": {"type": "object"}}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["model"], MODEL);
+    assert_eq!(response["max_steps"], 5);
+    let request = &app.fake.requests()[0];
+    assert_eq!(request["messages"][0]["content"], "Be thorough.");
+    assert_eq!(names(request), ["mine", "fetch_url"]);
+
+    // An unknown preset names what exists.
+    let (status, error) = app
+        .post("/v1/responses", json!({"preset": "xhigh", "input": "x"}))
+        .await;
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(error["error"]["param"], "preset");
+    assert!(error["error"]["message"].as_str().unwrap().contains("low"));
+}
