@@ -4,10 +4,15 @@
 use std::error::Error as _;
 use std::time::Duration;
 
-use engine::model::ModelError;
-use reqwest::header::{HeaderValue, InvalidHeaderValue};
+use engine::model::{ModelError, ModelEvent, ModelStream};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue, InvalidHeaderValue,
+};
+use reqwest::{RequestBuilder, Url};
 
 use crate::ProvidersError;
+use crate::registry::ProviderConfig;
+use crate::sse::{self, SseDecoder};
 
 /// Timeouts of the upstream HTTP client (one set per provider).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +34,8 @@ impl Default for ClientOptions {
     }
 }
 
+/// The most we read of a non-streamed answer (a server that ignored the request to stream).
+const MAX_JSON_BODY: usize = 16 * 1024 * 1024;
 /// The most of an error body we read: enough for any error message, not a memory hazard.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The most of an upstream error text we pass on when it is not the usual JSON envelope.
@@ -46,6 +53,162 @@ pub(crate) fn build_client(options: &ClientOptions) -> Result<reqwest::Client, P
         .connect_timeout(options.connect_timeout)
         .build()
         .map_err(ProvidersError::HttpClient)
+}
+
+/// How a provider's key travels.
+#[derive(Debug, Clone)]
+pub(crate) enum Credential {
+    /// `Authorization: Bearer {key}`.
+    Bearer,
+    /// The bare key in this header (`x-api-key`, `x-goog-api-key`).
+    Header(HeaderName),
+}
+
+/// The HTTP side of one provider, the same for every adapter: the pooled client, the URL, the
+/// key's header, the redactor and the idle timeout.
+pub(crate) struct Upstream {
+    /// The provider's one HTTP client, so connections (and TLS sessions) are pooled across turns.
+    http: reqwest::Client,
+    /// The base URL with the wire API's path appended, computed once.
+    url: Url,
+    /// The key's header and value (marked sensitive); `None` for a keyless server.
+    credential: Option<(HeaderName, HeaderValue)>,
+    /// Scrubs the key from every error text the client hands out.
+    redactor: Redactor,
+    /// Longest silence tolerated: before the response head and between two body chunks.
+    idle_timeout: Duration,
+}
+
+impl Upstream {
+    /// The client, URL (`provider.base_url` + `path`) and key header for `provider`.
+    pub(crate) fn new(
+        provider: &ProviderConfig,
+        options: &ClientOptions,
+        path: &[&str],
+        credential: Credential,
+    ) -> Result<Self, ProvidersError> {
+        let url = endpoint(&provider.base_url, path).map_err(|reason| {
+            ProvidersError::InvalidBaseUrl {
+                provider: provider.name.clone(),
+                reason,
+            }
+        })?;
+        let key = provider.api_key.as_deref().filter(|key| !key.is_empty());
+        let credential = key
+            .map(|key| match credential {
+                Credential::Bearer => bearer(key).map(|value| (AUTHORIZATION, value)),
+                Credential::Header(name) => HeaderValue::from_str(key).map(|mut value| {
+                    value.set_sensitive(true);
+                    (name, value)
+                }),
+            })
+            .transpose()
+            .map_err(|_| ProvidersError::InvalidApiKey {
+                provider: provider.name.clone(),
+            })?;
+        Ok(Upstream {
+            http: build_client(options)?,
+            url,
+            credential,
+            redactor: Redactor::new(key),
+            idle_timeout: options.idle_timeout,
+        })
+    }
+
+    /// The URL computed at construction (with the base URL's query string, if it had one).
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// A `POST` to `url` asking for an event stream.
+    pub(crate) fn post(&self, url: Url) -> RequestBuilder {
+        self.http.post(url).header(ACCEPT, "text/event-stream")
+    }
+
+    /// The client's `Debug`: the URL without its query string (some gateways take a key there),
+    /// whether there is a key, and the timeout; never the key.
+    pub(crate) fn debug(
+        &self,
+        f: &mut std::fmt::Formatter<'_>,
+        name: &str,
+        url_field: &str,
+    ) -> std::fmt::Result {
+        let mut url = self.url.clone();
+        url.set_query(None);
+        f.debug_struct(name)
+            .field(url_field, &url.as_str())
+            .field("has_api_key", &self.credential.is_some())
+            .field("idle_timeout", &self.idle_timeout)
+            .finish_non_exhaustive()
+    }
+
+    /// Sends one turn's `request` (with the key added) and streams its answer: an event stream
+    /// decoded by `decoder`, or, from a server that ignored the request to stream, a JSON body
+    /// decoded whole by `whole_body`. A non-2xx status is [`ModelError::Upstream`] with the
+    /// message `error_message` finds in the body. No error carries the key.
+    pub(crate) async fn turn<D: SseDecoder + Send + 'static>(
+        &self,
+        request: RequestBuilder,
+        error_message: fn(&[u8]) -> Option<String>,
+        whole_body: fn(&[u8]) -> Result<Vec<ModelEvent>, ModelError>,
+        decoder: D,
+    ) -> Result<ModelStream, ModelError> {
+        self.start(request, error_message, whole_body, decoder)
+            .await
+            .map_err(|err| self.redactor.scrub(err))
+    }
+
+    async fn start<D: SseDecoder + Send + 'static>(
+        &self,
+        mut request: RequestBuilder,
+        error_message: fn(&[u8]) -> Option<String>,
+        whole_body: fn(&[u8]) -> Result<Vec<ModelEvent>, ModelError>,
+        decoder: D,
+    ) -> Result<ModelStream, ModelError> {
+        if let Some((name, value)) = &self.credential {
+            request = request.header(name, value.clone());
+        }
+        let response = tokio::time::timeout(self.idle_timeout, request.send())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .map_err(transport_error)?;
+        if !response.status().is_success() {
+            return Err(upstream_error(response, self.idle_timeout, error_message).await);
+        }
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+        if is_json {
+            let body = read_body(response, MAX_JSON_BODY, self.idle_timeout).await?;
+            let events = whole_body(&body)?;
+            return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
+        }
+        Ok(sse::sse_stream(
+            response,
+            decoder,
+            self.idle_timeout,
+            self.redactor.clone(),
+        ))
+    }
+}
+
+/// `base_url` with `segments` appended to its path (a query string, as Azure's `api-version`,
+/// stays in place).
+pub(crate) fn endpoint(base_url: &str, segments: &[&str]) -> Result<Url, String> {
+    let mut url = Url::parse(base_url.trim()).map_err(|err| err.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "the scheme must be http or https, not {:?}",
+            url.scheme()
+        ));
+    }
+    url.path_segments_mut()
+        .map_err(|()| "the URL cannot have a path".to_owned())?
+        .pop_if_empty()
+        .extend(segments);
+    Ok(url)
 }
 
 /// `Authorization: Bearer {key}`, marked sensitive so that no debug output shows it.
@@ -144,11 +307,13 @@ pub(crate) fn transport_error(err: reqwest::Error) -> ModelError {
     ModelError::Transport(parts.join(": "))
 }
 
-/// Reads an error response and makes the [`ModelError::Upstream`] for it: `error.message` from
-/// the JSON envelope when there is one, else the start of the body, else the status reason.
+/// Reads an error response and makes the [`ModelError::Upstream`] for it: what `error_message`
+/// finds in the body (usually [`error_message`]: `error.message` from the JSON envelope when
+/// there is one, else the start of the body), else the status reason.
 pub(crate) async fn upstream_error(
     response: reqwest::Response,
     idle_timeout: Duration,
+    error_message: fn(&[u8]) -> Option<String>,
 ) -> ModelError {
     let status = response.status();
     // The status is what matters; a body that breaks off or stalls still gives it.

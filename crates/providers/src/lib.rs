@@ -14,7 +14,9 @@
 //! - [`anthropic`]: Anthropic Messages.
 //! - [`gemini`]: Gemini generateContent (thought signatures passed through on tool calls).
 //! - `http`: what adapters share: one pooled `reqwest::Client` per provider, timeouts
-//!   ([`ClientOptions`]), error mapping and key redaction.
+//!   ([`ClientOptions`]), sending a turn, error mapping and key redaction.
+//! - `sse`: what streaming adapters share: the event stream read with the idle timeout and fed
+//!   to each wire API's decoder.
 //! - [`ProvidersError`]: the crate's one error type (configuration and construction).
 //!
 //! This crate reads no environment and no files: the server does, and passes values in.
@@ -39,6 +41,7 @@ pub mod gemini;
 mod http;
 pub mod registry;
 pub mod responses;
+mod sse;
 
 pub use anthropic::AnthropicClient;
 pub use chat_completions::ChatCompletionsClient;

@@ -18,6 +18,7 @@
 use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
 
 use super::wire::{BlockDelta, ContentBlock, ErrorBody, Message, StreamEvent, Usage};
+use crate::sse::{SseDecoder, Step};
 
 /// The state of one streamed turn.
 #[derive(Debug, Default)]
@@ -38,21 +39,9 @@ struct Call {
     initial_input: Option<String>,
 }
 
-/// What the stream should do after a `data` field.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    Continue,
-    /// `message_stop` was seen: the turn is complete.
-    Done,
-}
-
-impl Decoder {
+impl SseDecoder for Decoder {
     /// Decodes one SSE `data` field, pushing the events it yields onto `out`.
-    pub(crate) fn data(
-        &mut self,
-        data: &str,
-        out: &mut Vec<ModelEvent>,
-    ) -> Result<Step, ModelError> {
+    fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(Step::Continue);
@@ -121,7 +110,7 @@ impl Decoder {
 
     /// The body ended without `message_stop`. A turn whose stop reason came (`message_delta`) is
     /// complete all the same; otherwise the connection broke.
-    pub(crate) fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
         let Some(finish) = self.finish.take() else {
             return Err(ModelError::Transport(
                 "the stream ended before the turn was complete".to_owned(),
@@ -131,7 +120,9 @@ impl Decoder {
         self.finish_with(finish, out);
         Ok(())
     }
+}
 
+impl Decoder {
     fn start_block(&mut self, index: usize, block: ContentBlock, out: &mut Vec<ModelEvent>) {
         match block {
             ContentBlock::Text { text } => {

@@ -9,6 +9,7 @@
 use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
 
 use super::wire::{Chunk, Completion, ExtraContent, FunctionDelta, Usage};
+use crate::sse::{SseDecoder, Step};
 
 /// The state of one streamed turn.
 #[derive(Debug, Default)]
@@ -17,21 +18,9 @@ pub(crate) struct Decoder {
     usage: Option<TokenUsage>,
 }
 
-/// What the stream should do after a `data` field.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    Continue,
-    /// `[DONE]` was seen: the turn is complete.
-    Done,
-}
-
-impl Decoder {
+impl SseDecoder for Decoder {
     /// Decodes one SSE `data` field, pushing the events it yields onto `out`.
-    pub(crate) fn data(
-        &mut self,
-        data: &str,
-        out: &mut Vec<ModelEvent>,
-    ) -> Result<Step, ModelError> {
+    fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(Step::Continue);
@@ -82,7 +71,7 @@ impl Decoder {
 
     /// Closes the turn (at `[DONE]`, or when the body ends without it): the usage, then the
     /// finish. A turn without a finish reason was cut short.
-    pub(crate) fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
         let Some(finish) = self.finish.take() else {
             return Err(ModelError::Protocol(
                 "the stream ended without a finish_reason".to_owned(),

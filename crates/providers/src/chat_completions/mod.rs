@@ -6,221 +6,70 @@
 //! server that ignores `stream` and answers one `chat.completion` JSON is adapted too.
 //!
 //! - [`wire`]: the request body and the chunk types (serde).
-//! - [`decode`]: chunks to [`ModelEvent`]s (pure, unit-tested).
-//! - this file: the HTTP exchange, timeouts and error mapping.
+//! - [`decode`]: chunks to [`ModelEvent`](engine::model::ModelEvent)s (pure, unit-tested).
+//! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
+//!   shared (`crate::http::Upstream`, `crate::sse`).
 
 mod decode;
 mod wire;
 
-use std::pin::Pin;
-use std::time::Duration;
-
-use engine::model::{ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream};
-use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures::{FutureExt, Stream, StreamExt};
-use reqwest::Url;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
 
 use crate::ProvidersError;
-use crate::http::{self, ClientOptions, Redactor};
+#[cfg(test)]
+use crate::http::endpoint;
+use crate::http::{self, ClientOptions, Credential, Upstream};
 use crate::registry::ProviderConfig;
-use decode::{Decoder, Step};
+use decode::Decoder;
 use wire::ChatRequest;
-
-/// The most we read of a non-streamed completion body.
-const MAX_COMPLETION_BODY: usize = 16 * 1024 * 1024;
 
 /// A [`ModelClient`] for one Chat Completions provider.
 ///
 /// Cheap to share behind an `Arc`: one instance per provider serves every run.
 pub struct ChatCompletionsClient {
-    /// The provider's one HTTP client, so connections (and TLS sessions) are pooled across turns.
-    http: reqwest::Client,
-    /// `{base_url}/chat/completions`, computed once.
-    endpoint: Url,
-    /// `Bearer {key}`, marked sensitive; `None` for keyless local servers.
-    authorization: Option<HeaderValue>,
-    /// Scrubs the key from every error text this client hands out.
-    redactor: Redactor,
-    /// Longest silence tolerated: before the response head and between two body chunks.
-    idle_timeout: Duration,
+    /// The pooled HTTP client, `{base_url}/chat/completions`, the `Bearer` key and the timeout.
+    upstream: Upstream,
 }
 
 impl std::fmt::Debug for ChatCompletionsClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Not the query string: some gateways take a key there.
-        let mut endpoint = self.endpoint.clone();
-        endpoint.set_query(None);
-        f.debug_struct("ChatCompletionsClient")
-            .field("endpoint", &endpoint.as_str())
-            .field("has_api_key", &self.authorization.is_some())
-            .field("idle_timeout", &self.idle_timeout)
-            .finish_non_exhaustive()
+        self.upstream.debug(f, "ChatCompletionsClient", "endpoint")
     }
 }
 
 impl ChatCompletionsClient {
     /// A client for `provider` (its `api` is not checked here: the registry picks the adapter).
     pub fn new(provider: &ProviderConfig, options: &ClientOptions) -> Result<Self, ProvidersError> {
-        let endpoint =
-            endpoint(&provider.base_url, &["chat", "completions"]).map_err(|reason| {
-                ProvidersError::InvalidBaseUrl {
-                    provider: provider.name.clone(),
-                    reason,
-                }
-            })?;
-        let key = provider.api_key.as_deref().filter(|key| !key.is_empty());
-        let authorization =
-            key.map(http::bearer)
-                .transpose()
-                .map_err(|_| ProvidersError::InvalidApiKey {
-                    provider: provider.name.clone(),
-                })?;
-        Ok(ChatCompletionsClient {
-            http: http::build_client(options)?,
-            endpoint,
-            authorization,
-            redactor: Redactor::new(key),
-            idle_timeout: options.idle_timeout,
-        })
+        let upstream = Upstream::new(
+            provider,
+            options,
+            &["chat", "completions"],
+            Credential::Bearer,
+        )?;
+        Ok(ChatCompletionsClient { upstream })
     }
 
     /// The URL every turn is posted to (with the base URL's query string, if it had one).
     pub fn endpoint(&self) -> &str {
-        self.endpoint.as_str()
-    }
-
-    async fn start(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-        let mut builder = self
-            .http
-            .post(self.endpoint.clone())
-            .header(ACCEPT, "text/event-stream")
-            .json(&ChatRequest::from(request));
-        if let Some(authorization) = &self.authorization {
-            builder = builder.header(AUTHORIZATION, authorization.clone());
-        }
-        let response = tokio::time::timeout(self.idle_timeout, builder.send())
-            .await
-            .map_err(|_| ModelError::Timeout)?
-            .map_err(http::transport_error)?;
-        if !response.status().is_success() {
-            return Err(http::upstream_error(response, self.idle_timeout).await);
-        }
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.trim_start().starts_with("application/json"));
-        if is_json {
-            let body = http::read_body(response, MAX_COMPLETION_BODY, self.idle_timeout).await?;
-            let events = decode::completion_events(&body)?;
-            return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
-        }
-        let turn = SseTurn {
-            events: Box::pin(response.bytes_stream().eventsource()),
-            decoder: Decoder::default(),
-            idle_timeout: self.idle_timeout,
-            redactor: self.redactor.clone(),
-        };
-        Ok(turn.into_stream())
+        self.upstream.url().as_str()
     }
 }
 
 #[async_trait::async_trait]
 impl ModelClient for ChatCompletionsClient {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        self.start(&request)
+        let post = self
+            .upstream
+            .post(self.upstream.url().clone())
+            .json(&ChatRequest::from(&request));
+        self.upstream
+            .turn(
+                post,
+                http::error_message,
+                decode::completion_events,
+                Decoder::default(),
+            )
             .await
-            .map_err(|err| self.redactor.scrub(err))
-    }
-}
-
-/// `base_url` with `segments` appended to its path (a query string, as Azure's `api-version`,
-/// stays in place).
-pub(crate) fn endpoint(base_url: &str, segments: &[&str]) -> Result<Url, String> {
-    let mut url = Url::parse(base_url.trim()).map_err(|err| err.to_string())?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "the scheme must be http or https, not {:?}",
-            url.scheme()
-        ));
-    }
-    url.path_segments_mut()
-        .map_err(|()| "the URL cannot have a path".to_owned())?
-        .pop_if_empty()
-        .extend(segments);
-    Ok(url)
-}
-
-type SseEvents =
-    Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
-
-/// One streamed turn in progress.
-struct SseTurn {
-    events: SseEvents,
-    decoder: Decoder,
-    idle_timeout: Duration,
-    redactor: Redactor,
-}
-
-impl SseTurn {
-    fn into_stream(self) -> ModelStream {
-        let batches = futures::stream::unfold(Some(self), |turn| async move {
-            let mut turn = turn?;
-            let (batch, more) = turn.next_batch().await;
-            Some((batch, more.then_some(turn)))
-        });
-        Box::pin(batches.flat_map(futures::stream::iter))
-    }
-
-    /// The events of the next chunk that yields any, and whether the turn goes on.
-    async fn next_batch(&mut self) -> (Vec<Result<ModelEvent, ModelError>>, bool) {
-        let mut out = Vec::new();
-        loop {
-            let next = match tokio::time::timeout(self.idle_timeout, self.events.next()).await {
-                Ok(next) => next,
-                Err(_) => return (vec![Err(ModelError::Timeout)], false),
-            };
-            let step = match next {
-                Some(Ok(event)) => self.decoder.data(&event.data, &mut out),
-                Some(Err(err)) => Err(sse_error(err)),
-                // The body ended without `[DONE]`: fine if the finish reason came.
-                None => self.decoder.end(&mut out).map(|()| Step::Done),
-            };
-            let step = step.map_err(|err| self.redactor.scrub(err));
-            let mut batch: Vec<_> = out.drain(..).map(Ok).collect();
-            match step {
-                Ok(Step::Continue) if batch.is_empty() => continue,
-                Ok(Step::Continue) => return (batch, true),
-                Ok(Step::Done) => {
-                    self.drain_ready();
-                    return (batch, false);
-                }
-                Err(err) => {
-                    batch.push(Err(err));
-                    return (batch, false);
-                }
-            }
-        }
-    }
-
-    /// After `[DONE]`, reads what is already buffered (the body's end) without waiting, so the
-    /// connection goes back to the pool instead of being dropped mid-body.
-    fn drain_ready(&mut self) {
-        for _ in 0..4 {
-            match self.events.next().now_or_never() {
-                Some(Some(_)) => continue,
-                Some(None) | None => return,
-            }
-        }
-    }
-}
-
-fn sse_error(err: EventStreamError<reqwest::Error>) -> ModelError {
-    match err {
-        EventStreamError::Transport(err) => http::transport_error(err),
-        EventStreamError::Utf8(_) => ModelError::Protocol("the stream is not valid UTF-8".into()),
-        EventStreamError::Parser(_) => ModelError::Protocol("invalid SSE framing".into()),
     }
 }
 

@@ -17,6 +17,7 @@
 use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
 
 use super::wire::{ErrorStatus, GenerateResponse, UsageMetadata};
+use crate::sse::{SseDecoder, Step};
 
 /// Makes the id of a call Gemini sent without one.
 pub(crate) type CallIds = Box<dyn FnMut() -> String + Send>;
@@ -52,17 +53,6 @@ impl Decoder {
             usage: None,
             blocked: false,
         }
-    }
-
-    /// Decodes one SSE `data` field, pushing the events it yields onto `out`.
-    pub(crate) fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        let response: GenerateResponse = serde_json::from_str(data)
-            .map_err(|err| ModelError::Protocol(format!("invalid stream chunk: {err}")))?;
-        self.response(response, out)
     }
 
     /// Decodes one whole `GenerateContentResponse`.
@@ -122,9 +112,27 @@ impl Decoder {
         }
         Ok(())
     }
+}
+
+impl SseDecoder for Decoder {
+    /// After an in-band error, what is already buffered is read so that the connection can go
+    /// back to the pool.
+    const DRAIN_AFTER_ERROR: bool = true;
+
+    /// Decodes one SSE `data` field, pushing the events it yields onto `out`. Gemini's stream
+    /// has no end marker: the turn goes on until the body ends.
+    fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(Step::Continue);
+        }
+        let response: GenerateResponse = serde_json::from_str(data)
+            .map_err(|err| ModelError::Protocol(format!("invalid stream chunk: {err}")))?;
+        self.response(response, out).map(|()| Step::Continue)
+    }
 
     /// Closes the turn when the body ends: the usage, then the finish.
-    pub(crate) fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
         let finish = match self.finish.take() {
             Some(FinishReason::Stop) if self.calls > 0 => FinishReason::ToolCalls,
             Some(finish) => finish,

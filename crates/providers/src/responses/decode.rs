@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
 
 use super::wire::{ErrorBody, OutputContent, OutputItem, ResponseObject, StreamEvent, Usage};
+use crate::sse::{SseDecoder, Step};
 
 /// The state of one streamed turn.
 #[derive(Debug, Default)]
@@ -41,21 +42,9 @@ struct Call {
     arguments: String,
 }
 
-/// What the stream should do after a `data` field.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    Continue,
-    /// A terminal event was seen: the turn is complete.
-    Done,
-}
-
-impl Decoder {
+impl SseDecoder for Decoder {
     /// Decodes one SSE `data` field, pushing the events it yields onto `out`.
-    pub(crate) fn data(
-        &mut self,
-        data: &str,
-        out: &mut Vec<ModelEvent>,
-    ) -> Result<Step, ModelError> {
+    fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(Step::Continue);
@@ -148,6 +137,14 @@ impl Decoder {
         Ok(Step::Continue)
     }
 
+    /// The body ended before a terminal event: the turn was cut short.
+    fn end(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        // The inherent `end` (inherent methods win over the trait's).
+        Err(Decoder::end(self))
+    }
+}
+
+impl Decoder {
     /// The body ended (or `[DONE]` came) before a terminal event: the turn was cut short.
     pub(crate) fn end(&mut self) -> ModelError {
         ended_early()
