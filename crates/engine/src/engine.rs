@@ -468,6 +468,7 @@ impl Engine {
             mcp: self.inner.mcp.clone(),
             max_steps,
         };
+        check_models(&plan)?;
         Ok((plan, model_id))
     }
 
@@ -799,4 +800,20 @@ fn initial_response(request: &CreateRequest, model_id: &str, background: bool) -
         presence_penalty: 0.0,
         top_logprobs: 0,
     }
+}
+
+/// Refuses a run that a model of its chain cannot take (an input type its upstream does not
+/// read, a parameter combination it refuses), before anything runs: 400 naming the field and
+/// the model.
+fn check_models(plan: &RunPlan) -> Result<(), EngineError> {
+    let preview =
+        crate::run::build_request(plan, &plan.transcript, true, plan.request.max_output_tokens);
+    for (id, model) in &plan.models {
+        let mut request = preview.clone();
+        request.model.clone_from(&model.upstream_model);
+        model.client.check(&request).map_err(|err| {
+            EngineError::invalid(err.param, format!("model \"{id}\": {}", err.message))
+        })?;
+    }
+    Ok(())
 }

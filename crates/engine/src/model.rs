@@ -29,6 +29,10 @@ pub enum ModelMessage {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
     },
+    /// A reasoning block the model produced with the assistant turn that follows it (thinking
+    /// models need it back with that turn, above all around tool calls). Adapters send back only
+    /// the blocks their upstream made ([`Reasoning::id`] tells) and skip the others.
+    Reasoning(Reasoning),
     /// The result of one tool call.
     Tool {
         call_id: String,
@@ -73,6 +77,42 @@ pub struct ToolCall {
     /// Opaque signature some thinking models attach to a call; echoed back verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_signature: Option<String>,
+}
+
+/// One reasoning block of a turn, as the upstream returned it.
+///
+/// The id tells which wire API made it, so that a block is only ever sent back to the kind of
+/// upstream that can read it: OpenAI Responses ids start with `rs_` (the upstream's own id),
+/// Anthropic thinking blocks get [`ANTHROPIC_REASONING_PREFIX`], Gemini thoughts
+/// [`GEMINI_REASONING_PREFIX`]. In the transcript a block is a `reasoning` item.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reasoning {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Summary texts (Responses reasoning summaries, Gemini thought summaries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<String>,
+    /// The full reasoning text where the upstream shows it (Anthropic thinking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Opaque data echoed back verbatim: Anthropic's signature (or the data of a redacted
+    /// thinking block, which has no text), Responses `encrypted_content`, Gemini's thought
+    /// signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<String>,
+}
+
+/// Id prefix of Anthropic thinking blocks (they have no id of their own).
+pub const ANTHROPIC_REASONING_PREFIX: &str = "thinking_";
+/// Id prefix of Gemini thoughts (they have no id of their own).
+pub const GEMINI_REASONING_PREFIX: &str = "thought_";
+
+impl Reasoning {
+    /// Whether the block carries this id prefix (blocks without an id match any prefix: they
+    /// were replayed by a caller who knows where they came from).
+    pub fn is_from(&self, prefix: &str) -> bool {
+        self.id.as_deref().is_none_or(|id| id.starts_with(prefix))
+    }
 }
 
 /// A tool offered to the model (always as a function definition).
@@ -164,6 +204,8 @@ pub enum ModelEvent {
         arguments: String,
         thought_signature: Option<String>,
     },
+    /// A finished reasoning block of this turn (kept in the transcript, not shown as output).
+    Reasoning(Reasoning),
     /// Token usage (may arrive once, at the end).
     Usage(TokenUsage),
     /// The turn ended.
@@ -189,9 +231,36 @@ pub enum ModelError {
 
 pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
 
+/// A request the upstream cannot take, found before anything is sent: the run is refused with
+/// 400 `invalid_request` naming `param`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Unsupported {
+    /// The request field at fault (`input`, `temperature`, `tool_choice`…).
+    pub param: String,
+    pub message: String,
+}
+
+impl Unsupported {
+    pub fn new(param: impl Into<String>, message: impl Into<String>) -> Self {
+        Unsupported {
+            param: param.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// A model upstream (one provider and wire API).
 #[async_trait::async_trait]
 pub trait ModelClient: Send + Sync {
+    /// Checks, before the run starts, that the upstream can take what `request` asks: input
+    /// types (images, files), parameter combinations. The engine calls it with the run's first
+    /// request (tools, messages, parameters; `model` set). The default takes everything.
+    fn check(&self, request: &ModelRequest) -> Result<(), Unsupported> {
+        let _ = request;
+        Ok(())
+    }
+
     /// Start one turn. Errors before the first event (HTTP status, connect failure) come back
     /// as `Err`; errors mid-stream come as an `Err` item of the stream.
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;

@@ -289,6 +289,8 @@ enum TurnError {
 
 /// What one model turn produced.
 struct Turn {
+    /// Reasoning blocks of the turn, kept in the transcript ahead of its text and calls.
+    reasoning: Vec<crate::model::Reasoning>,
     text: Option<String>,
     calls: Vec<ToolCall>,
     finish: Option<FinishReason>,
@@ -390,6 +392,11 @@ impl Run {
             let turn = self.model_turn(request).await?;
             self.flush_events().await;
 
+            self.transcript.extend(
+                turn.reasoning
+                    .iter()
+                    .map(|block| InputItem::Reasoning(transcript::reasoning_item(block))),
+            );
             if let Some(text) = &turn.text {
                 self.transcript.push(InputItem::Message(InputMessage {
                     role: Role::Assistant,
@@ -456,61 +463,7 @@ impl Run {
     }
 
     fn model_request(&self, tools_on: bool, max_output_tokens: Option<u32>) -> ModelRequest {
-        let request = &self.plan.request;
-        let tool_choice = match &request.tool_choice {
-            None | Some(ToolChoice::Mode(ToolChoiceMode::Auto)) => ModelToolChoice::Auto,
-            Some(ToolChoice::Mode(ToolChoiceMode::None)) => ModelToolChoice::None,
-            Some(ToolChoice::Mode(ToolChoiceMode::Required)) => ModelToolChoice::Required,
-            Some(ToolChoice::Object(object)) => match (&object.kind, &object.name) {
-                (_, Some(name)) => ModelToolChoice::Function(name.clone()),
-                (Some(kind), None) if kind == "required" => ModelToolChoice::Required,
-                (Some(kind), None) => ModelToolChoice::Function(kind.clone()),
-                (None, None) => ModelToolChoice::Auto,
-            },
-        };
-        let tools_on =
-            tools_on && !self.plan.registry.is_empty() && tool_choice != ModelToolChoice::None;
-        ModelRequest {
-            model: String::new(), // set per attempt by `model_turn`
-            messages: transcript::to_model_messages(
-                request.instructions.as_deref(),
-                &self.transcript,
-            ),
-            tools: if tools_on {
-                self.plan.registry.specs()
-            } else {
-                Vec::new()
-            },
-            tool_choice: if tools_on {
-                tool_choice
-            } else {
-                ModelToolChoice::None
-            },
-            parallel_tool_calls: if tools_on {
-                request.parallel_tool_calls
-            } else {
-                None
-            },
-            temperature: request.temperature,
-            top_p: request.top_p,
-            max_output_tokens,
-            response_format: request
-                .response_format
-                .as_ref()
-                .and_then(|f| f.json_schema.as_ref())
-                .map(|schema| JsonSchemaFormat {
-                    name: schema.name.clone().unwrap_or_else(|| "response".to_owned()),
-                    schema: schema.schema.clone(),
-                    description: schema.description.clone(),
-                    strict: schema.strict,
-                }),
-            reasoning_effort: request
-                .reasoning
-                .as_ref()
-                .and_then(|r| r.effort)
-                .map(|e| e.as_str().to_owned()),
-            prompt_cache_key: request.prompt_cache_key.clone(),
-        }
+        build_request(&self.plan, &self.transcript, tools_on, max_output_tokens)
     }
 
     /// One model turn on the active model of the chain. A model that fails before producing
@@ -555,6 +508,7 @@ impl Run {
         // (output index, item id, text so far) of the message being streamed.
         let mut message: Option<(usize, String, String)> = None;
         let mut calls: Vec<PartialCall> = Vec::new();
+        let mut reasoning = Vec::new();
         let mut finish = None;
         let mut failure = None;
         // A long turn still reaches the store regularly: a crash loses at most this much of
@@ -621,6 +575,7 @@ impl Run {
                         usage.cached_input_tokens;
                     self.usage.output_tokens_details.reasoning_tokens += usage.reasoning_tokens;
                 }
+                Ok(ModelEvent::Reasoning(block)) => reasoning.push(block),
                 Ok(ModelEvent::Finish(reason)) => finish = Some(reason),
                 Err(err) if message.is_none() && calls.is_empty() => {
                     return Err(TurnError::BeforeOutput(err));
@@ -660,6 +615,7 @@ impl Run {
             })
             .collect();
         Ok(Turn {
+            reasoning,
             text,
             calls,
             finish,
@@ -1394,6 +1350,68 @@ fn text_part(text: &str) -> OutputContent {
 }
 
 /// A provider failure as the run's error. Adapters keep secrets out of their messages.
+/// The model request of one step: the transcript as messages, the tools (unless `tools_on` is
+/// false or there are none) and the request's parameters. `model` is left empty: each attempt of
+/// the models chain sets its own.
+pub(crate) fn build_request(
+    plan: &RunPlan,
+    transcript: &[InputItem],
+    tools_on: bool,
+    max_output_tokens: Option<u32>,
+) -> ModelRequest {
+    let request = &plan.request;
+    let tool_choice = match &request.tool_choice {
+        None | Some(ToolChoice::Mode(ToolChoiceMode::Auto)) => ModelToolChoice::Auto,
+        Some(ToolChoice::Mode(ToolChoiceMode::None)) => ModelToolChoice::None,
+        Some(ToolChoice::Mode(ToolChoiceMode::Required)) => ModelToolChoice::Required,
+        Some(ToolChoice::Object(object)) => match (&object.kind, &object.name) {
+            (_, Some(name)) => ModelToolChoice::Function(name.clone()),
+            (Some(kind), None) if kind == "required" => ModelToolChoice::Required,
+            (Some(kind), None) => ModelToolChoice::Function(kind.clone()),
+            (None, None) => ModelToolChoice::Auto,
+        },
+    };
+    let tools_on = tools_on && !plan.registry.is_empty() && tool_choice != ModelToolChoice::None;
+    ModelRequest {
+        model: String::new(), // set per attempt by `model_turn`
+        messages: transcript::to_model_messages(request.instructions.as_deref(), transcript),
+        tools: if tools_on {
+            plan.registry.specs()
+        } else {
+            Vec::new()
+        },
+        tool_choice: if tools_on {
+            tool_choice
+        } else {
+            ModelToolChoice::None
+        },
+        parallel_tool_calls: if tools_on {
+            request.parallel_tool_calls
+        } else {
+            None
+        },
+        temperature: request.temperature,
+        top_p: request.top_p,
+        max_output_tokens,
+        response_format: request
+            .response_format
+            .as_ref()
+            .and_then(|f| f.json_schema.as_ref())
+            .map(|schema| JsonSchemaFormat {
+                name: schema.name.clone().unwrap_or_else(|| "response".to_owned()),
+                schema: schema.schema.clone(),
+                description: schema.description.clone(),
+                strict: schema.strict,
+            }),
+        reasoning_effort: request
+            .reasoning
+            .as_ref()
+            .and_then(|r| r.effort)
+            .map(|e| e.as_str().to_owned()),
+        prompt_cache_key: request.prompt_cache_key.clone(),
+    }
+}
+
 fn provider_error(err: ModelError) -> ErrorInfo {
     // Codes from OpenAI's `ResponseError` list, so its SDK accepts them; the message says more.
     let code = match &err {

@@ -8,7 +8,8 @@
 use std::collections::{HashMap, HashSet};
 
 use protocol::input::{
-    ContentPart, InputItem, InputMessage, McpApprovalResponse, MessageContent, Role,
+    ContentPart, InputItem, InputMessage, ItemStatus, McpApprovalResponse, MessageContent,
+    ReasoningInput, ReasoningText, Role,
 };
 use protocol::output::{McpApprovalRequest, McpCall, ToolSearchOutput};
 
@@ -164,14 +165,74 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
                 },
                 search_result_text(search),
             ),
-            // Reasoning replays carry nothing a chat model takes back; tool lists and
-            // decisions are told through the calls above.
-            InputItem::Reasoning(_)
-            | InputItem::McpApprovalResponse(_)
-            | InputItem::McpListTools(_) => {}
+            InputItem::Reasoning(reasoning) => {
+                messages.push(ModelMessage::Reasoning(reasoning_block(reasoning)));
+            }
+            // Tool lists and decisions are told through the calls above.
+            InputItem::McpApprovalResponse(_) | InputItem::McpListTools(_) => {}
         }
     }
+    drop_orphan_reasoning(&mut messages);
     messages
+}
+
+/// Keeps a reasoning block only where an assistant turn follows it (after any other blocks):
+/// it belongs to that turn. A block left over (a turn that failed after thinking) would make
+/// an assistant turn of its own that no upstream accepts.
+fn drop_orphan_reasoning(messages: &mut Vec<ModelMessage>) {
+    let mut keep = vec![true; messages.len()];
+    let mut answered = false;
+    for (index, message) in messages.iter().enumerate().rev() {
+        match message {
+            ModelMessage::Reasoning(_) => keep[index] = answered,
+            ModelMessage::Assistant { .. } => answered = true,
+            _ => answered = false,
+        }
+    }
+    let mut index = 0;
+    messages.retain(|_| {
+        index += 1;
+        keep[index - 1]
+    });
+}
+
+/// The transcript item of a reasoning block a model returned.
+pub fn reasoning_item(block: &model::Reasoning) -> ReasoningInput {
+    let part = |kind: &str, text: &str| ReasoningText {
+        kind: kind.to_owned(),
+        text: text.to_owned(),
+    };
+    ReasoningInput {
+        summary: block
+            .summary
+            .iter()
+            .map(|text| part("summary_text", text))
+            .collect(),
+        content: block
+            .text
+            .as_deref()
+            .map(|text| vec![part("reasoning_text", text)]),
+        encrypted_content: block.encrypted.clone(),
+        id: block.id.clone(),
+        status: Some(ItemStatus::Completed),
+    }
+}
+
+/// The model's reasoning block of a transcript item.
+fn reasoning_block(item: &ReasoningInput) -> model::Reasoning {
+    let text = item.content.as_ref().map(|parts| {
+        parts
+            .iter()
+            .map(|part| part.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    model::Reasoning {
+        id: item.id.clone(),
+        summary: item.summary.iter().map(|part| part.text.clone()).collect(),
+        text,
+        encrypted: item.encrypted_content.clone(),
+    }
 }
 
 /// Adds a tool call to the assistant turn in progress (or starts one).
@@ -291,6 +352,56 @@ mod tests {
     fn items(json: &str) -> Vec<InputItem> {
         let input: Input = serde_json::from_str(json).expect("input parses");
         input.into_items()
+    }
+
+    #[test]
+    fn reasoning_goes_with_the_turn_after_it_and_orphans_are_dropped() {
+        let items = items(
+            r#"[
+            {"role": "user", "content": "Weather?"},
+            {"type": "reasoning", "id": "thinking_1", "summary": [],
+             "content": [{"type": "reasoning_text", "text": "Look it up."}],
+             "encrypted_content": "sig"},
+            {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+            {"type": "reasoning", "id": "rs_2", "summary": [{"type": "summary_text", "text": "lost"}]},
+            {"role": "user", "content": "Thanks"}
+        ]"#,
+        );
+        let messages = to_model_messages(None, &items);
+        assert_eq!(messages.len(), 5, "{messages:?}");
+        assert_eq!(
+            messages[1],
+            ModelMessage::Reasoning(model::Reasoning {
+                id: Some("thinking_1".into()),
+                summary: Vec::new(),
+                text: Some("Look it up.".into()),
+                encrypted: Some("sig".into()),
+            })
+        );
+        assert!(
+            matches!(&messages[2], ModelMessage::Assistant { tool_calls, .. } if tool_calls.len() == 1)
+        );
+        assert!(
+            !messages
+                .iter()
+                .skip(2)
+                .any(|m| matches!(m, ModelMessage::Reasoning(_))),
+            "the block no turn answered is dropped: {messages:?}"
+        );
+    }
+
+    #[test]
+    fn a_reasoning_block_round_trips_through_its_transcript_item() {
+        let block = model::Reasoning {
+            id: Some("rs_9".into()),
+            summary: vec!["one".into(), "two".into()],
+            text: Some("full".into()),
+            encrypted: Some("gAAA".into()),
+        };
+        let item = reasoning_item(&block);
+        assert_eq!(item.status, Some(ItemStatus::Completed));
+        assert_eq!(reasoning_block(&item), block);
     }
 
     #[test]

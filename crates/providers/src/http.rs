@@ -14,7 +14,7 @@ use crate::ProvidersError;
 use crate::registry::ProviderConfig;
 use crate::sse::{self, SseDecoder};
 
-/// Timeouts of the upstream HTTP client (one set per provider).
+/// Timeouts and retries of the upstream HTTP client (one set per provider).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientOptions {
     /// Bound on establishing the TCP (and TLS) connection.
@@ -23,6 +23,16 @@ pub struct ClientOptions {
     /// between two chunks of the body. Reasoning models can think for minutes before the first
     /// token, hence the generous default.
     pub idle_timeout: Duration,
+    /// How many times a turn is sent again after a retryable failure before any answer was
+    /// accepted: HTTP 408, 409, 429, 500, 502, 503, 504 and 529, or a failed connection. A
+    /// stream that breaks after it started is never sent again (its deltas went out already).
+    pub max_retries: u32,
+    /// The first back-off when the upstream does not say how long to wait; it doubles on each
+    /// retry (with jitter), up to [`MAX_BACKOFF`].
+    pub retry_base_delay: Duration,
+    /// The longest `retry-after` we wait for; an upstream asking for longer gets its error
+    /// returned at once (the models chain may move on to its next model).
+    pub max_retry_after: Duration,
 }
 
 impl Default for ClientOptions {
@@ -30,9 +40,15 @@ impl Default for ClientOptions {
         ClientOptions {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
+            max_retries: 2,
+            retry_base_delay: Duration::from_millis(500),
+            max_retry_after: Duration::from_secs(30),
         }
     }
 }
+
+/// The longest computed back-off between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// The most we read of a non-streamed answer (a server that ignored the request to stream).
 const MAX_JSON_BODY: usize = 16 * 1024 * 1024;
@@ -77,6 +93,8 @@ pub(crate) struct Upstream {
     redactor: Redactor,
     /// Longest silence tolerated: before the response head and between two body chunks.
     idle_timeout: Duration,
+    /// Retries of a turn that failed before its answer was accepted.
+    retry: RetryPolicy,
 }
 
 impl Upstream {
@@ -112,6 +130,7 @@ impl Upstream {
             credential,
             redactor: Redactor::new(key),
             idle_timeout: options.idle_timeout,
+            retry: RetryPolicy::from(options),
         })
     }
 
@@ -168,13 +187,7 @@ impl Upstream {
         if let Some((name, value)) = &self.credential {
             request = request.header(name, value.clone());
         }
-        let response = tokio::time::timeout(self.idle_timeout, request.send())
-            .await
-            .map_err(|_| ModelError::Timeout)?
-            .map_err(transport_error)?;
-        if !response.status().is_success() {
-            return Err(upstream_error(response, self.idle_timeout, error_message).await);
-        }
+        let response = self.send_with_retries(request, error_message).await?;
         let is_json = response
             .headers()
             .get(CONTENT_TYPE)
@@ -192,6 +205,152 @@ impl Upstream {
             self.redactor.clone(),
         ))
     }
+}
+
+impl Upstream {
+    /// Sends `request` until an answer is accepted (2xx), retrying what [`RetryPolicy`] allows.
+    async fn send_with_retries(
+        &self,
+        request: RequestBuilder,
+        error_message: fn(&[u8]) -> Option<String>,
+    ) -> Result<reqwest::Response, ModelError> {
+        let mut current = request;
+        let mut attempt = 0;
+        loop {
+            // A JSON body clones; a builder that cannot (never ours) is sent once.
+            let spare = current.try_clone();
+            let sent = tokio::time::timeout(self.idle_timeout, current.send())
+                .await
+                .map_err(|_| ModelError::Timeout)?;
+            let delay = match &sent {
+                Ok(response) if response.status().is_success() => None,
+                Ok(response) => {
+                    self.retry
+                        .after_status(attempt, response.status().as_u16(), response.headers())
+                }
+                Err(err) if err.is_connect() => self.retry.after_failure(attempt),
+                Err(_) => None,
+            };
+            current = match (sent, delay, spare) {
+                (Ok(response), _, _) if response.status().is_success() => return Ok(response),
+                (Ok(response), Some(delay), Some(spare)) => {
+                    tracing::warn!(
+                        status = response.status().as_u16(),
+                        attempt = attempt + 1,
+                        wait_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        "upstream answered with a retryable status; sending the turn again"
+                    );
+                    drop(response);
+                    tokio::time::sleep(delay).await;
+                    spare
+                }
+                (Ok(response), _, _) => {
+                    return Err(upstream_error(response, self.idle_timeout, error_message).await);
+                }
+                (Err(err), Some(delay), Some(spare)) => {
+                    tracing::warn!(
+                        error = %self.redactor.clean(&transport_error(err).to_string()),
+                        attempt = attempt + 1,
+                        "could not reach the upstream; trying again"
+                    );
+                    tokio::time::sleep(delay).await;
+                    spare
+                }
+                (Err(err), _, _) => return Err(transport_error(err)),
+            };
+            attempt += 1;
+        }
+    }
+}
+
+/// When a turn that failed before its answer was accepted is sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RetryPolicy {
+    max_retries: u32,
+    base_delay: Duration,
+    max_retry_after: Duration,
+}
+
+impl From<&ClientOptions> for RetryPolicy {
+    fn from(options: &ClientOptions) -> Self {
+        RetryPolicy {
+            max_retries: options.max_retries,
+            base_delay: options.retry_base_delay,
+            max_retry_after: options.max_retry_after,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt + 1` after an HTTP error status, or `None` when
+    /// the error is final. The upstream's `x-should-retry` decides when present (as in the
+    /// official SDKs); then the status does. `retry-after-ms`, else `retry-after` (seconds or an
+    /// HTTP date), sets the wait; a wait above `max_retry_after` is not retried.
+    pub(crate) fn after_status(
+        &self,
+        attempt: u32,
+        status: u16,
+        headers: &reqwest::header::HeaderMap,
+    ) -> Option<Duration> {
+        if attempt >= self.max_retries {
+            return None;
+        }
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let retryable = match header("x-should-retry").map(str::trim) {
+            Some("true") => true,
+            Some("false") => false,
+            _ => matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529),
+        };
+        if !retryable {
+            return None;
+        }
+        let asked = header("retry-after-ms")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+            .or_else(|| header("retry-after").and_then(retry_after));
+        match asked {
+            Some(wait) if wait > self.max_retry_after => None,
+            Some(wait) => Some(wait),
+            None => Some(self.backoff(attempt)),
+        }
+    }
+
+    /// The wait before retry number `attempt + 1` after a failed connection.
+    pub(crate) fn after_failure(&self, attempt: u32) -> Option<Duration> {
+        (attempt < self.max_retries).then(|| self.backoff(attempt))
+    }
+
+    /// `base_delay · 2^attempt`, capped at [`MAX_BACKOFF`], minus up to a quarter of jitter so
+    /// that clients failing together do not come back together.
+    fn backoff(&self, attempt: u32) -> Duration {
+        use std::hash::{BuildHasher, Hasher};
+        let full = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(MAX_BACKOFF);
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let jitter = full.mul_f64((random % 1000) as f64 / 4000.0);
+        full.saturating_sub(jitter)
+    }
+}
+
+/// A `retry-after` value: delay-seconds, or an HTTP date (the wait until then).
+fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// `base_url` with `segments` appended to its path (a query string, as Azure's `api-version`,
@@ -389,6 +548,75 @@ fn truncate(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy::from(&ClientOptions::default())
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> reqwest::header::HeaderMap {
+        pairs
+            .iter()
+            .filter_map(|(name, value)| Some((HeaderName::from_static(name), value.parse().ok()?)))
+            .collect()
+    }
+
+    #[test]
+    fn retryable_statuses_are_retried_up_to_the_limit() {
+        let none = headers(&[]);
+        for status in [408, 409, 429, 500, 502, 503, 504, 529] {
+            assert!(
+                policy().after_status(0, status, &none).is_some(),
+                "{status}"
+            );
+            assert!(
+                policy().after_status(1, status, &none).is_some(),
+                "{status}"
+            );
+            assert_eq!(policy().after_status(2, status, &none), None, "{status}");
+        }
+        for status in [400, 401, 403, 404, 422, 501] {
+            assert_eq!(policy().after_status(0, status, &none), None, "{status}");
+        }
+        assert!(policy().after_failure(1).is_some());
+        assert_eq!(policy().after_failure(2), None);
+    }
+
+    #[test]
+    fn the_upstream_decides_how_long_and_whether() {
+        let wait = |pairs: &[(&'static str, &str)], status| {
+            policy().after_status(0, status, &headers(pairs))
+        };
+        assert_eq!(
+            wait(&[("retry-after", "3")], 429),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            wait(&[("retry-after-ms", "250"), ("retry-after", "3")], 429),
+            Some(Duration::from_millis(250))
+        );
+        // Longer than max_retry_after: the error goes back at once.
+        assert_eq!(wait(&[("retry-after", "3600")], 429), None);
+        let soon = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(5));
+        assert!(wait(&[("retry-after", &soon)], 503).is_some_and(|d| d <= Duration::from_secs(5)));
+        assert_eq!(wait(&[("x-should-retry", "false")], 503), None);
+        assert!(wait(&[("x-should-retry", "true")], 400).is_some());
+        // Unreadable values fall back to the back-off.
+        assert!(wait(&[("retry-after", "soon")], 429).is_some_and(|d| d <= MAX_BACKOFF));
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_is_capped() {
+        let policy = policy();
+        for attempt in 0..6 {
+            let full = Duration::from_millis(500 * (1 << attempt)).min(MAX_BACKOFF);
+            let wait = policy.backoff(attempt);
+            assert!(
+                wait <= full && wait >= full.mul_f64(0.75),
+                "{attempt}: {wait:?}"
+            );
+        }
+        assert!(policy.backoff(40) <= MAX_BACKOFF);
+    }
 
     #[test]
     fn redactor_removes_the_key_and_masked_echoes() {

@@ -6,8 +6,10 @@
 //!   thinking blocks); the first delta of a call carries its id and name, the `input_json_delta`
 //!   pieces follow as argument pieces. A call whose input never streamed (a tool without
 //!   parameters) gets `{}` when its block closes.
-//! - Thinking blocks (`thinking_delta`, `signature_delta`, `redacted_thinking`) are dropped: the
-//!   port has no event for them yet.
+//! - A thinking block (its `thinking_delta` and `signature_delta` pieces) becomes one
+//!   `Reasoning` event when it closes (text: the thinking, encrypted: the signature); a
+//!   `redacted_thinking` block one with its data and no text. Both carry an id with
+//!   [`ANTHROPIC_REASONING_PREFIX`], so the engine sends them back only to Anthropic.
 //! - At `message_stop`: one `Usage`, then one `Finish`, always last. Anthropic's `input_tokens`
 //!   excludes the cached prefix, so the port's `input_tokens` is input + cache writes + cache
 //!   reads, and `cached_input_tokens` is the cache reads.
@@ -15,7 +17,9 @@
 //!   Anthropic gives that error type over HTTP (a mid-stream `overloaded_error` is handled like a
 //!   529). A body that ends before the turn did is a broken connection ([`ModelError::Transport`]).
 
-use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
+use engine::model::{
+    ANTHROPIC_REASONING_PREFIX, FinishReason, ModelError, ModelEvent, Reasoning, TokenUsage,
+};
 
 use super::wire::{BlockDelta, ContentBlock, ErrorBody, Message, StreamEvent, Usage};
 use crate::sse::{SseDecoder, Step};
@@ -25,6 +29,8 @@ use crate::sse::{SseDecoder, Step};
 pub(crate) struct Decoder {
     /// The open or closed `tool_use` blocks of this turn, in call order.
     calls: Vec<Call>,
+    /// The thinking blocks still open: (Anthropic's block index, the block so far).
+    thinking: Vec<(usize, Reasoning)>,
     usage: Usage,
     finish: Option<FinishReason>,
 }
@@ -73,9 +79,29 @@ impl SseDecoder for Decoder {
                         out.push(arguments_delta(position, partial_json));
                     }
                 }
+                BlockDelta::ThinkingDelta { thinking } => {
+                    if let Some(block) = self.thinking_mut(index) {
+                        block
+                            .text
+                            .get_or_insert_with(String::new)
+                            .push_str(&thinking);
+                    }
+                }
+                BlockDelta::SignatureDelta { signature } => {
+                    if let Some(block) = self.thinking_mut(index) {
+                        block
+                            .encrypted
+                            .get_or_insert_with(String::new)
+                            .push_str(&signature);
+                    }
+                }
                 BlockDelta::Other => {}
             },
             StreamEvent::ContentBlockStop { index } => {
+                if let Some(at) = self.thinking.iter().position(|(block, _)| *block == index) {
+                    let (_, block) = self.thinking.remove(at);
+                    out.push(ModelEvent::Reasoning(block));
+                }
                 if let Some((position, call)) = self.call_mut(index)
                     && !call.has_arguments
                 {
@@ -93,6 +119,7 @@ impl SseDecoder for Decoder {
                 }
             }
             StreamEvent::MessageStop => {
+                self.close_thinking(out);
                 self.close_calls(out);
                 let Some(finish) = self.finish.take() else {
                     return Err(ModelError::Protocol(
@@ -116,6 +143,7 @@ impl SseDecoder for Decoder {
                 "the stream ended before the turn was complete".to_owned(),
             ));
         };
+        self.close_thinking(out);
         self.close_calls(out);
         self.finish_with(finish, out);
         Ok(())
@@ -150,7 +178,39 @@ impl Decoder {
                     thought_signature: None,
                 });
             }
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => self.thinking.push((
+                index,
+                Reasoning {
+                    id: Some(reasoning_id(index)),
+                    summary: Vec::new(),
+                    text: Some(thinking),
+                    encrypted: Some(signature).filter(|s| !s.is_empty()),
+                },
+            )),
+            ContentBlock::RedactedThinking { data } => out.push(ModelEvent::Reasoning(Reasoning {
+                id: Some(reasoning_id(index)),
+                summary: Vec::new(),
+                text: None,
+                encrypted: Some(data),
+            })),
             ContentBlock::Other => {}
+        }
+    }
+
+    fn thinking_mut(&mut self, index: usize) -> Option<&mut Reasoning> {
+        self.thinking
+            .iter_mut()
+            .find(|(block, _)| *block == index)
+            .map(|(_, block)| block)
+    }
+
+    /// Hands out thinking blocks that never saw their `content_block_stop`.
+    fn close_thinking(&mut self, out: &mut Vec<ModelEvent>) {
+        for (_, block) in self.thinking.drain(..) {
+            out.push(ModelEvent::Reasoning(block));
         }
     }
 
@@ -201,6 +261,7 @@ pub(crate) fn message_events(body: &[u8]) -> Result<Vec<ModelEvent>, ModelError>
     for (index, block) in message.content.into_iter().enumerate() {
         decoder.start_block(index, block, &mut out);
     }
+    decoder.close_thinking(&mut out);
     if let Some(usage) = message.usage {
         decoder.add_usage(usage);
     }
@@ -212,6 +273,16 @@ pub(crate) fn message_events(body: &[u8]) -> Result<Vec<ModelEvent>, ModelError>
     decoder.close_calls(&mut out);
     decoder.finish_with(finish_reason(&reason), &mut out);
     Ok(out)
+}
+
+/// An id for a thinking block (Anthropic gives none): the prefix, the block's index and a
+/// random part, so ids do not repeat across turns.
+fn reasoning_id(index: usize) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{ANTHROPIC_REASONING_PREFIX}{random:016x}_{index}")
 }
 
 fn arguments_delta(index: usize, arguments: String) -> ModelEvent {
@@ -291,6 +362,78 @@ fn stream_error(error: ErrorBody) -> ModelError {
 mod tests {
     use super::*;
 
+    /// The reasoning events as (text, signature), each checked to carry an Anthropic id, and
+    /// the other events.
+    #[expect(clippy::type_complexity, reason = "a test helper's tuple")]
+    fn split_reasoning(
+        events: Result<Vec<ModelEvent>, ModelError>,
+    ) -> (
+        Vec<(Option<String>, Option<String>)>,
+        Result<Vec<ModelEvent>, ModelError>,
+    ) {
+        let Ok(events) = events else {
+            return (Vec::new(), events);
+        };
+        let mut thinking = Vec::new();
+        let mut rest = Vec::new();
+        for event in events {
+            match event {
+                ModelEvent::Reasoning(block) => {
+                    let id = block.id.unwrap_or_default();
+                    assert!(id.starts_with(ANTHROPIC_REASONING_PREFIX), "{id}");
+                    thinking.push((block.text, block.encrypted));
+                }
+                other => rest.push(other),
+            }
+        }
+        (thinking, Ok(rest))
+    }
+
+    #[test]
+    fn thinking_and_redacted_thinking_become_reasoning_events() {
+        let events = decode(&[
+            START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"First, "}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"the weather."}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCkgIARABGAIiQL"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3p"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Sunny."}}"#,
+            r#"{"type":"content_block_stop","index":2}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
+            r#"{"type":"message_stop"}"#,
+        ]);
+        let (thinking, events) = split_reasoning(events);
+        assert_eq!(
+            thinking,
+            vec![
+                (
+                    Some("First, the weather.".to_owned()),
+                    Some("EqQBCkgIARABGAIiQL".to_owned())
+                ),
+                (None, Some("EmwKAhgBEgy3va3p".to_owned())),
+            ]
+        );
+        assert_eq!(
+            events.ok().and_then(|events| events.first().cloned()),
+            Some(ModelEvent::TextDelta("Sunny.".into()))
+        );
+    }
+
+    #[test]
+    fn a_whole_message_keeps_its_thinking() {
+        let body = br#"{"content":[{"type":"thinking","thinking":"Hmm.","signature":"c2ln"},{"type":"text","text":"Yes."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":4}}"#;
+        let (thinking, events) = split_reasoning(message_events(body));
+        assert_eq!(
+            thinking,
+            vec![(Some("Hmm.".to_owned()), Some("c2ln".to_owned()))]
+        );
+        assert!(events.is_ok_and(|events| events.contains(&ModelEvent::TextDelta("Yes.".into()))));
+    }
+
     /// Feeds `data` fields and returns all events, or the first error.
     fn decode(datas: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
         let mut decoder = Decoder::default();
@@ -364,6 +507,11 @@ mod tests {
             r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":40}}"#,
             r#"{"type":"message_stop"}"#,
         ]);
+        let (thinking, events) = split_reasoning(events);
+        assert_eq!(
+            thinking,
+            vec![(Some("Let me check.".to_owned()), Some("EqQB".to_owned()))]
+        );
         assert_eq!(
             events,
             Ok(vec![

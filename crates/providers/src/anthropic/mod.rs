@@ -12,17 +12,18 @@
 //!   529 `overloaded_error` included) become [`ModelError::Upstream`] with the message of
 //!   Anthropic's error envelope.
 //!
-//! Extended thinking is not requested: `reasoning_effort` is not mapped to a `thinking` budget.
-//! With tools, Anthropic requires the thinking blocks of the assistant turn (signature included)
-//! to be sent back with the tool results, and the port has no place for them yet, so every
-//! continuation after a tool call would be refused. Thinking also forbids `temperature`, forced
-//! tool choice (`any`/`tool`) and needs `max_tokens` above the budget. Thinking blocks a gateway
-//! enables on its own are dropped.
+//! Extended thinking: `reasoning_effort` sets a `thinking` budget (`wire::thinking_budget`).
+//! Its thinking blocks (signature included) come back as reasoning events, which the engine keeps
+//! in the transcript and sends back with the turn, as Anthropic requires around tool calls.
+//! Thinking forbids `temperature`, a `top_p` below 0.95 and a forced tool choice: [`check`]
+//! refuses those combinations (and input types the API does not read) before the run starts.
+//!
+//! [`check`]: ModelClient::check
 
 mod decode;
 mod wire;
 
-use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
+use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream, Unsupported};
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::ProvidersError;
@@ -70,6 +71,10 @@ impl AnthropicClient {
 
 #[async_trait::async_trait]
 impl ModelClient for AnthropicClient {
+    fn check(&self, request: &ModelRequest) -> Result<(), Unsupported> {
+        wire::check(request)
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         let post = self
             .upstream

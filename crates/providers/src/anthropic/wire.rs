@@ -24,14 +24,23 @@
 //! - A request without tools whose history holds tool calls (the engine's last, tool-less turn)
 //!   declares each tool named in the history with an open schema and `tool_choice: none`: the API
 //!   refuses `tool_use`/`tool_result` blocks when no tools are defined.
-//! - Not sent: `response_format` (Messages has no JSON-schema output mode), `reasoning_effort`
-//!   (see the module docs of `anthropic`), `prompt_cache_key` (Anthropic caches by `cache_control`
-//!   breakpoints instead), tools' `strict` flag, and the thought signatures of tool calls (those
-//!   are Gemini's; Anthropic signs thinking blocks, which the port does not carry yet).
+//! - `reasoning_effort` turns on extended thinking: `thinking: {type: "enabled", budget_tokens}`
+//!   with the budget of [`thinking_budget`]; `max_tokens` then covers the budget plus the answer
+//!   (`max_output_tokens` caps both, as Anthropic counts thinking as output). `none` (or a cap
+//!   too small for the minimum budget of 1024) leaves thinking off.
+//! - Reasoning blocks of earlier turns that Anthropic made (thinking with its signature, or
+//!   redacted thinking) go first in their assistant turn, as the API requires when thinking is
+//!   on; blocks of other upstreams, and unsigned ones, are left out.
+//! - Not sent: `response_format` (Messages has no JSON-schema output mode), `prompt_cache_key`
+//!   (Anthropic caches by `cache_control` breakpoints instead), tools' `strict` flag, and the
+//!   thought signatures of tool calls (those are Gemini's; Anthropic signs thinking blocks).
 
 use std::borrow::Cow;
 
-use engine::model::{ContentPart, ModelMessage, ModelRequest, ModelToolChoice, ToolCall, ToolSpec};
+use engine::model::{
+    ANTHROPIC_REASONING_PREFIX, ContentPart, ModelMessage, ModelRequest, ModelToolChoice,
+    Reasoning, ToolCall, ToolSpec, Unsupported,
+};
 use serde::{Deserialize, Serialize};
 
 /// `max_tokens` when the request sets no `max_output_tokens`. Every current Claude model can
@@ -60,7 +69,55 @@ pub(crate) struct MessagesRequest<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
     stream: bool,
+}
+
+/// `{"type": "enabled", "budget_tokens": N}`.
+#[derive(Debug, Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
+}
+
+/// The smallest thinking budget Anthropic takes.
+pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
+/// Room kept for the answer beside the thinking budget when no output cap is given.
+const ANSWER_ROOM: u32 = 4096;
+
+/// The thinking budget of a `reasoning.effort` (`None`: thinking stays off). The largest total
+/// (`max`: 28 672 + 4 096) stays within the 32 000-token output cap of the smallest current
+/// Claude models.
+pub(crate) fn thinking_budget(effort: Option<&str>) -> Option<u32> {
+    match effort? {
+        "minimal" => Some(MIN_THINKING_BUDGET),
+        "low" => Some(2048),
+        "medium" => Some(6144),
+        "high" => Some(12_288),
+        "xhigh" => Some(20_480),
+        "max" => Some(28_672),
+        _ => None,
+    }
+}
+
+/// `(max_tokens, budget)`: the output cap and the thinking budget within it.
+pub(crate) fn token_caps(request: &ModelRequest) -> (u32, Option<u32>) {
+    let budget = thinking_budget(request.reasoning_effort.as_deref());
+    match (request.max_output_tokens, budget) {
+        (Some(cap), Some(budget)) => {
+            // The cap covers thinking and answer: the budget yields room to the answer.
+            let budget = budget.min(cap.saturating_sub(ANSWER_ROOM.min(cap / 2)));
+            (cap, (budget >= MIN_THINKING_BUDGET).then_some(budget))
+        }
+        (Some(cap), None) => (cap, None),
+        (None, Some(budget)) => (
+            default_max_tokens(&request.model).max(budget + ANSWER_ROOM),
+            Some(budget),
+        ),
+        (None, None) => (default_max_tokens(&request.model), None),
+    }
 }
 
 impl<'a> MessagesRequest<'a> {
@@ -80,17 +137,20 @@ impl<'a> MessagesRequest<'a> {
                 )),
             )
         };
+        let (max_tokens, budget) = token_caps(request);
         MessagesRequest {
             model: &request.model,
-            max_tokens: request
-                .max_output_tokens
-                .unwrap_or_else(|| default_max_tokens(&request.model)),
+            max_tokens,
             system,
             messages,
             tools,
             tool_choice,
             temperature: request.temperature,
             top_p: request.top_p,
+            thinking: budget.map(|budget_tokens| Thinking {
+                kind: "enabled",
+                budget_tokens,
+            }),
             stream: true,
         }
     }
@@ -145,6 +205,28 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "str::is_empty")]
         content: &'a str,
     },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+}
+
+/// The block of a reasoning block Anthropic made and signed (`None` for any other).
+fn thinking_block(reasoning: &Reasoning) -> Option<Block<'_>> {
+    if !reasoning.is_from(ANTHROPIC_REASONING_PREFIX) {
+        return None;
+    }
+    let signature = reasoning.encrypted.as_deref().filter(|s| !s.is_empty())?;
+    Some(match reasoning.text.as_deref() {
+        Some(thinking) => Block::Thinking {
+            thinking,
+            signature,
+        },
+        None => Block::RedactedThinking { data: signature },
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -180,6 +262,10 @@ fn conversation(messages: &[ModelMessage]) -> (Option<String>, Vec<Turn<'_>>) {
                 let calls = tool_calls.iter().map(tool_use);
                 (Role::Assistant, text.into_iter().chain(calls).collect())
             }
+            ModelMessage::Reasoning(reasoning) => (
+                Role::Assistant,
+                thinking_block(reasoning).into_iter().collect(),
+            ),
             ModelMessage::Tool {
                 call_id, content, ..
             } => (
@@ -255,6 +341,89 @@ fn user_block(part: &ContentPart) -> Option<Block<'_>> {
                 }
             })
         }
+    }
+}
+
+/// The image types the Messages API reads.
+const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// What the Messages API cannot take, found before the turn is sent: images and files of other
+/// types than it reads (documents are PDFs; images JPEG, PNG, GIF, WebP), and, with extended
+/// thinking on, `temperature`, a `top_p` below 0.95 or a forced tool choice.
+pub(crate) fn check(request: &ModelRequest) -> Result<(), Unsupported> {
+    for message in &request.messages {
+        let ModelMessage::User { content } = message else {
+            continue;
+        };
+        for part in content {
+            check_part(part)?;
+        }
+    }
+    if token_caps(request).1.is_some() {
+        let effort = request.reasoning_effort.as_deref().unwrap_or_default();
+        let why =
+            format!("reasoning.effort \"{effort}\" turns on Anthropic's extended thinking, which");
+        if request.temperature.is_some() {
+            return Err(Unsupported::new(
+                "temperature",
+                format!("{why} does not take temperature: leave temperature unset"),
+            ));
+        }
+        if request.top_p.is_some_and(|top_p| top_p < 0.95) {
+            return Err(Unsupported::new(
+                "top_p",
+                format!("{why} takes top_p only from 0.95 to 1"),
+            ));
+        }
+        let forced = matches!(
+            request.tool_choice,
+            ModelToolChoice::Required | ModelToolChoice::Function(_)
+        );
+        if forced && !request.tools.is_empty() {
+            return Err(Unsupported::new(
+                "tool_choice",
+                format!("{why} does not take a forced tool choice: use \"auto\" or \"none\""),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_part(part: &ContentPart) -> Result<(), Unsupported> {
+    match part {
+        ContentPart::Text { .. } => Ok(()),
+        ContentPart::ImageUrl { url, .. } => match data_url(url) {
+            Some((media_type, _)) if !IMAGE_TYPES.contains(&media_type) => Err(Unsupported::new(
+                "input",
+                format!("Anthropic models read JPEG, PNG, GIF and WebP images, not {media_type}"),
+            )),
+            _ => Ok(()),
+        },
+        ContentPart::File {
+            filename,
+            file_data: Some(data),
+            ..
+        } => {
+            let name = filename.as_deref().unwrap_or("(unnamed)");
+            let media_type = match data_url(data) {
+                Some((media_type, _)) => media_type,
+                // Bare base64 goes as a PDF: it must be one ("%PDF" is "JVBER" in base64).
+                None if data.trim_start().starts_with("JVBER") => "application/pdf",
+                None => "not a PDF",
+            };
+            if media_type == "application/pdf" || IMAGE_TYPES.contains(&media_type) {
+                Ok(())
+            } else {
+                Err(Unsupported::new(
+                    "input",
+                    format!(
+                        "Anthropic models read files only as PDF documents or images (JPEG, PNG, \
+                         GIF, WebP); input_file \"{name}\" is {media_type}"
+                    ),
+                ))
+            }
+        }
+        ContentPart::File { .. } => Ok(()),
     }
 }
 
@@ -430,7 +599,17 @@ pub(crate) enum ContentBlock {
         #[serde(default)]
         input: serde_json::Value,
     },
-    /// `thinking`, `redacted_thinking`, server tool blocks…: not carried by the port.
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
+    },
+    /// Server tool blocks and anything newer: not carried by the port.
     #[serde(other)]
     Other,
 }
@@ -445,7 +624,15 @@ pub(crate) enum BlockDelta {
         #[serde(default)]
         partial_json: String,
     },
-    /// `thinking_delta`, `signature_delta`, `citations_delta`…
+    ThinkingDelta {
+        #[serde(default)]
+        thinking: String,
+    },
+    SignatureDelta {
+        #[serde(default)]
+        signature: String,
+    },
+    /// `citations_delta`…
     #[serde(other)]
     Other,
 }
@@ -540,7 +727,6 @@ mod tests {
             messages: vec![user("Hi")],
             tool_choice: ModelToolChoice::Required,
             parallel_tool_calls: Some(false),
-            reasoning_effort: Some("high".into()),
             prompt_cache_key: Some("k".into()),
             ..ModelRequest::default()
         };
@@ -552,6 +738,156 @@ mod tests {
                 "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
                 "stream": true
             })
+        );
+    }
+
+    #[test]
+    fn effort_turns_on_thinking_within_the_output_cap() {
+        let with = |effort: Option<&str>, cap: Option<u32>| {
+            let request = ModelRequest {
+                model: "claude-sonnet-4-5".into(),
+                messages: vec![user("Hi")],
+                reasoning_effort: effort.map(str::to_owned),
+                max_output_tokens: cap,
+                ..ModelRequest::default()
+            };
+            let body = body(&request);
+            (body["max_tokens"].clone(), body["thinking"].clone())
+        };
+        let thinking = |budget: u32| json!({"type": "enabled", "budget_tokens": budget});
+        assert_eq!(with(None, None), (json!(8192), json!(null)));
+        assert_eq!(with(Some("none"), None), (json!(8192), json!(null)));
+        assert_eq!(with(Some("minimal"), None), (json!(8192), thinking(1024)));
+        assert_eq!(with(Some("medium"), None), (json!(10240), thinking(6144)));
+        assert_eq!(with(Some("high"), None), (json!(16384), thinking(12_288)));
+        assert_eq!(with(Some("max"), None), (json!(32768), thinking(28_672)));
+        // A cap covers thinking and answer; too small a cap leaves thinking off.
+        assert_eq!(
+            with(Some("high"), Some(8000)),
+            (json!(8000), thinking(4000))
+        );
+        assert_eq!(
+            with(Some("low"), Some(30_000)),
+            (json!(30_000), thinking(2048))
+        );
+        assert_eq!(with(Some("high"), Some(1500)), (json!(1500), json!(null)));
+    }
+
+    #[test]
+    fn anthropic_thinking_goes_back_first_in_its_turn_and_others_are_dropped() {
+        let block = |id: &str, text: Option<&str>, signature: Option<&str>| {
+            ModelMessage::Reasoning(Reasoning {
+                id: Some(id.into()),
+                summary: vec!["summary".into()],
+                text: text.map(str::to_owned),
+                encrypted: signature.map(str::to_owned),
+            })
+        };
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            messages: vec![
+                user("Weather?"),
+                block("thinking_1", Some("Look it up."), Some("sig1")),
+                block("thinking_2", None, Some("redacted-data")),
+                block("thinking_3", Some("unsigned"), None),
+                block("rs_123", Some("openai's"), Some("gAAA")),
+                block("thought_1", None, Some("gemini-sig")),
+                ModelMessage::Assistant {
+                    content: Some("Checking.".into()),
+                    tool_calls: vec![call("toolu_1", "weather", r#"{"city":"Paris"}"#)],
+                },
+                result("toolu_1", "sunny"),
+            ],
+            tools: vec![spec("weather")],
+            ..ModelRequest::default()
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Look it up.", "signature": "sig1"},
+                {"type": "redacted_thinking", "data": "redacted-data"},
+                {"type": "text", "text": "Checking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}}
+            ]})
+        );
+    }
+
+    #[test]
+    fn check_refuses_what_the_messages_api_cannot_take() {
+        let with_parts = |parts: Vec<ContentPart>| ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            messages: vec![ModelMessage::User { content: parts }],
+            ..ModelRequest::default()
+        };
+        let file = |name: &str, data: &str| ContentPart::File {
+            filename: Some(name.into()),
+            file_data: Some(data.into()),
+            file_url: None,
+        };
+        let ok = [
+            file("a.pdf", "data:application/pdf;base64,JVBERi0x"),
+            file("a.pdf", "JVBERi0xLjQK"),
+            file("p.png", "data:image/png;base64,iVBOR"),
+            ContentPart::ImageUrl {
+                url: "https://example.com/cat.bmp".into(),
+                detail: None,
+            },
+        ];
+        for part in ok {
+            assert_eq!(check(&with_parts(vec![part.clone()])), Ok(()), "{part:?}");
+        }
+        let refused = [
+            (
+                file(
+                    "notes.docx",
+                    "data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64,UEsDB",
+                ),
+                "input_file \"notes.docx\" is application/vnd.openxmlformats",
+            ),
+            (
+                file("a.txt", "aGVsbG8="),
+                "input_file \"a.txt\" is not a PDF",
+            ),
+            (
+                ContentPart::ImageUrl {
+                    url: "data:image/tiff;base64,SUkq".into(),
+                    detail: None,
+                },
+                "not image/tiff",
+            ),
+        ];
+        for (part, want) in refused {
+            let err = check(&with_parts(vec![part])).err();
+            assert_eq!(err.as_ref().map(|e| e.param.as_str()), Some("input"));
+            let message = err.map(|e| e.message).unwrap_or_default();
+            assert!(message.contains(want), "{message}");
+        }
+        let thinking = |change: &dyn Fn(&mut ModelRequest)| {
+            let mut request = with_parts(vec![ContentPart::Text { text: "x".into() }]);
+            request.reasoning_effort = Some("high".into());
+            request.tools = vec![spec("f")];
+            change(&mut request);
+            check(&request).err().map(|e| e.param)
+        };
+        assert_eq!(thinking(&|_| {}), None);
+        assert_eq!(
+            thinking(&|r| r.temperature = Some(0.2)),
+            Some("temperature".into())
+        );
+        assert_eq!(thinking(&|r| r.top_p = Some(0.5)), Some("top_p".into()));
+        assert_eq!(thinking(&|r| r.top_p = Some(0.97)), None);
+        assert_eq!(
+            thinking(&|r| r.tool_choice = ModelToolChoice::Required),
+            Some("tool_choice".into())
+        );
+        // Without thinking the same request is fine.
+        assert_eq!(
+            thinking(&|r| {
+                r.reasoning_effort = None;
+                r.temperature = Some(0.2);
+            }),
+            None
         );
     }
 

@@ -43,7 +43,14 @@ impl<'a> From<&'a ModelRequest> for ChatRequest<'a> {
         let has_tools = !request.tools.is_empty();
         ChatRequest {
             model: &request.model,
-            messages: request.messages.iter().map(Message::from).collect(),
+            // Chat Completions takes no reasoning back (the servers that show reasoning text
+            // do not want it again).
+            messages: request
+                .messages
+                .iter()
+                .filter(|message| !matches!(message, ModelMessage::Reasoning(_)))
+                .map(Message::from)
+                .collect(),
             tools: request.tools.iter().map(Tool::from).collect(),
             // Without tools, tool_choice and parallel_tool_calls are rejected by OpenAI.
             tool_choice: has_tools.then(|| ToolChoice::from(&request.tool_choice)),
@@ -107,6 +114,8 @@ impl<'a> From<&'a ModelMessage> for Message<'a> {
                 },
                 tool_calls: tool_calls.iter().map(OutgoingToolCall::from).collect(),
             },
+            // Filtered out by the caller; were one to come, it would say nothing.
+            ModelMessage::Reasoning(_) => Message::System { content: "" },
             // The tool's name has no place in a Chat Completions tool message.
             ModelMessage::Tool {
                 call_id, content, ..

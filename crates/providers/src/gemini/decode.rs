@@ -1,7 +1,10 @@
 //! Turning Gemini response chunks into [`ModelEvent`]s. Pure: no I/O, fed one SSE `data` field
 //! (one whole `GenerateContentResponse`) at a time, so every rule is unit-tested here.
 //!
-//! - Text parts are forwarded as they arrive; thought summaries and empty parts are skipped.
+//! - Text parts are forwarded as they arrive; empty parts are skipped. Thought summaries
+//!   (`thought: true` parts) and the signature Gemini may put on a part that is not a call are
+//!   gathered into one `Reasoning` event (id with [`GEMINI_REASONING_PREFIX`]) handed out when
+//!   the turn ends.
 //! - Gemini sends each function call whole, so each `functionCall` part is exactly one
 //!   `ToolCallDelta` with the complete arguments, its own `thoughtSignature` (Gemini puts one on
 //!   the first call of a step) and Gemini's id, or a generated `call_<n>` when it gives none.
@@ -14,7 +17,9 @@
 //!   the tool-use prompt; `output_tokens` is the answer plus the thinking, which Gemini counts
 //!   apart but bills as output; `reasoning_tokens` is the thinking.
 
-use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
+use engine::model::{
+    FinishReason, GEMINI_REASONING_PREFIX, ModelError, ModelEvent, Reasoning, TokenUsage,
+};
 
 use super::wire::{ErrorStatus, GenerateResponse, UsageMetadata};
 use crate::sse::{SseDecoder, Step};
@@ -31,6 +36,9 @@ pub(crate) struct Decoder {
     usage: Option<TokenUsage>,
     /// `promptFeedback.blockReason`: the prompt was refused before any candidate.
     blocked: bool,
+    /// Thought summary text and the signature of a non-call part, gathered over the turn.
+    thought: String,
+    signature: Option<String>,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -52,6 +60,8 @@ impl Decoder {
             finish: None,
             usage: None,
             blocked: false,
+            thought: String::new(),
+            signature: None,
         }
     }
 
@@ -89,7 +99,13 @@ impl Decoder {
                     self.calls += 1;
                     continue;
                 }
+                if let Some(signature) = part.thought_signature.filter(|sig| !sig.is_empty()) {
+                    self.signature = Some(signature);
+                }
                 if part.thought == Some(true) {
+                    if let Some(text) = part.text {
+                        self.thought.push_str(&text);
+                    }
                     continue;
                 }
                 if let Some(text) = part.text.filter(|text| !text.is_empty()) {
@@ -143,6 +159,19 @@ impl SseDecoder for Decoder {
                 ));
             }
         };
+        if !self.thought.is_empty() || self.signature.is_some() {
+            let summary = std::mem::take(&mut self.thought);
+            out.push(ModelEvent::Reasoning(Reasoning {
+                id: Some(format!("{GEMINI_REASONING_PREFIX}{}", (self.next_id)())),
+                summary: if summary.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![summary]
+                },
+                text: None,
+                encrypted: self.signature.take(),
+            }));
+        }
         if let Some(usage) = self.usage.take() {
             out.push(ModelEvent::Usage(usage));
         }
@@ -246,7 +275,7 @@ mod tests {
     }
 
     #[test]
-    fn text_stream_with_usage_last_and_signature_only_part_skipped() {
+    fn text_stream_with_usage_last_and_signature_kept_as_reasoning() {
         let events = decode(&[
             r#"{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-2.5-flash"}"#,
             r#"{"candidates":[{"content":{"parts":[{"text":"lo"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":1}}"#,
@@ -257,6 +286,12 @@ mod tests {
             Ok(vec![
                 ModelEvent::TextDelta("Hel".into()),
                 ModelEvent::TextDelta("lo".into()),
+                ModelEvent::Reasoning(Reasoning {
+                    id: Some("thought_call_1".into()),
+                    summary: Vec::new(),
+                    text: None,
+                    encrypted: Some("c2ln".into()),
+                }),
                 ModelEvent::Usage(TokenUsage {
                     input_tokens: 9,
                     output_tokens: 9,
@@ -325,7 +360,7 @@ mod tests {
     }
 
     #[test]
-    fn thoughts_and_other_candidates_are_skipped() {
+    fn thoughts_are_reasoning_and_other_candidates_are_skipped() {
         let events = decode(&[
             r#"{"candidates":[{"index":0,"content":{"parts":[{"text":"hmm","thought":true},{"text":"mine"}]},"finishReason":"STOP"},{"index":1,"content":{"parts":[{"text":"other"}]},"finishReason":"MAX_TOKENS"}]}"#,
         ]);
@@ -333,6 +368,12 @@ mod tests {
             events,
             Ok(vec![
                 ModelEvent::TextDelta("mine".into()),
+                ModelEvent::Reasoning(Reasoning {
+                    id: Some("thought_call_1".into()),
+                    summary: vec!["hmm".into()],
+                    text: None,
+                    encrypted: None,
+                }),
                 ModelEvent::Finish(FinishReason::Stop),
             ])
         );

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
+use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream, Unsupported};
 use reqwest::Url;
 use reqwest::header::HeaderName;
 
@@ -71,6 +71,10 @@ impl GeminiClient {
 
 #[async_trait::async_trait]
 impl ModelClient for GeminiClient {
+    fn check(&self, request: &ModelRequest) -> Result<(), Unsupported> {
+        wire::check(request)
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         let url = stream_url(self.upstream.url(), &request.model)?;
         let post = self

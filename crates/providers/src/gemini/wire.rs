@@ -23,11 +23,15 @@
 //! - `tool_choice`: auto is Gemini's default (nothing sent), none is `NONE`, required is `ANY`, a
 //!   named function is `ANY` with `allowedFunctionNames`. Gemini has no `parallel_tool_calls`, no
 //!   `prompt_cache_key` (its caching is implicit) and no image `detail`: those are dropped.
+//! - A reasoning block Gemini made (thought summary and signature) goes back first in its model
+//!   turn as a `thought: true` part carrying the signature; one without a signature (it tells
+//!   the model nothing) and blocks of other upstreams are left out.
 //! - `reasoning_effort` becomes `thinkingConfig` only for model families whose accepted values are
 //!   known, since a wrong field is a 400: see [`thinking_config`].
 
 use engine::model::{
-    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice, ToolCall, ToolSpec,
+    ContentPart, GEMINI_REASONING_PREFIX, JsonSchemaFormat, ModelMessage, ModelRequest,
+    ModelToolChoice, Reasoning, ToolCall, ToolSpec, Unsupported,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -72,6 +76,9 @@ impl<'a> From<&'a ModelRequest> for GenerateRequest<'a> {
                     "model",
                     model_parts(content.as_deref(), tool_calls, gemini_3),
                 ),
+                ModelMessage::Reasoning(reasoning) => {
+                    ("model", thought_part(reasoning).into_iter().collect())
+                }
                 ModelMessage::Tool {
                     call_id,
                     name,
@@ -143,6 +150,20 @@ fn is_gemini_3(model: &str) -> bool {
     model.starts_with("gemini-3-") || model.starts_with("gemini-3.")
 }
 
+/// The part of a reasoning block Gemini made and signed (`None` for any other).
+fn thought_part(reasoning: &Reasoning) -> Option<Part<'_>> {
+    if !reasoning.is_from(GEMINI_REASONING_PREFIX) {
+        return None;
+    }
+    let signature = reasoning.encrypted.as_deref().filter(|s| !s.is_empty())?;
+    let text = reasoning.summary.first().map_or("", String::as_str);
+    Some(Part {
+        data: PartData::Text(text),
+        thought: true,
+        thought_signature: Some(signature),
+    })
+}
+
 fn model_parts<'a>(text: Option<&'a str>, calls: &'a [ToolCall], gemini_3: bool) -> Vec<Part<'a>> {
     let mut parts = Vec::with_capacity(calls.len() + 1);
     if let Some(text) = text.filter(|text| !text.is_empty()) {
@@ -158,6 +179,7 @@ fn model_parts<'a>(text: Option<&'a str>, calls: &'a [ToolCall], gemini_3: bool)
                 name: &call.name,
                 args: Args::from(call.arguments.as_str()),
             }),
+            thought: false,
             thought_signature: signature,
         });
     }
@@ -180,6 +202,9 @@ struct SystemInstruction<'a> {
 struct Part<'a> {
     #[serde(flatten)]
     data: PartData<'a>,
+    /// Marks a thought (summary) part.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    thought: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     thought_signature: Option<&'a str>,
 }
@@ -188,6 +213,7 @@ impl<'a> Part<'a> {
     fn new(data: PartData<'a>) -> Self {
         Part {
             data,
+            thought: false,
             thought_signature: None,
         }
     }
@@ -298,6 +324,58 @@ fn user_part(part: &ContentPart) -> Part<'_> {
             (None, None) => PartData::Text(""),
         },
     })
+}
+
+/// Whether Gemini reads inline data of this type: images, audio, video, text and PDF.
+fn readable(mime_type: &str) -> bool {
+    ["image/", "audio/", "video/", "text/"]
+        .iter()
+        .any(|prefix| mime_type.starts_with(prefix))
+        || mime_type == "application/pdf"
+}
+
+/// What Gemini cannot take, found before the turn is sent: inline data of a type it does not
+/// read, or whose type cannot be told (bare base64 without a file name it can come from).
+pub(crate) fn check(request: &ModelRequest) -> Result<(), Unsupported> {
+    for message in &request.messages {
+        let ModelMessage::User { content } = message else {
+            continue;
+        };
+        for part in content {
+            let (mime_type, what) = match part {
+                ContentPart::ImageUrl { url, .. } => match split_data_url(url) {
+                    Some((mime_type, _)) => (mime_type, "input_image".to_owned()),
+                    None => continue,
+                },
+                ContentPart::File {
+                    filename,
+                    file_data: Some(data),
+                    ..
+                } => {
+                    let name = filename.as_deref().unwrap_or("(unnamed)");
+                    let mime_type = match split_data_url(data) {
+                        Some((mime_type, _)) => mime_type,
+                        None => filename
+                            .as_deref()
+                            .and_then(guess_mime)
+                            .unwrap_or("of unknown type"),
+                    };
+                    (mime_type, format!("input_file \"{name}\""))
+                }
+                _ => continue,
+            };
+            if !readable(mime_type) {
+                return Err(Unsupported::new(
+                    "input",
+                    format!(
+                        "Gemini models read images, audio, video, text and PDF files; {what} is \
+                         {mime_type} (give file_data as a data: URL with its media type)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A `data:` URL inline, anything else by reference.
@@ -651,6 +729,83 @@ mod tests {
             description: None,
             parameters: json!({"type": "object", "additionalProperties": false}),
             strict: true,
+        }
+    }
+
+    #[test]
+    fn gemini_thoughts_go_back_first_in_their_turn_and_others_are_dropped() {
+        let block = |id: &str, summary: &str, signature: Option<&str>| {
+            ModelMessage::Reasoning(Reasoning {
+                id: Some(id.into()),
+                summary: vec![summary.into()],
+                text: None,
+                encrypted: signature.map(str::to_owned),
+            })
+        };
+        let request = ModelRequest {
+            model: "gemini-2.5-flash".into(),
+            messages: vec![
+                user("Hi"),
+                block("thought_1", "Greeting back.", Some("c2lnMQ==")),
+                block("thought_2", "unsigned", None),
+                block("rs_1", "openai's", Some("gAAA")),
+                ModelMessage::Assistant {
+                    content: Some("Hello!".into()),
+                    tool_calls: Vec::new(),
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&request)["contents"][1],
+            json!({"role": "model", "parts": [
+                {"text": "Greeting back.", "thought": true, "thoughtSignature": "c2lnMQ=="},
+                {"text": "Hello!"}
+            ]})
+        );
+    }
+
+    #[test]
+    fn check_refuses_inline_data_gemini_cannot_read() {
+        let with = |part: ContentPart| ModelRequest {
+            model: "gemini-2.5-flash".into(),
+            messages: vec![ModelMessage::User {
+                content: vec![part],
+            }],
+            ..ModelRequest::default()
+        };
+        let file = |name: Option<&str>, data: &str| ContentPart::File {
+            filename: name.map(str::to_owned),
+            file_data: Some(data.into()),
+            file_url: None,
+        };
+        for part in [
+            file(Some("a.pdf"), "data:application/pdf;base64,JVBER"),
+            file(Some("a.csv"), "YSxi"),
+            file(None, "data:audio/wav;base64,UklGR"),
+            ContentPart::ImageUrl {
+                url: "data:image/png;base64,iVBOR".into(),
+                detail: None,
+            },
+        ] {
+            assert_eq!(check(&with(part.clone())), Ok(()), "{part:?}");
+        }
+        for (part, want) in [
+            (
+                file(Some("a.zip"), "data:application/zip;base64,UEsD"),
+                "input_file \"a.zip\" is application/zip",
+            ),
+            (
+                file(None, "UEsD"),
+                "input_file \"(unnamed)\" is of unknown type",
+            ),
+        ] {
+            let err = check(&with(part));
+            assert!(
+                err.as_ref()
+                    .is_err_and(|e| e.param == "input" && e.message.contains(want)),
+                "{err:?}"
+            );
         }
     }
 

@@ -9,6 +9,8 @@
 //! - The `done` events (`output_text.done`, `function_call_arguments.done`,
 //!   `output_item.done`) and the final response's `output` only fill in what was not streamed,
 //!   so a server that sends whole items (or answers without streaming) gives the same events.
+//! - A reasoning item becomes one `Reasoning` event when it is done (its id, summary texts and
+//!   `encrypted_content`); the final response's copy of it is not repeated.
 //! - The terminal event closes the turn: `Usage`, then `Finish`, always last.
 //!   `response.completed` finishes with `ToolCalls` when the turn made a call, else `Stop`;
 //!   `response.incomplete` with `Length` for `max_output_tokens`; `response.failed` and `error`
@@ -16,7 +18,7 @@
 
 use std::collections::HashSet;
 
-use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
+use engine::model::{FinishReason, ModelError, ModelEvent, Reasoning, TokenUsage};
 
 use super::wire::{ErrorBody, OutputContent, OutputItem, ResponseObject, StreamEvent, Usage};
 use crate::sse::{SseDecoder, Step};
@@ -30,6 +32,9 @@ pub(crate) struct Decoder {
     texts: HashSet<usize>,
     /// A text delta came without an `output_index`: `done` events then never repeat text.
     unindexed_text: bool,
+    /// `output_index`es of reasoning items already handed out (the terminal event repeats
+    /// them).
+    reasonings: HashSet<usize>,
 }
 
 #[derive(Debug)]
@@ -248,6 +253,32 @@ impl Decoder {
                     .collect();
                 self.whole_text(Some(output_index), text, out);
             }
+            OutputItem::Reasoning {
+                id,
+                summary,
+                content,
+                encrypted_content,
+            } => {
+                let empty = summary.is_empty()
+                    && content.as_ref().is_none_or(Vec::is_empty)
+                    && encrypted_content.as_deref().is_none_or(str::is_empty);
+                // An empty item (nothing asked for) says nothing and could not go back.
+                if !empty && self.reasonings.insert(output_index) {
+                    let text = content.map(|parts| {
+                        parts
+                            .into_iter()
+                            .map(|part| part.text)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    });
+                    out.push(ModelEvent::Reasoning(Reasoning {
+                        id,
+                        summary: summary.into_iter().map(|part| part.text).collect(),
+                        text: text.filter(|text| !text.is_empty()),
+                        encrypted: encrypted_content.filter(|e| !e.is_empty()),
+                    }));
+                }
+            }
             OutputItem::Other => {}
         }
     }
@@ -396,6 +427,31 @@ mod tests {
     }
 
     const CREATED: &str = r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}"#;
+
+    #[test]
+    fn reasoning_items_become_one_event_each() {
+        let events = decode(&[
+            r#"{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}"#,
+            r#"{"type":"response.reasoning_summary_text.delta","output_index":0,"delta":"Checking"}"#,
+            r#"{"type":"response.output_item.done","sequence_number":3,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Checking the order."}],"encrypted_content":"gAAAAB"}}"#,
+            r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":""}}"#,
+            r#"{"type":"response.completed","response":{"status":"completed","output":[{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Checking the order."}],"encrypted_content":"gAAAAB"},{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{}"}]}}"#,
+        ]);
+        let reasoning: Vec<ModelEvent> = events
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|event| matches!(event, ModelEvent::Reasoning(_)))
+            .collect();
+        assert_eq!(
+            reasoning,
+            vec![ModelEvent::Reasoning(Reasoning {
+                id: Some("rs_1".into()),
+                summary: vec!["Checking the order.".into()],
+                text: None,
+                encrypted: Some("gAAAAB".into()),
+            })]
+        );
+    }
 
     #[test]
     fn openai_text_stream() {

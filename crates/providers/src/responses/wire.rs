@@ -1,11 +1,16 @@
 //! The Responses wire format: the request body we send and the stream events we read back.
 //!
 //! Only the fields this adapter uses are modelled. Unknown event types and unknown output item
-//! types (reasoning, hosted tool calls…) parse to an `Other` variant and are skipped, so a new
-//! upstream event never breaks a turn.
+//! types (hosted tool calls…) parse to an `Other` variant and are skipped, so a new upstream
+//! event never breaks a turn.
+//!
+//! Reasoning: as nothing is stored upstream (`store: false`), a reasoning model's reasoning
+//! items are asked for with their `encrypted_content` (`include`) and sent back, id and all,
+//! before the turn they belong to; see [`wants_reasoning`] for when.
 
 use engine::model::{
-    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice, ToolSpec,
+    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice,
+    Reasoning as ReasoningBlock, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +43,9 @@ pub(crate) struct ResponsesRequest<'a> {
     reasoning: Option<Reasoning<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    /// `["reasoning.encrypted_content"]` for reasoning models.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    include: Vec<&'static str>,
     /// Always `false`: agentd keeps its own transcript and resends it every turn, so nothing
     /// needs to live (or be retained) upstream.
     store: bool,
@@ -84,10 +92,41 @@ impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
                 .as_deref()
                 .map(|effort| Reasoning { effort }),
             prompt_cache_key: request.prompt_cache_key.as_deref(),
+            include: if wants_reasoning(request) {
+                vec!["reasoning.encrypted_content"]
+            } else {
+                Vec::new()
+            },
             store: false,
             stream: true,
         }
     }
+}
+
+/// Whether to ask for encrypted reasoning: a `reasoning_effort` other than `none`, a model of
+/// OpenAI's reasoning families (`o1`…`o4`, `gpt-5*`, `codex-*`), or reasoning items of this API
+/// in the history. Other models refuse the `include`.
+pub(crate) fn wants_reasoning(request: &ModelRequest) -> bool {
+    let effort = request
+        .reasoning_effort
+        .as_deref()
+        .is_some_and(|effort| effort != "none");
+    let model = request.model.rsplit('/').next().unwrap_or_default();
+    let reasoning_family = model.starts_with("gpt-5")
+        || model.starts_with("codex-")
+        || (model.starts_with('o') && model[1..].starts_with(|c: char| c.is_ascii_digit()));
+    let history = request
+        .messages
+        .iter()
+        .any(|message| matches!(message, ModelMessage::Reasoning(block) if replayable(block)));
+    effort || reasoning_family || history
+}
+
+/// A reasoning block this API made and can take back: its own `rs_` id with the encrypted
+/// content (with `store: false` the id alone points at nothing).
+fn replayable(block: &ReasoningBlock) -> bool {
+    block.id.as_deref().is_some_and(|id| id.starts_with("rs_"))
+        && block.encrypted.as_deref().is_some_and(|e| !e.is_empty())
 }
 
 /// The input items of one message: a message item, and for an assistant turn one
@@ -124,6 +163,26 @@ fn push_items<'a>(message: &'a ModelMessage, input: &mut Vec<InputItem<'a>>) {
                 arguments: &call.arguments,
             }));
         }
+        ModelMessage::Reasoning(block) => {
+            if let (true, Some(id), Some(encrypted)) = (
+                replayable(block),
+                block.id.as_deref(),
+                block.encrypted.as_deref(),
+            ) {
+                input.push(InputItem::Reasoning {
+                    id,
+                    summary: block
+                        .summary
+                        .iter()
+                        .map(|text| SummaryText {
+                            kind: "summary_text",
+                            text,
+                        })
+                        .collect(),
+                    encrypted_content: encrypted,
+                });
+            }
+        }
         ModelMessage::Tool {
             call_id, content, ..
         } => input.push(InputItem::FunctionCallOutput {
@@ -131,6 +190,14 @@ fn push_items<'a>(message: &'a ModelMessage, input: &mut Vec<InputItem<'a>>) {
             output: content,
         }),
     }
+}
+
+/// `{"type": "summary_text", "text": …}`.
+#[derive(Debug, Serialize)]
+struct SummaryText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -148,6 +215,11 @@ enum InputItem<'a> {
     FunctionCallOutput {
         call_id: &'a str,
         output: &'a str,
+    },
+    Reasoning {
+        id: &'a str,
+        summary: Vec<SummaryText<'a>>,
+        encrypted_content: &'a str,
     },
 }
 
@@ -373,9 +445,27 @@ pub(crate) enum OutputItem {
         #[serde(default)]
         arguments: String,
     },
-    /// Reasoning items, hosted tool calls…
+    Reasoning {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        summary: Vec<ReasoningPart>,
+        /// Open-weight models served over this API show their reasoning text here.
+        #[serde(default)]
+        content: Option<Vec<ReasoningPart>>,
+        #[serde(default)]
+        encrypted_content: Option<String>,
+    },
+    /// Hosted tool calls…
     #[serde(other)]
     Other,
+}
+
+/// `{"type": "summary_text" | "reasoning_text", "text": …}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReasoningPart {
+    #[serde(default)]
+    pub(crate) text: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -473,6 +563,7 @@ mod tests {
         assert_eq!(
             body(&request),
             json!({
+                "include": ["reasoning.encrypted_content"],
                 "model": "gpt-5.4",
                 "input": [{"type": "message", "role": "user", "content": [
                     {"type": "input_text", "text": "Hi"}
@@ -689,9 +780,74 @@ mod tests {
         let event: Result<StreamEvent, _> =
             serde_json::from_str(r#"{"type":"response.reasoning_summary_text.delta","delta":"x"}"#);
         assert!(matches!(event, Ok(StreamEvent::Other)), "{event:?}");
-        let item: Result<OutputItem, _> = serde_json::from_str(
-            r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}"#,
-        );
+        let item: Result<OutputItem, _> =
+            serde_json::from_str(r#"{"type":"web_search_call","id":"ws_1","status":"completed"}"#);
         assert!(matches!(item, Ok(OutputItem::Other)), "{item:?}");
+    }
+
+    #[test]
+    fn reasoning_is_asked_for_and_sent_back_before_its_turn() {
+        let block = |id: &str, encrypted: Option<&str>| {
+            ModelMessage::Reasoning(ReasoningBlock {
+                id: Some(id.into()),
+                summary: vec!["Looked up the order.".into()],
+                text: None,
+                encrypted: encrypted.map(str::to_owned),
+            })
+        };
+        let request = ModelRequest {
+            model: "gpt-4.1".into(),
+            messages: vec![
+                user("Where is my order?"),
+                block("rs_abc", Some("gAAAAB")),
+                block("rs_lost", None),
+                block("thinking_1", Some("anthropic-signature")),
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        name: "order_status".into(),
+                        arguments: "{}".into(),
+                        thought_signature: None,
+                    }],
+                },
+                ModelMessage::Tool {
+                    call_id: "call_1".into(),
+                    name: None,
+                    content: "shipped".into(),
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        let body = body(&request);
+        assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(
+            body["input"][1],
+            json!({"type": "reasoning", "id": "rs_abc", "encrypted_content": "gAAAAB",
+                   "summary": [{"type": "summary_text", "text": "Looked up the order."}]})
+        );
+        assert_eq!(body["input"][2]["type"], "function_call");
+        assert_eq!(body["input"].as_array().map(Vec::len), Some(4));
+
+        // `include` only for reasoning models (others refuse it).
+        let include = |model: &str, effort: Option<&str>| {
+            let request = ModelRequest {
+                model: model.into(),
+                messages: vec![user("Hi")],
+                reasoning_effort: effort.map(str::to_owned),
+                ..ModelRequest::default()
+            };
+            body_of(&request)["include"].clone()
+        };
+        fn body_of(request: &ModelRequest) -> serde_json::Value {
+            serde_json::to_value(ResponsesRequest::from(request)).unwrap_or_default()
+        }
+        let asked = json!(["reasoning.encrypted_content"]);
+        assert_eq!(include("gpt-5.4", None), asked);
+        assert_eq!(include("o4-mini", None), asked);
+        assert_eq!(include("gpt-4.1", Some("low")), asked);
+        assert_eq!(include("gpt-4.1", None), json!(null));
+        assert_eq!(include("gpt-4.1", Some("none")), json!(null));
+        assert_eq!(include("omni-moderation", None), json!(null));
     }
 }
