@@ -91,7 +91,9 @@ def test_retrieve_of_an_unknown_id_is_not_found(
 def test_perplexity_provider_error_is_a_failed_response(
     status: int, pplx: perplexity.Perplexity, fake: FakeProvider
 ) -> None:
-    fake.script({"error": [status, "The upstream model is overloaded"]})
+    # A 5xx is retried twice before the run fails (a 400 is final): script every attempt.
+    attempts = 3 if status >= 500 else 1
+    fake.script(*[{"error": [status, "The upstream model is overloaded"]}] * attempts)
     response = pplx.responses.create(model=MODEL, input="hi")  # HTTP 200, no exception
     assert response.status == "failed"
     assert response.error is not None
@@ -104,7 +106,7 @@ def test_perplexity_provider_error_is_a_failed_response(
 
 
 def test_openai_provider_error_is_a_failed_response(oai: openai.OpenAI, fake: FakeProvider) -> None:
-    fake.script({"error": [500, "The upstream model is overloaded"]})
+    fake.script(*[{"error": [500, "The upstream model is overloaded"]}] * 3)  # with 2 retries
     response = oai.responses.create(model=MODEL, input="hi")
     assert response.status == "failed"
     assert response.error is not None

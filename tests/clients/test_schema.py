@@ -31,7 +31,8 @@ OPENAI_EVENT_CLASSES = {
 SCENARIOS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
     "text": ([{"text": "Hello there.", "usage": [12, 3]}], {"input": "hi"}),
     "function_call": ([order_call()], {"input": ORDER_QUESTION, "tools": ORDER_TOOLS}),
-    "provider_error": ([{"error": [500, "upstream down"]}], {"input": "hi"}),
+    # Retried twice before the run fails.
+    "provider_error": ([{"error": [500, "upstream down"]}] * 3, {"input": "hi"}),
 }
 
 

@@ -391,7 +391,10 @@ async fn output_token_cap_ends_the_run_incomplete() {
 #[tokio::test]
 async fn provider_errors_fail_the_run_with_http_200_and_no_secret() {
     let app = TestApp::spawn().await;
-    app.fake.push(Reply::error(500, "upstream exploded"));
+    // A 500 is retried (twice by default) before the run fails: every attempt fails here.
+    for _ in 0..3 {
+        app.fake.push(Reply::error(500, "upstream exploded"));
+    }
     let (status, body) = app
         .post("/v1/agent", json!({"model": MODEL, "input": "?"}))
         .await;
@@ -406,8 +409,11 @@ async fn provider_errors_fail_the_run_with_http_200_and_no_secret() {
     );
     assert!(body["error"]["code"].is_string());
     assert!(!body.to_string().contains(FAKE_PROVIDER_KEY));
+    assert_eq!(app.fake.pending_replies(), 0, "each retry asked again");
 
-    app.fake.push(Reply::error(429, "slow down"));
+    for _ in 0..3 {
+        app.fake.push(Reply::error(429, "slow down"));
+    }
     let transcript = app
         .post_stream(
             "/v1/agent",
@@ -419,6 +425,32 @@ async fn provider_errors_fail_the_run_with_http_200_and_no_secret() {
     assert_eq!(failed["error"]["code"], "rate_limit_exceeded");
     assert_eq!(failed["response"]["status"], "failed");
     assert!(!transcript.raw.contains(FAKE_PROVIDER_KEY));
+    assert_eq!(app.fake.pending_replies(), 0);
+}
+
+#[tokio::test]
+async fn a_retryable_upstream_error_is_retried_and_the_run_completes() {
+    let app = TestApp::spawn().await;
+    app.fake.push(Reply::error(503, "overloaded, try again"));
+    app.fake.push(Reply::error(429, "slow down"));
+    app.fake.push(Reply::text("third time lucky"));
+    let (status, body) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "?"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed", "{body}");
+    assert_eq!(body["output"][0]["content"][0]["text"], "third time lucky");
+    assert_eq!(app.fake.requests().len(), 3);
+
+    // A 400 is final: asked once, and the run fails.
+    app.fake.reset();
+    app.fake.push(Reply::error(400, "bad request"));
+    app.fake.push(Reply::text("never asked"));
+    let (_, body) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "?"}))
+        .await;
+    assert_eq!(body["status"], "failed", "{body}");
+    assert_eq!(app.fake.requests().len(), 1);
 }
 
 #[tokio::test]
@@ -760,4 +792,77 @@ async fn a_running_response_is_retrievable_with_empty_output() {
     let polled = app.wait_terminal(id).await;
     assert_eq!(polled["status"], "completed");
     assert_eq!(polled["output"][0]["content"][0]["text"], "slow answer");
+}
+
+/// A TestApp with an `anthropic` provider (Messages wire API) beside the fake's `openai` one.
+async fn with_anthropic() -> TestApp {
+    TestApp::spawn_with(|config| {
+        let mut anthropic = config.providers[0].clone();
+        anthropic.name = "anthropic".to_owned();
+        anthropic.api = providers::WireApi::AnthropicMessages;
+        anthropic.base_url = anthropic.base_url.trim_end_matches("/v1").to_owned();
+        config.providers.push(anthropic);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn input_an_upstream_cannot_take_is_a_400_naming_the_field_before_anything_runs() {
+    let app = with_anthropic().await;
+    let docx = json!([{"role": "user", "content": [
+        {"type": "input_text", "text": "Summarise this."},
+        {"type": "input_file", "filename": "notes.docx",
+         "file_data": "data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64,UEsDBBQ="}
+    ]}]);
+    let (status, body) = app
+        .post(
+            "/v1/responses",
+            json!({"model": "anthropic/claude-sonnet-4-5", "input": docx}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["type"], "invalid_request", "{body}");
+    assert_eq!(body["error"]["param"], "input", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("anthropic/claude-sonnet-4-5"), "{message}");
+    assert!(message.contains("notes.docx"), "{message}");
+    assert!(app.fake.requests().is_empty(), "nothing was sent upstream");
+
+    // A model of the chain that cannot take it refuses the run too, in every mode.
+    for mode in [
+        json!({}),
+        json!({"stream": true}),
+        json!({"background": true}),
+    ] {
+        let mut request = json!({
+            "models": ["openai/gpt-test", "anthropic/claude-sonnet-4-5"],
+            "input": docx,
+        });
+        request
+            .as_object_mut()
+            .unwrap()
+            .extend(mode.as_object().unwrap().clone());
+        let (status, body) = app.post("/v1/responses", request).await;
+        assert_eq!(status, 400, "{mode}: {body}");
+        assert_eq!(body["error"]["param"], "input");
+    }
+
+    // Extended thinking (reasoning.effort) with a temperature: refused, naming temperature.
+    let (status, body) = app
+        .post(
+            "/v1/responses",
+            json!({"model": "anthropic/claude-sonnet-4-5", "input": "hi",
+                   "reasoning": {"effort": "high"}, "temperature": 0.3}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "temperature", "{body}");
+
+    // The same file goes to a Chat Completions model.
+    app.fake.push(Reply::text("Summary."));
+    let (status, body) = app
+        .post("/v1/responses", json!({"model": MODEL, "input": docx}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed");
 }

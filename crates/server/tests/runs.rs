@@ -371,7 +371,10 @@ async fn an_expired_event_log_is_a_clear_400() {
 async fn a_models_chain_falls_back_before_output_and_names_the_model_that_answered() {
     let app = TestApp::spawn().await;
     let chain = json!(["openai/gpt-a", "openai/gpt-b", "openai/gpt-c"]);
-    app.fake.push(Reply::error(503, "overloaded"));
+    // gpt-a: a 503 and its two retries; gpt-b: a 400, not retried; gpt-c answers.
+    for _ in 0..3 {
+        app.fake.push(Reply::error(503, "overloaded"));
+    }
     app.fake.push(Reply::error(400, "this model cannot"));
     app.fake.push(Reply::text("from c"));
     let (status, response) = app
@@ -386,7 +389,10 @@ async fn a_models_chain_falls_back_before_output_and_names_the_model_that_answer
         .iter()
         .map(|r| r["model"].clone())
         .collect();
-    assert_eq!(asked, [json!("gpt-a"), json!("gpt-b"), json!("gpt-c")]);
+    assert_eq!(
+        asked,
+        ["gpt-a", "gpt-a", "gpt-a", "gpt-b", "gpt-c"].map(|m| json!(m))
+    );
 
     // A failure after output is not retried elsewhere: the run fails.
     app.fake.reset();
@@ -403,7 +409,7 @@ async fn a_models_chain_falls_back_before_output_and_names_the_model_that_answer
     // Every model failing: the last error ends the run.
     app.fake.reset();
     for _ in 0..3 {
-        app.fake.push(Reply::error(500, "down"));
+        app.fake.push(Reply::error(400, "down"));
     }
     let (_, failed) = app
         .post("/v1/responses", json!({"models": chain, "input": "hi"}))
