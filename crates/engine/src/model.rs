@@ -286,13 +286,16 @@ pub struct ResolvedModel {
 }
 
 /// Maps `provider/model` ids to clients (implemented by `providers::Registry`).
+#[async_trait::async_trait]
 pub trait ModelRouter: Send + Sync {
     fn resolve(&self, model_id: &str) -> Result<ResolvedModel, ResolveError>;
-    /// Model ids this router advertises on `GET /v1/models` (configured providers only).
-    fn list_models(&self) -> Vec<ModelInfo>;
+    /// Model ids this router advertises on `GET /v1/models`: each configured provider's models,
+    /// and what its upstream lists where it has a list (the router caches these and falls back
+    /// to the configured models when an upstream fails). Never fails.
+    async fn list_models(&self) -> Vec<ModelInfo>;
 }
 
-/// One entry of the model list.
+/// One entry of the model list: `id` is `provider/model`, `owned_by` the provider's name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelInfo {
     pub id: String,

@@ -13,6 +13,8 @@
 //! - [`responses`]: the OpenAI Responses API as an upstream (`api = "responses"`).
 //! - [`anthropic`]: Anthropic Messages.
 //! - [`gemini`]: Gemini generateContent (thought signatures passed through on tool calls).
+//! - [`models`]: each wire API's upstream model list (`GET /v1/models` shows it, cached by the
+//!   [`Registry`] per [`ModelListSettings`]).
 //! - `http`: what adapters share: one pooled `reqwest::Client` per provider, timeouts
 //!   ([`ClientOptions`]), sending a turn, error mapping and key redaction.
 //! - `sse`: what streaming adapters share: the event stream read with the idle timeout and fed
@@ -39,6 +41,7 @@ pub mod chat_completions;
 mod error;
 pub mod gemini;
 mod http;
+pub mod models;
 pub mod registry;
 pub mod responses;
 mod sse;
@@ -48,6 +51,7 @@ pub use chat_completions::ChatCompletionsClient;
 pub use error::ProvidersError;
 pub use gemini::GeminiClient;
 pub use http::ClientOptions;
+pub use models::{ModelListSettings, UpstreamModels};
 pub use registry::{
     ENV_SHORTCUTS, EnvShortcut, ProviderConfig, Registry, WireApi, env_shortcut, env_shortcuts,
 };

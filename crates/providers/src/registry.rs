@@ -3,17 +3,22 @@
 //! Configuration arrives as plain data ([`ProviderConfig`]): the server reads the config file and
 //! the environment and passes the values in. [`env_shortcuts`] is the one place that knows the
 //! operator contract's environment table, as a pure function over a lookup so tests pass a map.
+//!
+//! `GET /v1/models` lists each provider's configured models, then what its upstream lists
+//! ([`crate::models`]), cached per provider ([`ModelListSettings`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use engine::model::{ModelClient, ModelInfo, ModelRouter, ResolveError, ResolvedModel};
 
 use crate::ProvidersError;
 use crate::chat_completions::ChatCompletionsClient;
-use crate::http::ClientOptions;
+use crate::http::{self, ClientOptions};
+use crate::models::{ModelListSettings, UpstreamModels};
 
 /// The upstream wire API a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,8 +75,10 @@ pub struct ProviderConfig {
     pub base_url: String,
     /// `None` (or empty) for servers that need no key, such as a local vLLM or Ollama.
     pub api_key: Option<String>,
-    /// Upstream model names advertised on `GET /v1/models` as `name/model`; may be empty (any
-    /// model name is still accepted and sent upstream).
+    /// Upstream model names advertised on `GET /v1/models` as `name/model`, before what the
+    /// upstream's own list adds; may be empty (any model name is still accepted and sent
+    /// upstream). Whether the upstream is asked for its list is a [`ModelListSettings`] matter
+    /// (`disabled`), set on the [`Registry`].
     pub models: Vec<String>,
 }
 
@@ -176,18 +183,40 @@ pub fn env_shortcuts(env: &dyn Fn(&str) -> Option<String>) -> Vec<ProviderConfig
 /// Maps `provider/model` ids to model clients: the engine's [`ModelRouter`].
 ///
 /// Built once at start-up; each provider gets one client (one pooled HTTP client) for the life of
-/// the process.
+/// the process. Model listing shares one more HTTP client between the providers.
 pub struct Registry {
     /// In configuration order, so `GET /v1/models` lists them as the operator wrote them.
     providers: Vec<Provider>,
     /// Provider name to its index in `providers`.
     by_name: HashMap<String, usize>,
+    /// Cache lifetimes and the request bound of upstream model lists.
+    lists: ModelListSettings,
 }
 
 struct Provider {
     name: String,
     models: Vec<String>,
     client: Arc<dyn ModelClient>,
+    /// The upstream's model-list endpoint.
+    upstream_models: UpstreamModels,
+    /// Whether the upstream is asked for its list (`list_models`, default true).
+    listed: bool,
+    /// The last listing. Held across a fetch, so one fetch at a time per provider: requests
+    /// that arrive meanwhile wait for it and use its result.
+    cache: tokio::sync::Mutex<Listing>,
+}
+
+/// What the last listing of one upstream gave.
+enum Listing {
+    /// Not asked yet.
+    Never,
+    /// Listed; served until `until` (`None`: the TTL is too long to count).
+    Listed {
+        models: Arc<[String]>,
+        until: Option<Instant>,
+    },
+    /// Failed; the configured models alone are served until `until`.
+    Failed { until: Option<Instant> },
 }
 
 impl fmt::Debug for Registry {
@@ -212,7 +241,9 @@ impl Registry {
         let mut registry = Registry {
             providers: Vec::with_capacity(providers.len()),
             by_name: HashMap::with_capacity(providers.len()),
+            lists: ModelListSettings::default(),
         };
+        let list_http = http::build_client(options)?;
         for config in providers {
             if !valid_name(&config.name) {
                 return Err(ProvidersError::InvalidProviderName(config.name));
@@ -230,6 +261,7 @@ impl Registry {
                     Arc::new(crate::responses::ResponsesClient::new(&config, options)?)
                 }
             };
+            let upstream_models = UpstreamModels::with_client(&config, list_http.clone())?;
             registry
                 .by_name
                 .insert(config.name.clone(), registry.providers.len());
@@ -237,9 +269,73 @@ impl Registry {
                 name: config.name,
                 models: config.models,
                 client,
+                upstream_models,
+                listed: true,
+                cache: tokio::sync::Mutex::new(Listing::Never),
             });
         }
         Ok(registry)
+    }
+
+    /// Sets how upstream model lists are cached and bounded, and which providers are never
+    /// asked (names that are not providers are ignored).
+    #[must_use]
+    pub fn with_model_lists(mut self, settings: ModelListSettings) -> Registry {
+        for provider in &mut self.providers {
+            provider.listed = !settings.disabled.contains(&provider.name);
+        }
+        self.lists = settings;
+        self
+    }
+
+    /// Sets only how long an upstream's model list is served from the cache.
+    #[must_use]
+    pub fn with_model_list_ttl(mut self, ttl: Duration) -> Registry {
+        self.lists.ttl = ttl;
+        self
+    }
+
+    /// The upstream's models of `provider`: from the cache while it is fresh, else asked (one
+    /// fetch at a time per provider). Empty when the provider is not listed or its upstream
+    /// failed (then the upstream is asked again after `retry_after`, not on every request).
+    async fn upstream_models(&self, provider: &Provider) -> Arc<[String]> {
+        if !provider.listed {
+            return Arc::from(Vec::new());
+        }
+        let mut cache = provider.cache.lock().await;
+        let fresh = |until: &Option<Instant>| until.is_none_or(|until| Instant::now() < until);
+        match &*cache {
+            Listing::Listed { models, until } if fresh(until) => return Arc::clone(models),
+            Listing::Failed { until } if fresh(until) => return Arc::from(Vec::new()),
+            _ => {}
+        }
+        match provider
+            .upstream_models
+            .fetch(self.lists.request_timeout)
+            .await
+        {
+            Ok(models) => {
+                let models: Arc<[String]> = Arc::from(models);
+                *cache = Listing::Listed {
+                    models: Arc::clone(&models),
+                    until: Instant::now().checked_add(self.lists.ttl),
+                };
+                models
+            }
+            Err(err) => {
+                tracing::warn!(
+                    provider = %provider.name,
+                    url = %provider.upstream_models.url_for_logs(),
+                    error = %err,
+                    retry_in_s = self.lists.retry_after.as_secs(),
+                    "could not list the upstream's models; GET /v1/models lists the configured ones"
+                );
+                *cache = Listing::Failed {
+                    until: Instant::now().checked_add(self.lists.retry_after),
+                };
+                Arc::from(Vec::new())
+            }
+        }
     }
 
     /// The configured provider names, in order (for the start-up log).
@@ -248,6 +344,7 @@ impl Registry {
     }
 }
 
+#[async_trait::async_trait]
 impl ModelRouter for Registry {
     fn resolve(&self, model_id: &str) -> Result<ResolvedModel, ResolveError> {
         let Some((provider, upstream_model)) = model_id
@@ -272,17 +369,28 @@ impl ModelRouter for Registry {
         })
     }
 
-    /// Each provider's configured models.
-    fn list_models(&self) -> Vec<ModelInfo> {
-        self.providers
-            .iter()
-            .flat_map(|provider| {
-                provider.models.iter().map(|model| ModelInfo {
-                    id: format!("{}/{model}", provider.name),
-                    owned_by: provider.name.clone(),
-                })
-            })
-            .collect()
+    /// Each provider in configuration order: its configured models, then the ones its upstream
+    /// lists that are not among them. The upstreams are asked concurrently.
+    async fn list_models(&self) -> Vec<ModelInfo> {
+        let upstream = futures::future::join_all(
+            self.providers
+                .iter()
+                .map(|provider| self.upstream_models(provider)),
+        )
+        .await;
+        let mut list = Vec::new();
+        for (provider, upstream) in self.providers.iter().zip(upstream) {
+            let mut seen = HashSet::new();
+            for model in provider.models.iter().chain(upstream.iter()) {
+                if seen.insert(model.as_str()) {
+                    list.push(ModelInfo {
+                        id: format!("{}/{model}", provider.name),
+                        owned_by: provider.name.clone(),
+                    });
+                }
+            }
+        }
+        list
     }
 }
 

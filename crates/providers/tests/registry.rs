@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use agentd_providers::{ProviderConfig, ProvidersError, Registry, WireApi, env_shortcuts};
+use agentd_providers::{
+    ModelListSettings, ProviderConfig, ProvidersError, Registry, WireApi, env_shortcuts,
+};
 use engine::model::{
     ContentPart, ModelEvent, ModelInfo, ModelMessage, ModelRequest, ModelRouter, ResolveError,
 };
@@ -144,8 +146,16 @@ fn every_wire_api_resolves_to_its_adapter() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn list_models_prefixes_the_provider() -> TestResult {
+/// The configured models only: these upstreams are real services, never asked in tests
+/// (`list_models = false`); upstream lists are tested in models.rs.
+#[tokio::test]
+async fn list_models_prefixes_the_provider() -> TestResult {
+    let not_asked = ModelListSettings {
+        disabled: ["local", "openai", "claude", "gem", "oai"]
+            .map(str::to_owned)
+            .into(),
+        ..ModelListSettings::default()
+    };
     let registry = Registry::new(vec![
         provider(
             "local",
@@ -177,13 +187,14 @@ fn list_models_prefixes_the_provider() -> TestResult {
             "https://api.openai.com/v1",
             &["gpt-z"],
         ),
-    ])?;
+    ])?
+    .with_model_lists(not_asked);
     let info = |id: &str, owner: &str| ModelInfo {
         id: id.into(),
         owned_by: owner.into(),
     };
     assert_eq!(
-        registry.list_models(),
+        registry.list_models().await,
         vec![
             info("local/llama3.2", "local"),
             info("local/qwen3", "local"),

@@ -166,12 +166,14 @@ fn content_disposition(filename: &str) -> String {
     format!("attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}")
 }
 
-/// `GET /v1/models` (no auth).
+/// `GET /v1/models` (no auth): every provider's configured models and what its upstream lists
+/// (cached by the registry; an upstream that fails only leaves its configured models).
 pub async fn models(State(state): State<AppState>) -> Json<ModelList> {
     let data = state
         .engine
         .router()
         .list_models()
+        .await
         .into_iter()
         .map(|m| Model {
             id: m.id,
