@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use providers::models::ModelListSettings;
 use providers::registry::{ENV_SHORTCUTS, ProviderConfig, WireApi, env_shortcuts};
 use serde::Deserialize;
 
@@ -181,6 +182,9 @@ pub struct RawProvider {
     pub api_key_env: Option<String>,
     #[serde(default)]
     pub models: Vec<String>,
+    /// Whether `GET /v1/models` also lists what the upstream's own model list holds (default
+    /// true).
+    pub list_models: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -259,6 +263,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub store: StoreLocation,
     pub providers: Vec<ProviderConfig>,
+    /// How `GET /v1/models` asks the upstreams for their models: the cache lifetimes and the
+    /// providers with `list_models = false`.
+    pub model_lists: ModelListSettings,
     /// The engine's settings (`[engine]` and `[runs]`).
     pub engine: engine::EngineConfig,
     pub log_format: LogFormat,
@@ -425,6 +432,15 @@ impl Config {
                 message: "must be within 100..=600000".to_owned(),
             });
         }
+        let model_lists = ModelListSettings {
+            disabled: file
+                .providers
+                .iter()
+                .filter(|(_, raw)| raw.list_models == Some(false))
+                .map(|(name, _)| name.clone())
+                .collect(),
+            ..ModelListSettings::default()
+        };
         let providers = merge_providers(file.providers, env)?;
         let allow_private = match env_var("AGENTD_ALLOW_PRIVATE_NETWORKS") {
             Some(list) => {
@@ -501,6 +517,7 @@ impl Config {
             data_dir,
             store,
             providers,
+            model_lists,
             engine,
             log_format,
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
@@ -874,5 +891,24 @@ mod tests {
         assert_eq!(by("openai").api_key.as_deref(), Some("sk-1"));
         assert_eq!(by("xai").base_url, "https://api.x.ai/v1");
         assert!(c.providers.iter().all(|p| p.name != "anthropic"));
+    }
+
+    #[test]
+    fn list_models_is_on_unless_turned_off() {
+        let f = file(
+            "[providers.local]\nbase_url = \"http://127.0.0.1:11434/v1\"\nlist_models = false\n\n[providers.other]\nbase_url = \"http://127.0.0.1:8000/v1\"\nlist_models = true\n\n[providers.openai]\nlist_models = false\n",
+        );
+        let c = Config::resolve(f, &env_of(&[]), &Flags::default()).expect("ok");
+        let disabled: Vec<&str> = c.model_lists.disabled.iter().map(String::as_str).collect();
+        assert_eq!(disabled, ["local", "openai"]);
+        assert_eq!(c.model_lists.ttl, std::time::Duration::from_secs(600));
+        let c = Config::resolve(RawConfig::default(), &env_of(&[]), &Flags::default()).expect("ok");
+        assert!(c.model_lists.disabled.is_empty());
+        let err = RawConfig::from_toml(
+            "[providers.local]\nbase_url = \"http://x/v1\"\nlist_model = false\n",
+            std::path::Path::new("agentd.toml"),
+        )
+        .expect_err("unknown key");
+        assert!(err.to_string().contains("list_model"), "{err}");
     }
 }
