@@ -26,7 +26,7 @@ use server::config::{Config, Flags, RawConfig};
 use server::state::AppState;
 use tokio::sync::oneshot;
 
-pub use crate::fake_provider::{FakeProvider, Reply};
+pub use crate::fake_provider::{FakeProvider, Gate, Reply};
 
 /// The API key the fake provider is configured with; tests assert it never leaks.
 pub const FAKE_PROVIDER_KEY: &str = "sk-fake-provider-secret-0123456789";

@@ -1,0 +1,1272 @@
+//! A scripted fake model provider: a real HTTP server on `127.0.0.1:0` speaking every upstream
+//! wire API the adapters know, so adapters and the whole app are exercised over real sockets.
+//!
+//! Each upstream request takes the next [`Reply`] from one FIFO queue, whatever the route. The
+//! route the adapter calls picks the wire format the reply is rendered in:
+//!
+//! | route (base URLs as the operator contract defaults them) | wire API |
+//! |---|---|
+//! | `POST {base}/chat/completions` (base `…/v1`) | OpenAI Chat Completions ([`chat_completions`]) |
+//! | `POST {base}/responses` (base `…/v1`) | OpenAI Responses ([`responses`]) |
+//! | `POST {base}/v1/messages` | Anthropic Messages ([`anthropic`]) |
+//! | `POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse` and `:generateContent` | Gemini ([`gemini`]) |
+//!
+//! A streaming request (`"stream": true`, or Gemini's `streamGenerateContent`) gets the
+//! provider's documented SSE stream (`event:` lines for Anthropic and Responses, `data:` only for
+//! Chat Completions and Gemini); other requests get the provider's one JSON object. The same
+//! reply renders the same answer on every wire: text deltas, tool calls (arguments in pieces where
+//! the wire streams them), usage, the finish reason, reasoning blocks, errors in each provider's
+//! error envelope. An empty queue answers HTTP 500 "fake provider: no scripted reply left", so a
+//! test that scripts too few replies fails loudly.
+//!
+//! Model lists ([`FakeProvider::set_models`], counted by [`FakeProvider::model_list_requests`]):
+//! `GET {base}/models` (OpenAI), `GET /v1/models` with an `anthropic-version` header
+//! (Anthropic, paginated with `limit`/`after_id`), `GET /v1beta/models` (Gemini, paginated with
+//! `pageSize`/`pageToken`); see [`models`].
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use agentd_testkit::fake_provider::{FakeProvider, Reply};
+//!
+//! let fake = FakeProvider::start().await;
+//! fake.push(Reply::tool_calls(vec![("call_1", "get_order_status", r#"{"order_id":"ORD-10042"}"#)]));
+//! fake.push(Reply::text("Your order has shipped.").usage(120, 6));
+//! // point the adapter at fake.base_url() (or fake.base_url_for(wire)), run, then inspect
+//! // fake.requests()
+//! # }
+//! ```
+
+pub mod anthropic;
+pub mod chat_completions;
+pub mod gemini;
+pub mod models;
+pub mod responses;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+pub use providers::WireApi;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// The `created` timestamp of every fake answer (fixed, for stable snapshots).
+const CREATED: u64 = 1_700_000_000;
+/// Default prompt token count reported when a reply does not set one.
+const DEFAULT_INPUT_TOKENS: u64 = 10;
+
+/// A running fake provider. Dropping it stops accepting connections.
+pub struct FakeProvider {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    /// The accept loop, aborted on drop.
+    server: tokio::task::JoinHandle<()>,
+}
+
+/// What the handler and the test share.
+#[derive(Default)]
+struct Shared {
+    /// Scripted replies, one per upstream model turn, in order.
+    replies: Mutex<VecDeque<Reply>>,
+    /// Every model-turn request body received (JSON; a body that is not JSON is kept as a
+    /// string).
+    requests: Mutex<Vec<Value>>,
+    /// The headers of every model-turn request received, in the same order.
+    headers: Mutex<Vec<HeaderMap>>,
+    /// Every request on a known route (turns and model lists), with its path.
+    received: Mutex<Vec<Received>>,
+    /// The model ids the model-list routes answer.
+    models: Mutex<Vec<String>>,
+    /// Requests to the model-list routes.
+    model_list_requests: AtomicUsize,
+    /// Streams whose client went away before the last byte.
+    dropped_streams: AtomicUsize,
+    /// Numbers the answers (completion, response and message ids).
+    next_id: AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A test that panicked while holding the lock has already failed; keep the data readable.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One request the fake received on a known route.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: Method,
+    /// The path as sent (percent-encoding kept), e.g. `/v1beta/models/gemini-2.5-flash:streamGenerateContent`.
+    pub path: String,
+    /// The query string, if any (`alt=sse`).
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    /// The JSON body (`Null` for a request without one; a body that is not JSON as a string).
+    pub body: Value,
+    pub route: Route,
+}
+
+/// What a request asked for, as told by its method, path and headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// A model turn in this wire API; `streaming` when the answer is an SSE stream.
+    Turn { wire: WireApi, streaming: bool },
+    /// A model list in this wire API's shape (`ChatCompletions` for OpenAI's, which the
+    /// Responses API shares).
+    ModelList { wire: WireApi },
+}
+
+impl FakeProvider {
+    /// Binds `127.0.0.1:0` and starts serving.
+    #[expect(
+        clippy::expect_used,
+        reason = "a test utility: a machine that cannot bind loopback cannot run the tests"
+    )]
+    pub async fn start() -> FakeProvider {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("fake provider: bind 127.0.0.1:0");
+        let addr = listener
+            .local_addr()
+            .expect("fake provider: read the bound address");
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&shared));
+        let server = tokio::spawn(async move {
+            // Ends only when the task is aborted (on drop); an accept error ends the test's
+            // requests with connection errors, which is loud enough.
+            // Like real providers, no Nagle delay between stream chunks.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeProvider {
+            addr,
+            shared,
+            server,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the value for `OPENAI_BASE_URL` or a Chat Completions or
+    /// Responses provider's `base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The `base_url` a provider of this wire API is configured with: `…/v1` for the OpenAI wire
+    /// APIs, the bare origin for Anthropic and Gemini (their adapters append `/v1/messages` and
+    /// `/v1beta/models/…`).
+    pub fn base_url_for(&self, wire: WireApi) -> String {
+        match wire {
+            WireApi::ChatCompletions | WireApi::Responses => self.base_url(),
+            WireApi::AnthropicMessages | WireApi::Gemini => format!("http://{}", self.addr),
+        }
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues the reply for the next model turn (first in, first out).
+    pub fn push(&self, reply: Reply) {
+        lock(&self.shared.replies).push_back(reply);
+    }
+
+    /// Forgets unused replies and everything received so far (the model-list count included);
+    /// returns how many replies were discarded.
+    pub fn reset(&self) -> usize {
+        let discarded = {
+            let mut replies = lock(&self.shared.replies);
+            let n = replies.len();
+            replies.clear();
+            n
+        };
+        lock(&self.shared.requests).clear();
+        lock(&self.shared.headers).clear();
+        lock(&self.shared.received).clear();
+        self.shared.model_list_requests.store(0, Ordering::SeqCst);
+        discarded
+    }
+
+    /// How many scripted replies have not been used yet.
+    pub fn pending_replies(&self) -> usize {
+        lock(&self.shared.replies).len()
+    }
+
+    /// Every model-turn request body received, in order (whatever its wire API).
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// The headers of every model-turn request received, in order.
+    pub fn headers(&self) -> Vec<HeaderMap> {
+        lock(&self.shared.headers).clone()
+    }
+
+    /// Every request on a known route, model turns and model lists, in order, with its path.
+    pub fn received(&self) -> Vec<Received> {
+        lock(&self.shared.received).clone()
+    }
+
+    /// How many streamed replies were cut short because the client went away (disconnect and
+    /// cancellation tests).
+    pub fn dropped_streams(&self) -> usize {
+        self.shared.dropped_streams.load(Ordering::SeqCst)
+    }
+
+    /// The model ids the model-list routes answer from now on (in this order).
+    pub fn set_models(&self, models: Vec<String>) {
+        *lock(&self.shared.models) = models;
+    }
+
+    /// How many model-list requests arrived (any wire API, every page counted).
+    pub fn model_list_requests(&self) -> usize {
+        self.shared.model_list_requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeProvider {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replies
+
+/// One scripted answer to one model turn. Build with the constructors, then adjust with the
+/// modifiers: `Reply::text("Hi").usage(12, 1).finish_reason("length")`.
+///
+/// Finish reasons are given in Chat Completions' words (`stop`, `tool_calls`, `length`,
+/// `content_filter`) and translated for the other wire APIs (`end_turn`/`max_tokens`…,
+/// `STOP`/`MAX_TOKENS`…, `response.incomplete`); any other word is passed through.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    kind: Kind,
+    usage: Option<(u64, u64)>,
+    cached_tokens: u64,
+    reasoning_tokens: u64,
+    finish_reason: Option<String>,
+    delay: Duration,
+    /// What happens after the content: the closing events, or a stall, or a cut.
+    end: End,
+    /// Reasoning blocks, sent before the answer's text and calls.
+    reasoning: Vec<Thought>,
+    /// Extra response headers (`retry-after`, …), on any kind of reply.
+    headers: Vec<(String, String)>,
+    /// Holds the stream after its first delta until the gate opens.
+    gate: Option<Gate>,
+    /// Answer with the whole JSON body even to a streaming request (a server that ignores
+    /// `stream`).
+    not_streamed: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// Text deltas, then tool calls (either may be empty).
+    Answer {
+        text: Vec<String>,
+        calls: Vec<ScriptedCall>,
+    },
+    Error {
+        status: u16,
+        message: String,
+    },
+    /// Not even a response head.
+    HangBeforeHeaders,
+    /// These SSE `data` payloads verbatim, nothing added.
+    RawSse(Vec<String>),
+    /// This body verbatim.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: Bytes,
+        /// One chunk per SSE event (split after each blank line) rather than one chunk.
+        per_event: bool,
+    },
+}
+
+/// How a streamed body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The terminal events, then the end of the body.
+    Finish,
+    /// No terminal events and no end, ever: the connection stays open.
+    Hang,
+    /// No terminal events: the connection is closed without the body's end.
+    Cut,
+}
+
+#[derive(Debug, Clone)]
+struct ScriptedCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// One reasoning block of a reply.
+#[derive(Debug, Clone)]
+struct Thought {
+    /// The reasoning text (`None` for a redacted block, which only has its opaque data).
+    text: Option<String>,
+    /// The opaque part: the signature (Anthropic, Gemini) or `encrypted_content` (Responses);
+    /// the `data` of a redacted block.
+    signature: String,
+}
+
+/// Holds a streamed reply after its first delta until the test opens it, so that a test can
+/// prove a delta reached the caller while the upstream was still open. Clones share the gate.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    open: Arc<watch::Sender<bool>>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::new()
+    }
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate {
+            open: Arc::new(watch::Sender::new(false)),
+        }
+    }
+
+    /// Lets the held stream go on (now, or as soon as it reaches the gate).
+    pub fn open(&self) {
+        self.open.send_replace(true);
+    }
+
+    async fn wait(&self) {
+        let mut open = self.open.subscribe();
+        // The sender lives in `self`, so the wait only ends when the gate opens.
+        let _ = open.wait_for(|open| *open).await;
+    }
+}
+
+impl Reply {
+    fn new(kind: Kind) -> Reply {
+        Reply {
+            kind,
+            usage: None,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
+            finish_reason: None,
+            delay: Duration::ZERO,
+            end: End::Finish,
+            reasoning: Vec::new(),
+            headers: Vec::new(),
+            gate: None,
+            not_streamed: false,
+        }
+    }
+
+    /// A text answer, streamed word by word (`"Hello world"` as `"Hello"`, `" world"`).
+    pub fn text(text: &str) -> Reply {
+        Reply::text_chunks(split_words(text))
+    }
+
+    /// A text answer streamed as exactly these deltas.
+    pub fn text_chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Reply {
+        Reply::new(Kind::Answer {
+            text: chunks.into_iter().map(Into::into).collect(),
+            calls: Vec::new(),
+        })
+    }
+
+    /// Tool calls `(id, name, arguments)` in one turn; each call's arguments are streamed in
+    /// several pieces (Gemini sends each call whole, with its id). The finish reason is
+    /// `tool_calls`.
+    pub fn tool_calls(calls: Vec<(&str, &str, &str)>) -> Reply {
+        Reply::new(Kind::Answer {
+            text: Vec::new(),
+            calls: scripted_calls(calls),
+        })
+    }
+
+    /// An HTTP error with the wire API's error body: OpenAI's `{"error": {"message", "type",
+    /// …}}`, Anthropic's `{"type": "error", "error": {"type", "message"}}`, Google's
+    /// `{"error": {"code", "message", "status"}}`.
+    pub fn error(status: u16, message: &str) -> Reply {
+        Reply::new(Kind::Error {
+            status,
+            message: message.to_owned(),
+        })
+    }
+
+    /// Sends the response head and the opening events (Chat Completions' role chunk,
+    /// `response.created`, `message_start`; nothing for Gemini), then nothing, ever (idle
+    /// timeouts).
+    pub fn hang() -> Reply {
+        Reply::text_chunks(Vec::<String>::new()).then_hang()
+    }
+
+    /// Never answers at all, not even the response head (timeouts before the first byte).
+    pub fn hang_before_headers() -> Reply {
+        Reply::new(Kind::HangBeforeHeaders)
+    }
+
+    /// Streams these `data:` payloads verbatim (`"[DONE]"` included only if given), for
+    /// malformed or cut-off streams.
+    pub fn raw_sse<S: Into<String>>(payloads: impl IntoIterator<Item = S>) -> Reply {
+        Reply::new(Kind::RawSse(payloads.into_iter().map(Into::into).collect()))
+    }
+
+    /// Serves this body verbatim with this status and content type (recorded transcripts and
+    /// error bodies), as one chunk; see [`Reply::one_chunk_per_event`]. The modifiers that
+    /// apply: [`Reply::header`], [`Reply::delay_between_chunks`], [`Reply::wait_for`] (after the
+    /// first chunk), [`Reply::then_hang`] and [`Reply::then_cut`] (after the last chunk).
+    pub fn raw(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
+        Reply::new(Kind::Raw {
+            status,
+            content_type: content_type.to_owned(),
+            body: Bytes::from(body.into()),
+            per_event: false,
+        })
+    }
+
+    /// A [`Reply::raw`] body sent as one chunk per SSE event (each ends after a blank line).
+    pub fn one_chunk_per_event(mut self) -> Reply {
+        if let Kind::Raw { per_event, .. } = &mut self.kind {
+            *per_event = true;
+        }
+        self
+    }
+
+    /// Stalls after this answer's deltas: no finish and no end, ever (a stream that stops
+    /// mid-answer; proves deltas arrive before the turn ends).
+    pub fn then_hang(mut self) -> Reply {
+        self.end = End::Hang;
+        self
+    }
+
+    /// Closes the connection after this answer's deltas, without the terminal events and
+    /// without the end of the chunked body (a connection broken mid-stream).
+    pub fn then_cut(mut self) -> Reply {
+        self.end = End::Cut;
+        self
+    }
+
+    /// Holds the stream after its first delta (text or call) until `gate` opens.
+    pub fn wait_for(mut self, gate: &Gate) -> Reply {
+        self.gate = Some(gate.clone());
+        self
+    }
+
+    /// Adds tool calls after the text of this answer (text and calls in one turn).
+    pub fn then_tool_calls(mut self, more: Vec<(&str, &str, &str)>) -> Reply {
+        if let Kind::Answer { calls, .. } = &mut self.kind {
+            calls.extend(scripted_calls(more));
+        }
+        self
+    }
+
+    /// Adds a reasoning block before the answer: a Responses `reasoning` item (the text as its
+    /// one summary, `signature` as `encrypted_content`), an Anthropic `thinking` block
+    /// (`thinking_delta` pieces, then a `signature_delta`), a Gemini `thought: true` part with
+    /// this `thoughtSignature`. Chat Completions has none and sends nothing.
+    pub fn reasoning(mut self, text: &str, signature: &str) -> Reply {
+        self.reasoning.push(Thought {
+            text: Some(text.to_owned()),
+            signature: signature.to_owned(),
+        });
+        self
+    }
+
+    /// Adds a redacted reasoning block: Anthropic's `redacted_thinking` with this `data`, a
+    /// Responses `reasoning` item without summary (`data` as `encrypted_content`); Gemini and
+    /// Chat Completions have none and send nothing.
+    pub fn redacted_reasoning(mut self, data: &str) -> Reply {
+        self.reasoning.push(Thought {
+            text: None,
+            signature: data.to_owned(),
+        });
+        self
+    }
+
+    /// Adds this header to the response (any kind of reply): `retry-after`, `retry-after-ms`,
+    /// `x-should-retry`…
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Answers with the wire API's one JSON object even when the request asked to stream (a
+    /// server or gateway that ignores `stream`).
+    pub fn not_streamed(mut self) -> Reply {
+        self.not_streamed = true;
+        self
+    }
+
+    /// The reported usage: prompt and completion tokens (default: 10 and the number of
+    /// deltas sent). The output count includes the reasoning tokens.
+    pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Reply {
+        self.usage = Some((input_tokens, output_tokens));
+        self
+    }
+
+    /// The reported cached prompt tokens (default 0), part of the input tokens.
+    pub fn cached_tokens(mut self, tokens: u64) -> Reply {
+        self.cached_tokens = tokens;
+        self
+    }
+
+    /// The reported reasoning tokens (default 0), part of the output tokens (Anthropic does
+    /// not report them apart).
+    pub fn reasoning_tokens(mut self, tokens: u64) -> Reply {
+        self.reasoning_tokens = tokens;
+        self
+    }
+
+    /// The finish reason to send, in Chat Completions' words (default `stop`, or `tool_calls`
+    /// when the answer has calls).
+    pub fn finish_reason(mut self, reason: &str) -> Reply {
+        self.finish_reason = Some(reason.to_owned());
+        self
+    }
+
+    /// Waits this long before each chunk after the first (disconnect and streaming tests).
+    pub fn delay_between_chunks(mut self, delay: Duration) -> Reply {
+        self.delay = delay;
+        self
+    }
+
+    /// The text pieces and calls of an answer (empty for other kinds).
+    fn answer(&self) -> (&[String], &[ScriptedCall]) {
+        match &self.kind {
+            Kind::Answer { text, calls } => (text, calls),
+            _ => (&[], &[]),
+        }
+    }
+
+    /// The finish reason in Chat Completions' words.
+    fn finish(&self) -> String {
+        let (_, calls) = self.answer();
+        match &self.finish_reason {
+            Some(reason) => reason.clone(),
+            None if calls.is_empty() => "stop".to_owned(),
+            None => "tool_calls".to_owned(),
+        }
+    }
+
+    /// The token counts to report; `default_output` when the reply sets none.
+    fn counts(&self, default_output: u64) -> Counts {
+        let (input, output) = self.usage.unwrap_or((DEFAULT_INPUT_TOKENS, default_output));
+        Counts {
+            input,
+            output,
+            cached: self.cached_tokens,
+            reasoning: self.reasoning_tokens,
+        }
+    }
+
+    /// The deltas a streamed answer sends: text pieces and argument pieces.
+    fn delta_count(&self) -> u64 {
+        let (text, calls) = self.answer();
+        let pieces: usize = calls
+            .iter()
+            .map(|call| split_arguments(&call.arguments).len())
+            .sum();
+        (text.len() + pieces) as u64
+    }
+}
+
+/// The token counts of one answer, in the neutral sense: `input` includes `cached`, `output`
+/// includes `reasoning`.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    input: u64,
+    output: u64,
+    cached: u64,
+    reasoning: u64,
+}
+
+fn scripted_calls(calls: Vec<(&str, &str, &str)>) -> Vec<ScriptedCall> {
+    calls
+        .into_iter()
+        .map(|(id, name, arguments)| ScriptedCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        })
+        .collect()
+}
+
+/// `"Hello big world"` as `["Hello", " big", " world"]`, the way models stream words.
+fn split_words(text: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut previous_was_space = true;
+    for (at, c) in text.char_indices() {
+        if c.is_whitespace() && !previous_was_space && at > start {
+            pieces.push(text[start..at].to_owned());
+            start = at;
+        }
+        previous_was_space = c.is_whitespace();
+    }
+    if start < text.len() {
+        pieces.push(text[start..].to_owned());
+    }
+    pieces
+}
+
+/// Up to three pieces of about equal length (at least two when there are two characters).
+fn split_arguments(arguments: &str) -> Vec<String> {
+    let chars: Vec<char> = arguments.chars().collect();
+    if chars.len() < 2 {
+        return vec![arguments.to_owned()];
+    }
+    let size = chars.len().div_ceil(3).max(1);
+    chars
+        .chunks(size)
+        .map(|piece| piece.iter().collect())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routing
+
+/// Every request: the route picks the wire API, or it is a 404.
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_owned();
+    let query = uri.query().map(str::to_owned);
+    let Some(target) = route(&method, &path, query.as_deref(), &headers) else {
+        return error_response(
+            WireApi::ChatCompletions,
+            404,
+            &format!("fake provider: no route for {method} {path}"),
+        );
+    };
+    let json = if body.is_empty() {
+        Ok(Value::Null)
+    } else {
+        serde_json::from_slice::<Value>(&body)
+    };
+    let recorded = match &json {
+        Ok(json) => json.clone(),
+        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+    };
+    lock(&shared.received).push(Received {
+        method,
+        path,
+        query: query.clone(),
+        headers: headers.clone(),
+        body: recorded.clone(),
+        route: target.route.clone(),
+    });
+    match target.route {
+        Route::ModelList { wire } => {
+            shared.model_list_requests.fetch_add(1, Ordering::SeqCst);
+            let models = lock(&shared.models).clone();
+            models::list(wire, &models, query.as_deref())
+        }
+        Route::Turn { wire, streaming } => {
+            lock(&shared.requests).push(recorded);
+            lock(&shared.headers).push(headers);
+            let request = match json {
+                Ok(json) => json,
+                Err(err) => {
+                    let message = format!("fake provider: the body is not JSON: {err}");
+                    return error_response(wire, 400, &message);
+                }
+            };
+            turn(shared, wire, streaming, &target, &request).await
+        }
+    }
+}
+
+/// Where a request goes.
+struct Target {
+    route: Route,
+    /// The model named in the path (Gemini).
+    model: Option<String>,
+    /// Gemini's `streamGenerateContent` without `alt=sse`: the chunks as one JSON array.
+    json_array: bool,
+}
+
+fn route(method: &Method, path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Target> {
+    let plain = |route| {
+        Some(Target {
+            route,
+            model: None,
+            json_array: false,
+        })
+    };
+    if method == Method::GET {
+        return match path.trim_end_matches('/') {
+            "/v1/models" if headers.contains_key("anthropic-version") => plain(Route::ModelList {
+                wire: WireApi::AnthropicMessages,
+            }),
+            "/v1/models" | "/models" => plain(Route::ModelList {
+                wire: WireApi::ChatCompletions,
+            }),
+            "/v1beta/models" => plain(Route::ModelList {
+                wire: WireApi::Gemini,
+            }),
+            _ => None,
+        };
+    }
+    if method != Method::POST {
+        return None;
+    }
+    if path == "/v1/messages" {
+        return plain(Route::Turn {
+            wire: WireApi::AnthropicMessages,
+            streaming: true,
+        });
+    }
+    if path.ends_with("/chat/completions") {
+        return plain(Route::Turn {
+            wire: WireApi::ChatCompletions,
+            streaming: true,
+        });
+    }
+    if path.ends_with("/responses") {
+        return plain(Route::Turn {
+            wire: WireApi::Responses,
+            streaming: true,
+        });
+    }
+    let model_action = path.strip_prefix("/v1beta/models/")?;
+    let (model, action) = model_action.rsplit_once(':')?;
+    let streaming = match action {
+        "streamGenerateContent" => query_param(query, "alt").as_deref() == Some("sse"),
+        "generateContent" => false,
+        _ => return None,
+    };
+    Some(Target {
+        route: Route::Turn {
+            wire: WireApi::Gemini,
+            streaming,
+        },
+        model: Some(percent_decode(model)),
+        json_array: action == "streamGenerateContent" && !streaming,
+    })
+}
+
+/// The first value of `name` in a query string, percent-decoded.
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    query?.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (percent_decode(key) == name).then(|| percent_decode(value))
+    })
+}
+
+/// `%XX` escapes (and `+` as a space, as in query strings) decoded; invalid escapes kept.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        let escaped = (byte == b'%')
+            .then(|| bytes.get(at + 1..at + 3))
+            .flatten()
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (byte, escaped) {
+            (_, Some(decoded)) => {
+                out.push(decoded);
+                at += 3;
+            }
+            (b'+', None) => {
+                out.push(b' ');
+                at += 1;
+            }
+            (other, None) => {
+                out.push(other);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answering a turn
+
+/// What every wire's renderer needs to know about the turn being answered.
+struct Turn<'a> {
+    /// Numbers this answer among all the fake's answers (1, 2, …).
+    n: u64,
+    model: String,
+    /// Chat Completions' `stream_options.include_usage`.
+    include_usage: bool,
+    reply: &'a Reply,
+}
+
+/// One SSE event of a rendered stream.
+struct Event {
+    /// The `event:` line (Anthropic, Responses), if any.
+    name: Option<String>,
+    data: String,
+    part: Part,
+}
+
+/// Where an event sits in the stream, which is what the modifiers act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Before the answer (`response.created`, `message_start`, the role chunk).
+    Opening,
+    /// Part of the answer without a delta of its own (`content_block_start`, item events…).
+    Content,
+    /// A text or call delta (the first one is where [`Reply::wait_for`] holds).
+    Delta,
+    /// The terminal events, left out by [`Reply::then_hang`] and [`Reply::then_cut`].
+    Closing,
+}
+
+impl Event {
+    fn data(data: &Value, part: Part) -> Event {
+        Event {
+            name: None,
+            data: data.to_string(),
+            part,
+        }
+    }
+
+    /// An event whose `event:` name repeats the data's `type` (Anthropic, Responses).
+    fn typed(data: &Value, part: Part) -> Event {
+        Event {
+            name: data.get("type").and_then(Value::as_str).map(str::to_owned),
+            data: data.to_string(),
+            part,
+        }
+    }
+
+    fn frame(&self) -> Bytes {
+        match &self.name {
+            Some(name) => Bytes::from(format!("event: {name}\ndata: {}\n\n", self.data)),
+            None => Bytes::from(format!("data: {}\n\n", self.data)),
+        }
+    }
+}
+
+async fn turn(
+    shared: Arc<Shared>,
+    wire: WireApi,
+    streaming_route: bool,
+    target: &Target,
+    request: &Value,
+) -> Response {
+    let Some(reply) = lock(&shared.replies).pop_front() else {
+        return error_response(wire, 500, "fake provider: no scripted reply left");
+    };
+    let streaming = match wire {
+        WireApi::Gemini => streaming_route,
+        _ => request.get("stream") == Some(&json!(true)),
+    };
+    let turn = Turn {
+        n: shared.next_id.fetch_add(1, Ordering::SeqCst) + 1,
+        model: target
+            .model
+            .clone()
+            .or_else(|| {
+                request
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| "fake-model".to_owned()),
+        include_usage: request.pointer("/stream_options/include_usage") == Some(&json!(true)),
+        reply: &reply,
+    };
+    let mut response = match &reply.kind {
+        Kind::Error { status, message } => error_response(wire, *status, message),
+        Kind::HangBeforeHeaders => hang_forever().await,
+        Kind::RawSse(payloads) => {
+            let frames = payloads
+                .iter()
+                .map(|payload| Bytes::from(format!("data: {payload}\n\n")))
+                .collect();
+            streamed(shared, 200, SSE, frames, None, reply.delay, End::Finish)
+        }
+        Kind::Raw {
+            status,
+            content_type,
+            body,
+            per_event,
+        } => {
+            let frames = if *per_event {
+                split_events(body)
+            } else {
+                vec![body.clone()]
+            };
+            let gate = reply.gate.clone().map(|gate| (1, gate));
+            streamed(
+                shared,
+                *status,
+                content_type,
+                frames,
+                gate,
+                reply.delay,
+                reply.end,
+            )
+        }
+        Kind::Answer { .. } if streaming && !reply.not_streamed => {
+            let events = match wire {
+                WireApi::ChatCompletions => chat_completions::stream(&turn),
+                WireApi::Responses => responses::stream(&turn),
+                WireApi::AnthropicMessages => anthropic::stream(&turn),
+                WireApi::Gemini => gemini::stream(&turn),
+            };
+            sse_reply(shared, &reply, events)
+        }
+        // A server that does not stream has nothing to stall after.
+        Kind::Answer { .. } if reply.end == End::Hang => hang_forever().await,
+        Kind::Answer { .. } => {
+            let body = match wire {
+                WireApi::ChatCompletions => chat_completions::whole(&turn).to_string(),
+                WireApi::Responses => responses::whole(&turn).to_string(),
+                WireApi::AnthropicMessages => anthropic::whole(&turn),
+                // `streamGenerateContent` without `alt=sse` answers a JSON array of chunks.
+                WireApi::Gemini if target.json_array => {
+                    let chunks: Vec<String> =
+                        gemini::stream(&turn).into_iter().map(|e| e.data).collect();
+                    format!("[{}]", chunks.join(",\n"))
+                }
+                WireApi::Gemini => gemini::whole(&turn),
+            };
+            json_response(200, body)
+        }
+    };
+    for (name, value) in &reply.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    response
+}
+
+const SSE: &str = "text/event-stream; charset=utf-8";
+
+/// The SSE response of a rendered answer, with the reply's gate, delay and end applied.
+fn sse_reply(shared: Arc<Shared>, reply: &Reply, events: Vec<Event>) -> Response {
+    let events: Vec<Event> = match reply.end {
+        End::Finish => events,
+        End::Hang | End::Cut => events
+            .into_iter()
+            .filter(|event| event.part != Part::Closing)
+            .collect(),
+    };
+    let gate = reply.gate.clone().map(|gate| {
+        let first_delta = events.iter().position(|event| event.part == Part::Delta);
+        let opening = events
+            .iter()
+            .take_while(|event| event.part == Part::Opening)
+            .count();
+        (first_delta.map_or(opening, |at| at + 1), gate)
+    });
+    let frames = events.iter().map(Event::frame).collect();
+    streamed(shared, 200, SSE, frames, gate, reply.delay, reply.end)
+}
+
+/// A recorded body cut after each SSE event (a blank line, `\n\n` or `\r\n\r\n`).
+fn split_events(body: &Bytes) -> Vec<Bytes> {
+    let mut frames = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    while at < body.len() {
+        let rest = &body[at..];
+        let boundary = if rest.starts_with(b"\r\n\r\n") {
+            4
+        } else if rest.starts_with(b"\n\n") {
+            2
+        } else {
+            0
+        };
+        if boundary > 0 {
+            frames.push(body.slice(start..at + boundary));
+            at += boundary;
+            start = at;
+        } else {
+            at += 1;
+        }
+    }
+    if start < body.len() {
+        frames.push(body.slice(start..));
+    }
+    frames
+}
+
+async fn hang_forever() -> Response {
+    std::future::pending::<()>().await;
+    StatusCode::GATEWAY_TIMEOUT.into_response()
+}
+
+fn json_response(status: u16, body: String) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// An HTTP error in the wire API's error envelope.
+fn error_response(wire: WireApi, status: u16, message: &str) -> Response {
+    let body = match wire {
+        WireApi::ChatCompletions | WireApi::Responses => {
+            chat_completions::error_body(status, message)
+        }
+        WireApi::AnthropicMessages => anthropic::error_body(status, message),
+        WireApi::Gemini => gemini::error_body(status, message),
+    };
+    let status = StatusCode::from_u16(status).map_or(500, |status| status.as_u16());
+    json_response(status, body.to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending a streamed body
+
+/// A chunked response sending `frames` one chunk each: `delay` before every chunk after the
+/// first, a stop at `gate` (after that many frames) until it opens, and the `end`.
+fn streamed(
+    shared: Arc<Shared>,
+    status: u16,
+    content_type: &str,
+    frames: Vec<Bytes>,
+    gate: Option<(usize, Gate)>,
+    delay: Duration,
+    end: End,
+) -> Response {
+    let transmit = Transmit {
+        frames: frames.into(),
+        sent: 0,
+        delay,
+        gate,
+        end,
+        watch: DropWatch {
+            shared,
+            finished: false,
+        },
+    };
+    let body = futures::stream::unfold(transmit, |mut transmit| async move {
+        if let Some((after, gate)) = &transmit.gate
+            && transmit.sent == *after
+        {
+            gate.wait().await;
+            transmit.gate = None;
+        }
+        let Some(frame) = transmit.frames.pop_front() else {
+            match transmit.end {
+                End::Finish => {}
+                End::Hang => std::future::pending::<()>().await,
+                End::Cut => {
+                    // Let what was sent leave the server's buffer first (hyper flushes while
+                    // the body is pending), then break the body off: hyper closes the
+                    // connection without the last chunk.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    transmit.watch.finish();
+                    transmit.end = End::Finish;
+                    let cut = std::io::Error::other("fake provider: cut mid-stream");
+                    return Some((Err(cut), transmit));
+                }
+            }
+            transmit.watch.finish();
+            return None;
+        };
+        if transmit.sent > 0 && !transmit.delay.is_zero() {
+            tokio::time::sleep(transmit.delay).await;
+        }
+        transmit.sent += 1;
+        Some((Ok::<_, std::io::Error>(frame), transmit))
+    });
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = Response::new(Body::from_stream(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type)
+            .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream")),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// The state of one streamed body being sent.
+struct Transmit {
+    frames: VecDeque<Bytes>,
+    sent: usize,
+    delay: Duration,
+    gate: Option<(usize, Gate)>,
+    end: End,
+    watch: DropWatch,
+}
+
+/// Counts a stream as dropped when its body goes away before the end.
+struct DropWatch {
+    shared: Arc<Shared>,
+    finished: bool,
+}
+
+impl DropWatch {
+    fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for DropWatch {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.shared.dropped_streams.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// `value` serialized, with each string `"\u0000raw{i}\u0000"` (see [`raw_slot`]) replaced by
+/// `raws[i]` verbatim when it is a JSON document (else by it as a JSON string): call arguments
+/// keep their exact bytes where the wire carries them as JSON rather than as a string.
+fn with_raw(value: &Value, raws: &[&str]) -> String {
+    let mut text = value.to_string();
+    for (index, raw) in raws.iter().enumerate() {
+        let slot = raw_slot(index).to_string();
+        let replacement = if serde_json::from_str::<Value>(raw).is_ok() {
+            raw.trim().to_owned()
+        } else {
+            Value::String((*raw).to_owned()).to_string()
+        };
+        text = text.replacen(&slot, &replacement, 1);
+    }
+    text
+}
+
+/// The placeholder [`with_raw`] replaces by `raws[index]`.
+fn raw_slot(index: usize) -> Value {
+    Value::String(format!("\u{0}raw{index}\u{0}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_keep_their_leading_space() {
+        assert_eq!(split_words("Hello big world"), ["Hello", " big", " world"]);
+        assert_eq!(split_words(" a  b "), [" a", "  b", " "]);
+        assert!(split_words("").is_empty());
+        assert_eq!(split_words("Hello big world").concat(), "Hello big world");
+    }
+
+    #[test]
+    fn arguments_come_in_several_pieces() {
+        let arguments = r#"{"order_id":"ORD-10042"}"#;
+        let pieces = split_arguments(arguments);
+        assert!(pieces.len() >= 2, "{pieces:?}");
+        assert_eq!(pieces.concat(), arguments);
+        assert_eq!(split_arguments("{}"), ["{", "}"]);
+        assert_eq!(split_arguments(""), [""]);
+    }
+
+    #[test]
+    fn routes_pick_the_wire() {
+        let none = HeaderMap::new();
+        let mut anthropic = HeaderMap::new();
+        anthropic.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        let turn = |path: &str, query: Option<&str>| {
+            route(&Method::POST, path, query, &none).map(|target| (target.route, target.model))
+        };
+        let stream = |wire| Route::Turn {
+            wire,
+            streaming: true,
+        };
+        assert_eq!(
+            turn("/v1/chat/completions", None),
+            Some((stream(WireApi::ChatCompletions), None))
+        );
+        assert_eq!(
+            turn("/v1/responses", None),
+            Some((stream(WireApi::Responses), None))
+        );
+        assert_eq!(
+            turn("/v1/messages", None),
+            Some((stream(WireApi::AnthropicMessages), None))
+        );
+        assert_eq!(
+            turn(
+                "/v1beta/models/x%2Fy:streamGenerateContent",
+                Some("alt=sse")
+            ),
+            Some((stream(WireApi::Gemini), Some("x/y".to_owned())))
+        );
+        let whole = Route::Turn {
+            wire: WireApi::Gemini,
+            streaming: false,
+        };
+        assert_eq!(
+            turn("/v1beta/models/g:streamGenerateContent", None),
+            Some((whole.clone(), Some("g".to_owned())))
+        );
+        assert_eq!(
+            turn("/v1beta/models/g:generateContent", None),
+            Some((whole, Some("g".to_owned())))
+        );
+        assert!(turn("/v1beta/models/g:countTokens", None).is_none());
+        assert!(turn("/v2/else", None).is_none());
+        let list = |path: &str, headers: &HeaderMap| {
+            route(&Method::GET, path, None, headers).map(|target| target.route)
+        };
+        let listed = |wire| Some(Route::ModelList { wire });
+        assert_eq!(list("/v1/models", &none), listed(WireApi::ChatCompletions));
+        assert_eq!(
+            list("/v1/models", &anthropic),
+            listed(WireApi::AnthropicMessages)
+        );
+        assert_eq!(list("/v1beta/models", &none), listed(WireApi::Gemini));
+        assert!(list("/v1/chat/completions", &none).is_none());
+    }
+
+    #[test]
+    fn queries_are_decoded() {
+        assert_eq!(
+            query_param(Some("a=1&after_id=m%2F1&b"), "after_id").as_deref(),
+            Some("m/1")
+        );
+        assert_eq!(query_param(Some("b"), "b").as_deref(), Some(""));
+        assert_eq!(query_param(None, "a"), None);
+        assert_eq!(percent_decode("50%"), "50%");
+        assert_eq!(percent_decode("a+b%20c"), "a b c");
+    }
+
+    #[test]
+    fn recorded_bodies_split_after_each_event() {
+        let body = Bytes::from_static(b"event: a\ndata: 1\n\ndata: 2\r\n\r\ndata: 3");
+        let frames = split_events(&body);
+        assert_eq!(
+            frames,
+            [
+                Bytes::from_static(b"event: a\ndata: 1\n\n"),
+                Bytes::from_static(b"data: 2\r\n\r\n"),
+                Bytes::from_static(b"data: 3"),
+            ]
+        );
+    }
+
+    #[test]
+    fn raw_slots_keep_the_exact_text() {
+        let value = json!({"args": raw_slot(0), "other": raw_slot(1)});
+        let text = with_raw(&value, &[r#"{"b": 1,"a":"\u00e9"}"#, "not json"]);
+        assert_eq!(text, r#"{"args":{"b": 1,"a":"\u00e9"},"other":"not json"}"#);
+    }
+}
