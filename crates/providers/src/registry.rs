@@ -215,8 +215,12 @@ enum Listing {
         models: Arc<[String]>,
         until: Option<Instant>,
     },
-    /// Failed; the configured models alone are served until `until`.
-    Failed { until: Option<Instant> },
+    /// Failed; until `until`, the last good list (`stale`, empty if there never was one) is
+    /// served beside the configured models.
+    Failed {
+        until: Option<Instant>,
+        stale: Arc<[String]>,
+    },
 }
 
 impl fmt::Debug for Registry {
@@ -296,8 +300,8 @@ impl Registry {
     }
 
     /// The upstream's models of `provider`: from the cache while it is fresh, else asked (one
-    /// fetch at a time per provider). Empty when the provider is not listed or its upstream
-    /// failed (then the upstream is asked again after `retry_after`, not on every request).
+    /// fetch at a time per provider). When the upstream fails, the last good list (empty if
+    /// none) until the upstream is asked again after `retry_after`, not on every request.
     async fn upstream_models(&self, provider: &Provider) -> Arc<[String]> {
         if !provider.listed {
             return Arc::from(Vec::new());
@@ -306,7 +310,7 @@ impl Registry {
         let fresh = |until: &Option<Instant>| until.is_none_or(|until| Instant::now() < until);
         match &*cache {
             Listing::Listed { models, until } if fresh(until) => return Arc::clone(models),
-            Listing::Failed { until } if fresh(until) => return Arc::from(Vec::new()),
+            Listing::Failed { until, stale } if fresh(until) => return Arc::clone(stale),
             _ => {}
         }
         match provider
@@ -330,10 +334,18 @@ impl Registry {
                     retry_in_s = self.lists.retry_after.as_secs(),
                     "could not list the upstream's models; GET /v1/models lists the configured ones"
                 );
+                // A list that was good a moment ago beats none: keep serving it.
+                let stale = match &*cache {
+                    Listing::Listed { models, .. } | Listing::Failed { stale: models, .. } => {
+                        Arc::clone(models)
+                    }
+                    Listing::Never => Arc::from(Vec::new()),
+                };
                 *cache = Listing::Failed {
                     until: Instant::now().checked_add(self.lists.retry_after),
+                    stale: Arc::clone(&stale),
                 };
-                Arc::from(Vec::new())
+                stale
             }
         }
     }

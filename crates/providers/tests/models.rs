@@ -623,6 +623,38 @@ async fn a_failed_listing_is_retried_after_the_back_off_only() -> TestResult {
 }
 
 #[tokio::test]
+async fn a_failed_refresh_keeps_serving_the_last_good_list() -> TestResult {
+    let down = Arc::new(AtomicUsize::new(0));
+    let flag = Arc::clone(&down);
+    let upstream = Upstream::start(move |_, _| {
+        if flag.load(Ordering::SeqCst) == 0 {
+            Reply::json(openai_list(&["listed"]))
+        } else {
+            Reply::status(500, "")
+        }
+    })
+    .await;
+    let config = provider(
+        "p",
+        WireApi::ChatCompletions,
+        &upstream.base("/v1"),
+        &["mine"],
+    );
+    let registry = Registry::new(vec![config])?.with_model_lists(ModelListSettings {
+        ttl: Duration::ZERO,
+        retry_after: Duration::ZERO,
+        ..ModelListSettings::default()
+    });
+    assert_eq!(ids(&registry.list_models().await), ["p/mine", "p/listed"]);
+    down.store(1, Ordering::SeqCst);
+    // The refresh fails (asked again, as the TTL is over): the last good list stays.
+    assert_eq!(ids(&registry.list_models().await), ["p/mine", "p/listed"]);
+    assert_eq!(ids(&registry.list_models().await), ["p/mine", "p/listed"]);
+    assert_eq!(upstream.count(), 3);
+    Ok(())
+}
+
+#[tokio::test]
 async fn list_models_false_asks_nothing() -> TestResult {
     let upstream = Upstream::start(|_, _| Reply::json(openai_list(&["never-shown"]))).await;
     let listed = Upstream::start(|_, _| {
