@@ -866,3 +866,73 @@ async fn input_an_upstream_cannot_take_is_a_400_naming_the_field_before_anything
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "completed");
 }
+
+#[tokio::test]
+async fn thinking_blocks_stay_in_the_transcript_and_go_back_to_anthropic_only() {
+    let app = with_anthropic().await;
+    let tools = json!([{"type": "function", "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
+    app.fake.push(
+        Reply::tool_calls(vec![("toolu_1", "get_weather", r#"{"city":"Paris"}"#)])
+            .reasoning("The user wants Paris weather; call the tool.", "EqQBsig1"),
+    );
+    let (status, first) = app
+        .post(
+            "/v1/responses",
+            json!({"model": "anthropic/claude-sonnet-4-5", "input": "Weather in Paris?",
+                   "tools": tools, "reasoning": {"effort": "high"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{first}");
+    let kinds: Vec<&str> = first["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(kinds, ["function_call"], "reasoning is not an output item");
+    assert!(!first.to_string().contains("EqQBsig1"));
+    let sent = &app.fake.requests()[0];
+    assert_eq!(
+        sent["thinking"],
+        json!({"type": "enabled", "budget_tokens": 12288})
+    );
+
+    // The continuation sends the thinking block back, first in its assistant turn.
+    app.fake.push(Reply::text("Sunny in Paris."));
+    let id = first["id"].as_str().unwrap();
+    let (status, second) = app
+        .post(
+            "/v1/responses",
+            json!({"model": "anthropic/claude-sonnet-4-5", "previous_response_id": id,
+                   "tools": tools, "reasoning": {"effort": "high"},
+                   "input": [{"type": "function_call_output", "call_id": "toolu_1",
+                              "output": "sunny"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["status"], "completed");
+    let assistant = &app.fake.requests()[1]["messages"][1];
+    assert_eq!(assistant["role"], "assistant", "{assistant}");
+    assert_eq!(
+        assistant["content"][0],
+        json!({"type": "thinking",
+               "thinking": "The user wants Paris weather; call the tool.",
+               "signature": "EqQBsig1"})
+    );
+    assert_eq!(assistant["content"][1]["type"], "tool_use");
+
+    // Another upstream continuing the same conversation gets no Anthropic thinking.
+    app.fake.push(Reply::text("Still sunny."));
+    let second_id = second["id"].as_str().unwrap();
+    let (status, third) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "previous_response_id": second_id, "input": "And now?"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{third}");
+    let chat = app.fake.requests()[2].to_string();
+    assert!(!chat.contains("EqQBsig1"), "{chat}");
+    assert!(!chat.contains("call the tool."), "{chat}");
+}
