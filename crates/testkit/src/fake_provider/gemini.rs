@@ -4,7 +4,8 @@
 //! Streamed (`alt=sse`): `data:` lines only, each one whole `GenerateContentResponse`: one
 //! chunk per reasoning block (a part `{text, thought: true, thoughtSignature}`), one per text
 //! piece, one with every function call (Gemini sends calls whole: `{functionCall: {id, name,
-//! args}}`, the arguments' exact bytes as `args`), then a last chunk with an empty text part,
+//! args}}`, `args` the scripted arguments with their keys' order and strings kept, whitespace
+//! between tokens dropped), then a last chunk with an empty text part,
 //! the `finishReason` and the `usageMetadata`. There is no end marker: the body just ends.
 //! `streamGenerateContent` without `alt=sse` answers the same chunks as one JSON array;
 //! `generateContent` one response with every part. Redacted reasoning blocks have no Gemini

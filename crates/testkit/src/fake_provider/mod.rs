@@ -1136,20 +1136,46 @@ impl Drop for DropWatch {
 }
 
 /// `value` serialized, with each string `"\u0000raw{i}\u0000"` (see [`raw_slot`]) replaced by
-/// `raws[i]` verbatim when it is a JSON document (else by it as a JSON string): call arguments
-/// keep their exact bytes where the wire carries them as JSON rather than as a string.
+/// `raws[i]` when it is a JSON document (else by it as a JSON string): call arguments keep their
+/// keys' order and their text where the wire carries them as JSON rather than as a string. The
+/// whitespace between tokens goes, as the provider serializes the object itself (and a line
+/// break would end an SSE `data:` line).
 fn with_raw(value: &Value, raws: &[&str]) -> String {
     let mut text = value.to_string();
     for (index, raw) in raws.iter().enumerate() {
         let slot = raw_slot(index).to_string();
         let replacement = if serde_json::from_str::<Value>(raw).is_ok() {
-            raw.trim().to_owned()
+            compact(raw)
         } else {
             Value::String((*raw).to_owned()).to_string()
         };
         text = text.replacen(&slot, &replacement, 1);
     }
     text
+}
+
+/// A JSON text without the whitespace between its tokens (strings kept as they are).
+fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The placeholder [`with_raw`] replaces by `raws[index]`.
@@ -1266,7 +1292,11 @@ mod tests {
     #[test]
     fn raw_slots_keep_the_exact_text() {
         let value = json!({"args": raw_slot(0), "other": raw_slot(1)});
-        let text = with_raw(&value, &[r#"{"b": 1,"a":"\u00e9"}"#, "not json"]);
-        assert_eq!(text, r#"{"args":{"b": 1,"a":"\u00e9"},"other":"not json"}"#);
+        let text = with_raw(&value, &[r#"{"b": 1,"a":"\u00e9 \" x"}"#, "not json"]);
+        assert_eq!(
+            text,
+            r#"{"args":{"b":1,"a":"\u00e9 \" x"},"other":"not json"}"#
+        );
+        assert_eq!(compact("{\n  \"a b\": [1, 2]\n}"), r#"{"a b":[1,2]}"#);
     }
 }
