@@ -6,10 +6,14 @@
 //! it is killed:
 //!
 //! ```text
-//! listening on http://127.0.0.1:PORT1     the fake provider (OpenAI Chat Completions)
+//! listening on http://127.0.0.1:PORT1     the fake provider (every wire API, by route)
 //! base_url http://127.0.0.1:PORT1/v1      the value for OPENAI_BASE_URL
 //! control_url http://127.0.0.1:PORT2      the control API below
 //! ```
+//!
+//! The same server answers Chat Completions and Responses under `base_url`, and Anthropic
+//! Messages and Gemini under the `listening on` origin (`ANTHROPIC_BASE_URL`,
+//! `GEMINI_BASE_URL`); each scripted reply is rendered in the format of the route that takes it.
 //!
 //! Control API (JSON):
 //!
