@@ -139,6 +139,8 @@ pub struct ModelPrice {
     pub output_per_million: f64,
     /// Cached input tokens; the input price when unset.
     pub cache_read_per_million: Option<f64>,
+    /// Input tokens written to the prompt cache; the input price when unset.
+    pub cache_write_per_million: Option<f64>,
 }
 
 impl Default for EngineConfig {

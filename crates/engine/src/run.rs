@@ -573,6 +573,9 @@ impl Run {
                     self.usage.input_tokens_details.cached_tokens += usage.cached_input_tokens;
                     self.usage.input_tokens_details.cache_read_input_tokens +=
                         usage.cached_input_tokens;
+                    self.usage.input_tokens_details.cache_creation_input_tokens +=
+                        usage.cache_write_tokens;
+                    self.usage.input_tokens_details.cache_write_tokens += usage.cache_write_tokens;
                     self.usage.output_tokens_details.reasoning_tokens += usage.reasoning_tokens;
                 }
                 Ok(ModelEvent::Reasoning(block)) => reasoning.push(block),
@@ -1275,21 +1278,31 @@ pub(crate) fn price_usage(usage: &mut Usage, model: &str, prices: &crate::engine
         .input_tokens_details
         .cached_tokens
         .min(usage.input_tokens);
-    let input_cost = per_token(price.input_per_million) * (usage.input_tokens - cached) as f64;
+    let written = usage
+        .input_tokens_details
+        .cache_write_tokens
+        .min(usage.input_tokens - cached);
+    let input_cost =
+        per_token(price.input_per_million) * (usage.input_tokens - cached - written) as f64;
     let cache_read_cost = per_token(
         price
             .cache_read_per_million
             .unwrap_or(price.input_per_million),
     ) * cached as f64;
+    let cache_creation_cost = per_token(
+        price
+            .cache_write_per_million
+            .unwrap_or(price.input_per_million),
+    ) * written as f64;
     let output_cost = per_token(price.output_per_million) * usage.output_tokens as f64;
     usage.cost = Some(protocol::response::Cost {
         currency: "USD".to_owned(),
         input_cost,
         output_cost,
-        cache_creation_cost: None,
+        cache_creation_cost: Some(cache_creation_cost),
         cache_read_cost: Some(cache_read_cost),
         tool_calls_cost: any_tool_price.then_some(tools_cost),
-        total_cost: input_cost + cache_read_cost + output_cost + tools_cost,
+        total_cost: input_cost + cache_creation_cost + cache_read_cost + output_cost + tools_cost,
         tool_calls_cost_details: None,
     });
 }
@@ -1460,6 +1473,7 @@ mod tests {
                 input_per_million: 2.0,
                 output_per_million: 8.0,
                 cache_read_per_million: Some(0.5),
+                cache_write_per_million: Some(2.5),
             },
         );
         prices.tools.insert("search_web".to_owned(), 0.005);
@@ -1469,6 +1483,7 @@ mod tests {
             ..Usage::default()
         };
         usage.input_tokens_details.cached_tokens = 200_000;
+        usage.input_tokens_details.cache_write_tokens = 100_000;
         usage
             .tool_calls_details
             .entry("search_web".to_owned())
@@ -1482,11 +1497,13 @@ mod tests {
         price_usage(&mut usage, "openai/gpt-x", &prices);
         let cost = usage.cost.clone().expect("priced");
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert!(close(cost.input_cost, 1.6), "{cost:?}");
+        // 700k plain input at $2, 200k cache reads at $0.5, 100k cache writes at $2.5.
+        assert!(close(cost.input_cost, 1.4), "{cost:?}");
         assert!(close(cost.cache_read_cost.unwrap_or_default(), 0.1));
+        assert!(close(cost.cache_creation_cost.unwrap_or_default(), 0.25));
         assert!(close(cost.output_cost, 4.0));
         assert!(close(cost.tool_calls_cost.unwrap_or_default(), 0.01));
-        assert!(close(cost.total_cost, 5.71));
+        assert!(close(cost.total_cost, 5.76));
         assert_eq!(usage.tool_calls_details["search_web"].cost_usd, Some(0.01));
         assert_eq!(usage.tool_calls_details["fetch_url"].cost_usd, None);
         let mut unpriced = Usage::default();

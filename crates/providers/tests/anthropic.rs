@@ -482,6 +482,7 @@ async fn usage_counts_cache_reads_and_writes_as_input() -> TestResult {
                 output_tokens: 9,
                 cached_input_tokens: 20000,
                 reasoning_tokens: 0,
+                cache_write_tokens: 1500,
             })),
             Ok(ModelEvent::Finish(FinishReason::Stop)),
         ]

@@ -77,6 +77,7 @@ async fn text_streams_as_deltas_then_usage_then_finish() -> TestResult {
                 output_tokens: 3,
                 cached_input_tokens: 4,
                 reasoning_tokens: 1,
+                cache_write_tokens: 0,
             })),
             Ok(ModelEvent::Finish(FinishReason::Stop)),
         ]

@@ -806,6 +806,7 @@ async fn usage_counts(wire: Wire) -> TestResult {
             output_tokens: 340,
             cached_input_tokens: 1000,
             reasoning_tokens: wire.reasoning_tokens(200),
+            cache_write_tokens: 0,
         })
     );
     Ok(())
@@ -874,6 +875,7 @@ async fn a_non_streamed_answer_gives_the_same_events(wire: Wire) -> TestResult {
                 output_tokens: 20,
                 cached_input_tokens: 10,
                 reasoning_tokens: 0,
+                cache_write_tokens: 0,
             })
         );
         assert_eq!(outcome.finish, Some(FinishReason::ToolCalls));
@@ -1314,6 +1316,7 @@ fn recorded_usage(wire: Wire) -> TokenUsage {
         output_tokens: 30,
         cached_input_tokens: 100,
         reasoning_tokens: wire.reasoning_tokens(12),
+        cache_write_tokens: 0,
     }
 }
 

@@ -363,6 +363,7 @@ async fn text_deltas_arrive_before_the_stream_ends_then_usage_then_finish() -> T
                 output_tokens: 24,
                 cached_input_tokens: 3,
                 reasoning_tokens: 20,
+                cache_write_tokens: 0,
             })),
             Ok(ModelEvent::Finish(FinishReason::Stop)),
         ]

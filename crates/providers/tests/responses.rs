@@ -413,6 +413,7 @@ async fn text_deltas_arrive_before_the_stream_ends_then_usage_then_finish() -> T
                 output_tokens: 40,
                 cached_input_tokens: 100,
                 reasoning_tokens: 32,
+                cache_write_tokens: 0,
             })),
             Ok(ModelEvent::Finish(FinishReason::Stop)),
         ]
@@ -850,6 +851,7 @@ async fn a_non_streamed_answer_is_adapted() -> TestResult {
                 output_tokens: 6,
                 cached_input_tokens: 2,
                 reasoning_tokens: 4,
+                cache_write_tokens: 0,
             })),
             Ok(ModelEvent::Finish(FinishReason::ToolCalls)),
         ]

@@ -88,6 +88,7 @@ pub struct RawModelPrice {
     pub input_per_million: f64,
     pub output_per_million: f64,
     pub cache_read_per_million: Option<f64>,
+    pub cache_write_per_million: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -650,6 +651,10 @@ fn prices(raw: RawPrices) -> Result<engine::Prices, ConfigError> {
             cache_read_per_million: price
                 .cache_read_per_million
                 .map(|p| check(at("cache_read_per_million"), p))
+                .transpose()?,
+            cache_write_per_million: price
+                .cache_write_per_million
+                .map(|p| check(at("cache_write_per_million"), p))
                 .transpose()?,
         };
         prices.models.insert(model, entry);

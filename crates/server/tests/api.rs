@@ -936,3 +936,42 @@ async fn thinking_blocks_stay_in_the_transcript_and_go_back_to_anthropic_only() 
     assert!(!chat.contains("EqQBsig1"), "{chat}");
     assert!(!chat.contains("call the tool."), "{chat}");
 }
+
+#[tokio::test]
+async fn anthropic_prompt_cache_usage_reaches_input_tokens_details() {
+    let app = with_anthropic().await;
+    let events = [
+        r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":3000,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Cached."}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let body: String = events
+        .iter()
+        .map(|data| {
+            let kind = serde_json::from_str::<Value>(data).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            format!("event: {kind}\ndata: {data}\n\n")
+        })
+        .collect();
+    app.fake.push(Reply::raw(200, "text/event-stream", body));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": "anthropic/claude-sonnet-4-5", "input": "hi"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let usage = &response["usage"];
+    assert_eq!(usage["input_tokens"], 3210, "{usage}");
+    assert_eq!(usage["output_tokens"], 7);
+    let details = &usage["input_tokens_details"];
+    assert_eq!(details["cached_tokens"], 3000, "{details}");
+    assert_eq!(details["cache_read_input_tokens"], 3000);
+    assert_eq!(details["cache_creation_input_tokens"], 200);
+    assert_eq!(details["cache_write_tokens"], 200);
+}

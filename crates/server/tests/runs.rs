@@ -485,6 +485,7 @@ async fn usage_cost_comes_from_the_operators_price_table() {
                 input_per_million: 2.0,
                 output_per_million: 10.0,
                 cache_read_per_million: None,
+                cache_write_per_million: None,
             },
         );
         config.engine.prices = std::sync::Arc::new(prices);

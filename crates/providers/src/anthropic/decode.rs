@@ -12,7 +12,7 @@
 //!   [`ANTHROPIC_REASONING_PREFIX`], so the engine sends them back only to Anthropic.
 //! - At `message_stop`: one `Usage`, then one `Finish`, always last. Anthropic's `input_tokens`
 //!   excludes the cached prefix, so the port's `input_tokens` is input + cache writes + cache
-//!   reads, and `cached_input_tokens` is the cache reads.
+//!   reads, `cached_input_tokens` is the cache reads and `cache_write_tokens` the cache writes.
 //! - An `error` event is an `Err` item, reported as [`ModelError::Upstream`] with the status
 //!   Anthropic gives that error type over HTTP (a mid-stream `overloaded_error` is handled like a
 //!   529). A body that ends before the turn did is a broken connection ([`ModelError::Transport`]).
@@ -320,6 +320,7 @@ fn token_usage(usage: &Usage) -> Option<TokenUsage> {
         cached_input_tokens: cache_read,
         // Anthropic counts thinking in output_tokens and reports no split.
         reasoning_tokens: 0,
+        cache_write_tokens: usage.cache_creation_input_tokens.unwrap_or(0),
     })
 }
 
@@ -546,6 +547,7 @@ mod tests {
                     output_tokens: 7,
                     cached_input_tokens: 3000,
                     reasoning_tokens: 0,
+                    cache_write_tokens: 200,
                 }),
                 ModelEvent::Finish(FinishReason::Stop),
             ])

@@ -238,6 +238,7 @@ fn token_usage(usage: &UsageMetadata) -> TokenUsage {
             .saturating_add(usage.thoughts_token_count),
         cached_input_tokens: usage.cached_content_token_count,
         reasoning_tokens: usage.thoughts_token_count,
+        cache_write_tokens: 0,
     }
 }
 
@@ -297,6 +298,7 @@ mod tests {
                     output_tokens: 9,
                     cached_input_tokens: 4,
                     reasoning_tokens: 7,
+                    cache_write_tokens: 0,
                 }),
                 ModelEvent::Finish(FinishReason::Stop),
             ])

@@ -369,6 +369,7 @@ fn token_usage(usage: &Usage) -> TokenUsage {
             .as_ref()
             .and_then(|details| details.reasoning_tokens)
             .unwrap_or(0),
+        cache_write_tokens: 0,
     }
 }
 
@@ -479,6 +480,7 @@ mod tests {
                     output_tokens: 20,
                     cached_input_tokens: 4,
                     reasoning_tokens: 18,
+                    cache_write_tokens: 0,
                 }),
                 ModelEvent::Finish(FinishReason::Stop),
             ])
