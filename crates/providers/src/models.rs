@@ -42,8 +42,6 @@ pub const MAX_MODELS: usize = 2000;
 
 /// The most of one page's body we read.
 const MAX_PAGE_BYTES: usize = 8 * 1024 * 1024;
-/// The most of an error body we read.
-const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The page size asked of Anthropic and Gemini (both allow up to 1000).
 const PAGE_SIZE: &str = "1000";
 /// The Anthropic API version the adapter speaks, sent with the list request too.
@@ -220,21 +218,8 @@ impl UpstreamModels {
             );
         }
         let response = request.send().await.map_err(http::transport_error)?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = http::read_body(response, MAX_ERROR_BODY, timeout)
-                .await
-                .unwrap_or_default();
-            let message = http::error_message(&body).unwrap_or_else(|| {
-                status
-                    .canonical_reason()
-                    .unwrap_or("no reason given")
-                    .to_owned()
-            });
-            return Err(ModelError::Upstream {
-                status: status.as_u16(),
-                message,
-            });
+        if !response.status().is_success() {
+            return Err(http::upstream_error(response, timeout, http::error_message).await);
         }
         let body = http::read_body(response, MAX_PAGE_BYTES + 1, timeout).await?;
         if body.len() > MAX_PAGE_BYTES {
