@@ -242,6 +242,17 @@ impl Registry {
         providers: Vec<ProviderConfig>,
         options: &ClientOptions,
     ) -> Result<Registry, ProvidersError> {
+        Registry::with_provider_options(providers, options, &HashMap::new())
+    }
+
+    /// Builds one client per provider with `options`, or the provider's own entry of
+    /// `per_provider` (by name) where it has one.
+    pub fn with_provider_options(
+        providers: Vec<ProviderConfig>,
+        options: &ClientOptions,
+        per_provider: &HashMap<String, ClientOptions>,
+    ) -> Result<Registry, ProvidersError> {
+        let default_options = options;
         let mut registry = Registry {
             providers: Vec::with_capacity(providers.len()),
             by_name: HashMap::with_capacity(providers.len()),
@@ -255,6 +266,7 @@ impl Registry {
             if registry.by_name.contains_key(&config.name) {
                 return Err(ProvidersError::DuplicateProvider(config.name));
             }
+            let options = per_provider.get(&config.name).unwrap_or(default_options);
             let client: Arc<dyn ModelClient> = match config.api {
                 WireApi::ChatCompletions => Arc::new(ChatCompletionsClient::new(&config, options)?),
                 WireApi::AnthropicMessages => {

@@ -14,6 +14,8 @@ use serde::Deserialize;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default data directory.
 pub const DEFAULT_DATA_DIR: &str = "./agentd-data";
+/// The most retries a provider may be given (each waits up to 30 s).
+const MAX_RETRIES: u32 = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -186,6 +188,8 @@ pub struct RawProvider {
     /// Whether `GET /v1/models` also lists what the upstream's own model list holds (default
     /// true).
     pub list_models: Option<bool>,
+    /// How many times a turn is sent again after a retryable upstream error (default 2).
+    pub max_retries: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -267,6 +271,8 @@ pub struct Config {
     /// How `GET /v1/models` asks the upstreams for their models: the cache lifetimes and the
     /// providers with `list_models = false`.
     pub model_lists: ModelListSettings,
+    /// The HTTP options of providers whose section changes a default (`max_retries`).
+    pub provider_options: std::collections::HashMap<String, providers::ClientOptions>,
     /// The engine's settings (`[engine]` and `[runs]`).
     pub engine: engine::EngineConfig,
     pub log_format: LogFormat,
@@ -442,6 +448,24 @@ impl Config {
                 .collect(),
             ..ModelListSettings::default()
         };
+        let mut provider_options = std::collections::HashMap::new();
+        for (name, raw) in &file.providers {
+            if let Some(max_retries) = raw.max_retries {
+                if max_retries > MAX_RETRIES {
+                    return Err(ConfigError::Invalid {
+                        name: format!("providers.{name}.max_retries"),
+                        message: format!("must be within 0..={MAX_RETRIES}"),
+                    });
+                }
+                provider_options.insert(
+                    name.clone(),
+                    providers::ClientOptions {
+                        max_retries,
+                        ..providers::ClientOptions::default()
+                    },
+                );
+            }
+        }
         let providers = merge_providers(file.providers, env)?;
         let allow_private = match env_var("AGENTD_ALLOW_PRIVATE_NETWORKS") {
             Some(list) => {
@@ -519,6 +543,7 @@ impl Config {
             store,
             providers,
             model_lists,
+            provider_options,
             engine,
             log_format,
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
@@ -896,6 +921,24 @@ mod tests {
         assert_eq!(by("openai").api_key.as_deref(), Some("sk-1"));
         assert_eq!(by("xai").base_url, "https://api.x.ai/v1");
         assert!(c.providers.iter().all(|p| p.name != "anthropic"));
+    }
+
+    #[test]
+    fn max_retries_is_per_provider_and_bounded() {
+        let resolve = |text: &str| Config::resolve(file(text), &env_of(&[]), &Flags::default());
+        let c = resolve(
+            "[providers.local]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmax_retries = 0\n",
+        )
+        .expect("ok");
+        assert_eq!(c.provider_options["local"].max_retries, 0);
+        assert!(!c.provider_options.contains_key("openai"));
+        let err = resolve(
+            "[providers.local]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmax_retries = 11\n",
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("providers.local.max_retries"), "{err}");
     }
 
     #[test]

@@ -79,8 +79,12 @@ pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError
 /// Builds the engine and the application state from a configuration.
 pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let store = open_store(config).await?;
-    let registry =
-        Registry::new(config.providers.clone())?.with_model_lists(config.model_lists.clone());
+    let registry = Registry::with_provider_options(
+        config.providers.clone(),
+        &providers::ClientOptions::default(),
+        &config.provider_options,
+    )?
+    .with_model_lists(config.model_lists.clone());
     let mut mcp_config = mcp::McpConfig::new(request_policy(config)?);
     mcp_config.request_timeout = config.mcp.request_timeout;
     mcp_config.connect_timeout = config.mcp.connect_timeout;

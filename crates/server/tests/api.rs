@@ -975,3 +975,25 @@ async fn anthropic_prompt_cache_usage_reaches_input_tokens_details() {
     assert_eq!(details["cache_creation_input_tokens"], 200);
     assert_eq!(details["cache_write_tokens"], 200);
 }
+
+#[tokio::test]
+async fn a_provider_with_max_retries_0_fails_at_the_first_retryable_error() {
+    let app = TestApp::spawn_with(|config| {
+        config.provider_options.insert(
+            "openai".to_owned(),
+            providers::ClientOptions {
+                max_retries: 0,
+                ..providers::ClientOptions::default()
+            },
+        );
+    })
+    .await;
+    app.fake.push(Reply::error(503, "overloaded"));
+    app.fake.push(Reply::text("not asked"));
+    let (_, body) = app
+        .post("/v1/responses", json!({"model": MODEL, "input": "?"}))
+        .await;
+    assert_eq!(body["status"], "failed", "{body}");
+    assert_eq!(app.fake.requests().len(), 1);
+    assert_eq!(app.fake.pending_replies(), 1);
+}
