@@ -169,6 +169,16 @@ pub struct ModelRequest {
     pub prompt_cache_key: Option<String>,
 }
 
+impl ModelRequest {
+    /// Every part of every user message, in order (what input checks look at).
+    pub fn user_parts(&self) -> impl Iterator<Item = &ContentPart> {
+        self.messages.iter().flat_map(|message| match message {
+            ModelMessage::User { content } => content.as_slice(),
+            _ => &[],
+        })
+    }
+}
+
 /// Token counts reported by the upstream for one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TokenUsage {

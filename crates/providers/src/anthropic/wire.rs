@@ -351,13 +351,8 @@ const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/w
 /// types than it reads (documents are PDFs; images JPEG, PNG, GIF, WebP), and, with extended
 /// thinking on, `temperature`, a `top_p` below 0.95 or a forced tool choice.
 pub(crate) fn check(request: &ModelRequest) -> Result<(), Unsupported> {
-    for message in &request.messages {
-        let ModelMessage::User { content } = message else {
-            continue;
-        };
-        for part in content {
-            check_part(part)?;
-        }
+    for part in request.user_parts() {
+        check_part(part)?;
     }
     if token_caps(request).1.is_some() {
         let effort = request.reasoning_effort.as_deref().unwrap_or_default();

@@ -337,42 +337,37 @@ fn readable(mime_type: &str) -> bool {
 /// What Gemini cannot take, found before the turn is sent: inline data of a type it does not
 /// read, or whose type cannot be told (bare base64 without a file name it can come from).
 pub(crate) fn check(request: &ModelRequest) -> Result<(), Unsupported> {
-    for message in &request.messages {
-        let ModelMessage::User { content } = message else {
-            continue;
-        };
-        for part in content {
-            let (mime_type, what) = match part {
-                ContentPart::ImageUrl { url, .. } => match split_data_url(url) {
-                    Some((mime_type, _)) => (mime_type, "input_image".to_owned()),
-                    None => continue,
-                },
-                ContentPart::File {
-                    filename,
-                    file_data: Some(data),
-                    ..
-                } => {
-                    let name = filename.as_deref().unwrap_or("(unnamed)");
-                    let mime_type = match split_data_url(data) {
-                        Some((mime_type, _)) => mime_type,
-                        None => filename
-                            .as_deref()
-                            .and_then(guess_mime)
-                            .unwrap_or("of unknown type"),
-                    };
-                    (mime_type, format!("input_file \"{name}\""))
-                }
-                _ => continue,
-            };
-            if !readable(mime_type) {
-                return Err(Unsupported::new(
-                    "input",
-                    format!(
-                        "Gemini models read images, audio, video, text and PDF files; {what} is \
-                         {mime_type} (give file_data as a data: URL with its media type)"
-                    ),
-                ));
+    for part in request.user_parts() {
+        let (mime_type, what) = match part {
+            ContentPart::ImageUrl { url, .. } => match split_data_url(url) {
+                Some((mime_type, _)) => (mime_type, "input_image".to_owned()),
+                None => continue,
+            },
+            ContentPart::File {
+                filename,
+                file_data: Some(data),
+                ..
+            } => {
+                let name = filename.as_deref().unwrap_or("(unnamed)");
+                let mime_type = match split_data_url(data) {
+                    Some((mime_type, _)) => mime_type,
+                    None => filename
+                        .as_deref()
+                        .and_then(guess_mime)
+                        .unwrap_or("of unknown type"),
+                };
+                (mime_type, format!("input_file \"{name}\""))
             }
+            _ => continue,
+        };
+        if !readable(mime_type) {
+            return Err(Unsupported::new(
+                "input",
+                format!(
+                    "Gemini models read images, audio, video, text and PDF files; {what} is \
+                     {mime_type} (give file_data as a data: URL with its media type)"
+                ),
+            ));
         }
     }
     Ok(())
