@@ -8,8 +8,8 @@
 use std::collections::{HashMap, HashSet};
 
 use protocol::input::{
-    ContentPart, InputItem, InputMessage, ItemStatus, McpApprovalResponse, MessageContent,
-    ReasoningInput, ReasoningText, Role,
+    ContentPart, FunctionOutput, InputItem, InputMessage, ItemStatus, McpApprovalResponse,
+    MessageContent, ReasoningInput, ReasoningText, Role,
 };
 use protocol::output::{McpApprovalRequest, McpCall, ToolSearchOutput};
 
@@ -77,6 +77,8 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
     let mut approved_calls: HashMap<&str, &McpCall> = HashMap::new();
     let mut denials: HashMap<&str, &McpApprovalResponse> = HashMap::new();
     let mut requests: HashSet<&str> = HashSet::new();
+    // Images of function results, shown after the run of results they came with.
+    let mut images: Vec<(&str, Vec<model::ContentPart>)> = Vec::new();
     for item in items {
         match item {
             InputItem::FunctionCall(call) => {
@@ -97,6 +99,9 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
         }
     }
     for item in items {
+        if !matches!(item, InputItem::FunctionCallOutput(_)) {
+            push_result_images(&mut messages, &mut images);
+        }
         match item {
             InputItem::Message(message) => messages.push(message_to_model(message)),
             InputItem::FunctionCall(call) => push_call(
@@ -108,14 +113,26 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
                     thought_signature: call.thought_signature.clone(),
                 },
             ),
-            InputItem::FunctionCallOutput(out) => messages.push(ModelMessage::Tool {
-                call_id: out.call_id.clone(),
-                name: out
-                    .name
-                    .clone()
-                    .or_else(|| names.get(out.call_id.as_str()).map(|n| (*n).to_owned())),
-                content: out.output.to_text(),
-            }),
+            InputItem::FunctionCallOutput(out) => {
+                messages.push(ModelMessage::Tool {
+                    call_id: out.call_id.clone(),
+                    name: out
+                        .name
+                        .clone()
+                        .or_else(|| names.get(out.call_id.as_str()).map(|n| (*n).to_owned())),
+                    content: out.output.to_text(),
+                });
+                if let FunctionOutput::Parts(parts) = &out.output {
+                    let shown: Vec<model::ContentPart> = parts
+                        .iter()
+                        .filter(|part| matches!(part, ContentPart::InputImage { .. }))
+                        .map(part_to_model)
+                        .collect();
+                    if !shown.is_empty() {
+                        images.push((out.call_id.as_str(), shown));
+                    }
+                }
+            }
             InputItem::McpApprovalRequest(request) => {
                 let result = if let Some(call) = approved_calls.get(request.id.as_str()) {
                     mcp_result_text(call)
@@ -172,8 +189,29 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
             InputItem::McpApprovalResponse(_) | InputItem::McpListTools(_) => {}
         }
     }
+    push_result_images(&mut messages, &mut images);
     drop_orphan_reasoning(&mut messages);
     messages
+}
+
+/// Shows the images of function results as one user message after the results: no upstream
+/// takes an image in a Chat Completions tool message, and every upstream takes a user message
+/// there (it must not come between the results of one turn, hence the wait).
+fn push_result_images(
+    messages: &mut Vec<ModelMessage>,
+    images: &mut Vec<(&str, Vec<model::ContentPart>)>,
+) {
+    if images.is_empty() {
+        return;
+    }
+    let mut content = Vec::new();
+    for (call_id, parts) in images.drain(..) {
+        content.push(model::ContentPart::Text {
+            text: format!("Images returned by the function call {call_id}:"),
+        });
+        content.extend(parts);
+    }
+    messages.push(ModelMessage::User { content });
 }
 
 /// Keeps a reasoning block only where an assistant turn follows it (after any other blocks):
@@ -352,6 +390,42 @@ mod tests {
     fn items(json: &str) -> Vec<InputItem> {
         let input: Input = serde_json::from_str(json).expect("input parses");
         input.into_items()
+    }
+
+    #[test]
+    fn images_of_function_results_follow_the_results_as_one_user_message() {
+        let items = items(
+            r#"[
+            {"role": "user", "content": "Compare the charts."},
+            {"type": "function_call", "call_id": "c1", "name": "chart", "arguments": "{}"},
+            {"type": "function_call", "call_id": "c2", "name": "chart", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": [
+                {"type": "input_text", "text": "Q1 chart"},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBOR", "detail": "high"}
+            ]},
+            {"type": "function_call_output", "call_id": "c2", "output": "no chart"}
+        ]"#,
+        );
+        let messages = to_model_messages(None, &items);
+        assert_eq!(messages.len(), 5, "{messages:?}");
+        assert!(
+            matches!(&messages[2], ModelMessage::Tool { content, .. } if content == "Q1 chart")
+        );
+        assert!(matches!(&messages[3], ModelMessage::Tool { call_id, .. } if call_id == "c2"));
+        assert_eq!(
+            messages[4],
+            ModelMessage::User {
+                content: vec![
+                    model::ContentPart::Text {
+                        text: "Images returned by the function call c1:".into()
+                    },
+                    model::ContentPart::ImageUrl {
+                        url: "data:image/png;base64,iVBOR".into(),
+                        detail: Some("high".into()),
+                    },
+                ]
+            }
+        );
     }
 
     #[test]

@@ -997,3 +997,39 @@ async fn a_provider_with_max_retries_0_fails_at_the_first_retryable_error() {
     assert_eq!(app.fake.requests().len(), 1);
     assert_eq!(app.fake.pending_replies(), 1);
 }
+
+#[tokio::test]
+async fn images_in_a_function_result_reach_the_model() {
+    let app = TestApp::spawn().await;
+    let tools = json!([{"type": "function", "name": "screenshot",
+        "parameters": {"type": "object", "properties": {}}}]);
+    app.fake
+        .push(Reply::tool_calls(vec![("call_1", "screenshot", "{}")]));
+    let (_, first) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "What is on screen?", "tools": tools}),
+        )
+        .await;
+    app.fake.push(Reply::text("A login form."));
+    let (status, second) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "tools": tools, "previous_response_id": first["id"],
+            "input": [{"type": "function_call_output", "call_id": "call_1", "output": [
+                {"type": "input_text", "text": "captured"},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+            ]}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{second}");
+    let messages = app.fake.requests()[1]["messages"].clone();
+    let last = messages.as_array().unwrap().len() - 1;
+    assert_eq!(messages[last - 1]["role"], "tool", "{messages}");
+    assert_eq!(messages[last - 1]["content"], "captured");
+    assert_eq!(messages[last]["role"], "user", "{messages}");
+    assert_eq!(
+        messages[last]["content"][1],
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}})
+    );
+}
