@@ -65,7 +65,9 @@ pub fn check_function_calls(items: &[InputItem], new_from: usize) -> Result<(), 
 /// ([`tools::mcp_model_name`]): an `mcp_call` answers at its own place, or at the place of its
 /// `mcp_approval_request` when it ran after an approval (so the result follows the turn that
 /// asked for it); a denied request becomes a call whose result says so, with the reason; a
-/// `tool_search_output` becomes the `tool_search` call and the list of tools it loaded.
+/// `tool_search_output` becomes the `tool_search` call and the list of tools it loaded. Images
+/// in function results follow that turn's results as a user message; reasoning items go with
+/// the assistant turn after them.
 pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec<ModelMessage> {
     let mut messages = Vec::with_capacity(items.len() + 1);
     if let Some(text) = instructions.filter(|t| !t.is_empty()) {
