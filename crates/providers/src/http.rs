@@ -222,32 +222,40 @@ impl Upstream {
             let sent = tokio::time::timeout(self.idle_timeout, current.send())
                 .await
                 .map_err(|_| ModelError::Timeout)?;
-            let delay = match &sent {
-                Ok(response) if response.status().is_success() => None,
+            current = match sent {
+                Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
-                    self.retry
-                        .after_status(attempt, response.status().as_u16(), response.headers())
-                }
-                Err(err) if err.is_connect() => self.retry.after_failure(attempt),
-                Err(_) => None,
-            };
-            current = match (sent, delay, spare) {
-                (Ok(response), _, _) if response.status().is_success() => return Ok(response),
-                (Ok(response), Some(delay), Some(spare)) => {
+                    // The error body is read either way: it may say how long to wait (Google's
+                    // RetryInfo), and a drained connection goes back to the pool.
+                    let status = response.status().as_u16();
+                    let headers = response.headers().clone();
+                    let body = read_body(response, MAX_ERROR_BODY, self.idle_timeout)
+                        .await
+                        .unwrap_or_default();
+                    let delay =
+                        self.retry
+                            .after_status(attempt, status, &headers, retry_info(&body));
+                    let (Some(delay), Some(spare)) = (delay, spare) else {
+                        return Err(error_from_body(status, &body, error_message));
+                    };
                     tracing::warn!(
-                        status = response.status().as_u16(),
+                        status,
                         attempt = attempt + 1,
                         wait_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                         "upstream answered with a retryable status; sending the turn again"
                     );
-                    drop(response);
                     tokio::time::sleep(delay).await;
                     spare
                 }
-                (Ok(response), _, _) => {
-                    return Err(upstream_error(response, self.idle_timeout, error_message).await);
-                }
-                (Err(err), Some(delay), Some(spare)) => {
+                Err(err) => {
+                    let delay = if err.is_connect() {
+                        self.retry.after_failure(attempt)
+                    } else {
+                        None
+                    };
+                    let (Some(delay), Some(spare)) = (delay, spare) else {
+                        return Err(transport_error(err));
+                    };
                     tracing::warn!(
                         error = %self.redactor.clean(&transport_error(err).to_string()),
                         attempt = attempt + 1,
@@ -256,7 +264,6 @@ impl Upstream {
                     tokio::time::sleep(delay).await;
                     spare
                 }
-                (Err(err), _, _) => return Err(transport_error(err)),
             };
             attempt += 1;
         }
@@ -285,12 +292,14 @@ impl RetryPolicy {
     /// The wait before retry number `attempt + 1` after an HTTP error status, or `None` when
     /// the error is final. The upstream's `x-should-retry` decides when present (as in the
     /// official SDKs); then the status does. `retry-after-ms`, else `retry-after` (seconds or an
-    /// HTTP date), sets the wait; a wait above `max_retry_after` is not retried.
+    /// HTTP date), else the body's `retry_info` (Google's `RetryInfo.retryDelay`) sets the wait;
+    /// a wait above `max_retry_after` is not retried.
     pub(crate) fn after_status(
         &self,
         attempt: u32,
         status: u16,
         headers: &reqwest::header::HeaderMap,
+        retry_info: Option<Duration>,
     ) -> Option<Duration> {
         if attempt >= self.max_retries {
             return None;
@@ -308,7 +317,8 @@ impl RetryPolicy {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|ms| ms.is_finite() && *ms >= 0.0)
             .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-            .or_else(|| header("retry-after").and_then(retry_after));
+            .or_else(|| header("retry-after").and_then(retry_after))
+            .or(retry_info);
         match asked {
             Some(wait) if wait > self.max_retry_after => None,
             Some(wait) => Some(wait),
@@ -335,6 +345,29 @@ impl RetryPolicy {
         let jitter = full.mul_f64((random % 1000) as f64 / 4000.0);
         full.saturating_sub(jitter)
     }
+}
+
+/// The `retryDelay` of a Google RPC `RetryInfo` in an error body (Gemini's 429s carry it there,
+/// with no `retry-after` header): `{"error": {"details": [{"@type": "…RetryInfo",
+/// "retryDelay": "23s"}]}}`, or the same inside a one-element array.
+fn retry_info(body: &[u8]) -> Option<Duration> {
+    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let error = json.get("error").or_else(|| json.pointer("/0/error"))?;
+    error
+        .get("details")?
+        .as_array()?
+        .iter()
+        .filter(|detail| {
+            detail
+                .get("@type")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
+        })
+        .find_map(|detail| {
+            let delay = detail.get("retryDelay")?.as_str()?.trim();
+            let seconds: f64 = delay.strip_suffix('s')?.parse().ok()?;
+            (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+        })
 }
 
 /// A `retry-after` value: delay-seconds, or an HTTP date (the wait until then).
@@ -474,21 +507,28 @@ pub(crate) async fn upstream_error(
     idle_timeout: Duration,
     error_message: fn(&[u8]) -> Option<String>,
 ) -> ModelError {
-    let status = response.status();
+    let status = response.status().as_u16();
     // The status is what matters; a body that breaks off or stalls still gives it.
     let body = read_body(response, MAX_ERROR_BODY, idle_timeout)
         .await
         .unwrap_or_default();
-    let message = error_message(&body).unwrap_or_else(|| {
-        status
-            .canonical_reason()
+    error_from_body(status, &body, error_message)
+}
+
+/// The [`ModelError::Upstream`] of an error status and its body.
+fn error_from_body(
+    status: u16,
+    body: &[u8],
+    error_message: fn(&[u8]) -> Option<String>,
+) -> ModelError {
+    let message = error_message(body).unwrap_or_else(|| {
+        reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|status| status.canonical_reason())
             .unwrap_or("no reason given")
             .to_owned()
     });
-    ModelError::Upstream {
-        status: status.as_u16(),
-        message,
-    }
+    ModelError::Upstream { status, message }
 }
 
 /// Reads a whole body, keeping at most `limit` bytes, with `idle_timeout` between chunks.
@@ -565,17 +605,25 @@ mod tests {
         let none = headers(&[]);
         for status in [408, 409, 429, 500, 502, 503, 504, 529] {
             assert!(
-                policy().after_status(0, status, &none).is_some(),
+                policy().after_status(0, status, &none, None).is_some(),
                 "{status}"
             );
             assert!(
-                policy().after_status(1, status, &none).is_some(),
+                policy().after_status(1, status, &none, None).is_some(),
                 "{status}"
             );
-            assert_eq!(policy().after_status(2, status, &none), None, "{status}");
+            assert_eq!(
+                policy().after_status(2, status, &none, None),
+                None,
+                "{status}"
+            );
         }
         for status in [400, 401, 403, 404, 422, 501] {
-            assert_eq!(policy().after_status(0, status, &none), None, "{status}");
+            assert_eq!(
+                policy().after_status(0, status, &none, None),
+                None,
+                "{status}"
+            );
         }
         assert!(policy().after_failure(1).is_some());
         assert_eq!(policy().after_failure(2), None);
@@ -584,7 +632,7 @@ mod tests {
     #[test]
     fn the_upstream_decides_how_long_and_whether() {
         let wait = |pairs: &[(&'static str, &str)], status| {
-            policy().after_status(0, status, &headers(pairs))
+            policy().after_status(0, status, &headers(pairs), None)
         };
         assert_eq!(
             wait(&[("retry-after", "3")], 429),
@@ -600,6 +648,27 @@ mod tests {
         assert!(wait(&[("retry-after", &soon)], 503).is_some_and(|d| d <= Duration::from_secs(5)));
         assert_eq!(wait(&[("x-should-retry", "false")], 503), None);
         assert!(wait(&[("x-should-retry", "true")], 400).is_some());
+        // Google's RetryInfo in the body, when no header says.
+        let google = br#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"23s"}]}}"#;
+        assert_eq!(retry_info(google), Some(Duration::from_secs(23)));
+        assert_eq!(
+            retry_info(br#"[{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}]"#),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(retry_info(br#"{"error":{"message":"x"}}"#), None);
+        assert_eq!(
+            policy().after_status(0, 429, &headers(&[]), retry_info(google)),
+            Some(Duration::from_secs(23))
+        );
+        assert_eq!(
+            policy().after_status(
+                0,
+                429,
+                &headers(&[("retry-after", "2")]),
+                retry_info(google)
+            ),
+            Some(Duration::from_secs(2))
+        );
         // Unreadable values fall back to the back-off.
         assert!(wait(&[("retry-after", "soon")], 429).is_some_and(|d| d <= MAX_BACKOFF));
     }

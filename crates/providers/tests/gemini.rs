@@ -867,3 +867,34 @@ async fn an_unreachable_port_is_a_transport_error_without_the_key() -> TestResul
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_quota_error_waits_the_retry_delay_google_puts_in_the_body() -> TestResult {
+    let upstream = Upstream::start().await;
+    upstream.push(Script::Error(
+        429,
+        json!({"error": {"code": 429, "message": "Resource has been exhausted.",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}})
+        .to_string(),
+    ));
+    upstream.push(Script::Sse(vec![last_chunk("ok", "STOP")]));
+    // A base back-off far below the asked delay: the wait below can only be the body's.
+    let client = client_with(
+        &upstream.base_url,
+        Some(KEY),
+        ClientOptions {
+            retry_base_delay: Duration::from_millis(1),
+            ..ClientOptions::default()
+        },
+    )?;
+    let started = std::time::Instant::now();
+    let events = collect(client.stream(hello("gemini-2.5-flash")).await?).await;
+    assert!(started.elapsed() >= Duration::from_millis(950));
+    assert_eq!(upstream.requests().len(), 2);
+    assert_eq!(
+        events.last(),
+        Some(&Ok(ModelEvent::Finish(FinishReason::Stop)))
+    );
+    Ok(())
+}
