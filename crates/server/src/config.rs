@@ -190,6 +190,11 @@ pub struct RawProvider {
     pub list_models: Option<bool>,
     /// How many times a turn is sent again after a retryable upstream error (default 2).
     pub max_retries: Option<u32>,
+    /// Bound on connecting to the upstream, in milliseconds (default 10 000).
+    pub connect_timeout_ms: Option<u64>,
+    /// Longest silence of the upstream before or within an answer, in milliseconds (default
+    /// 300 000: reasoning models may think for minutes before the first token).
+    pub idle_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -450,20 +455,8 @@ impl Config {
         };
         let mut provider_options = std::collections::HashMap::new();
         for (name, raw) in &file.providers {
-            if let Some(max_retries) = raw.max_retries {
-                if max_retries > MAX_RETRIES {
-                    return Err(ConfigError::Invalid {
-                        name: format!("providers.{name}.max_retries"),
-                        message: format!("must be within 0..={MAX_RETRIES}"),
-                    });
-                }
-                provider_options.insert(
-                    name.clone(),
-                    providers::ClientOptions {
-                        max_retries,
-                        ..providers::ClientOptions::default()
-                    },
-                );
+            if let Some(options) = client_options(name, raw)? {
+                provider_options.insert(name.clone(), options);
             }
         }
         let providers = merge_providers(file.providers, env)?;
@@ -706,6 +699,47 @@ fn millis(
     }
 }
 
+/// A provider's own HTTP options, when its section changes a default.
+fn client_options(
+    name: &str,
+    raw: &RawProvider,
+) -> Result<Option<providers::ClientOptions>, ConfigError> {
+    if raw.max_retries.is_none()
+        && raw.connect_timeout_ms.is_none()
+        && raw.idle_timeout_ms.is_none()
+    {
+        return Ok(None);
+    }
+    let within = |field: &str, value: u64, range: std::ops::RangeInclusive<u64>| {
+        if range.contains(&value) {
+            Ok(value)
+        } else {
+            Err(ConfigError::Invalid {
+                name: format!("providers.{name}.{field}"),
+                message: format!("must be within {}..={}", range.start(), range.end()),
+            })
+        }
+    };
+    let mut options = providers::ClientOptions::default();
+    if let Some(max_retries) = raw.max_retries {
+        within(
+            "max_retries",
+            u64::from(max_retries),
+            0..=u64::from(MAX_RETRIES),
+        )?;
+        options.max_retries = max_retries;
+    }
+    if let Some(ms) = raw.connect_timeout_ms {
+        let ms = within("connect_timeout_ms", ms, 100..=120_000)?;
+        options.connect_timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(ms) = raw.idle_timeout_ms {
+        let ms = within("idle_timeout_ms", ms, 1_000..=3_600_000)?;
+        options.idle_timeout = std::time::Duration::from_millis(ms);
+    }
+    Ok(Some(options))
+}
+
 /// File providers, then the environment shortcuts over them (env wins for key and base URL).
 fn merge_providers(
     file: BTreeMap<String, RawProvider>,
@@ -932,6 +966,17 @@ mod tests {
         .expect("ok");
         assert_eq!(c.provider_options["local"].max_retries, 0);
         assert!(!c.provider_options.contains_key("openai"));
+        let c = resolve("[providers.openai]\nidle_timeout_ms = 60000\nconnect_timeout_ms = 2000\n")
+            .expect("ok");
+        let openai = c.provider_options["openai"];
+        assert_eq!(openai.idle_timeout, std::time::Duration::from_secs(60));
+        assert_eq!(openai.connect_timeout, std::time::Duration::from_secs(2));
+        assert_eq!(openai.max_retries, 2);
+        let err = resolve("[providers.openai]\nidle_timeout_ms = 5\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("providers.openai.idle_timeout_ms"), "{err}");
         let err = resolve(
             "[providers.local]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmax_retries = 11\n",
         )
