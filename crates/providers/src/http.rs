@@ -80,6 +80,40 @@ pub(crate) enum Credential {
     Header(HeaderName),
 }
 
+impl Credential {
+    /// How the keys of a wire API travel.
+    pub(crate) fn of(api: crate::WireApi) -> Credential {
+        match api {
+            crate::WireApi::ChatCompletions | crate::WireApi::Responses => Credential::Bearer,
+            crate::WireApi::AnthropicMessages => {
+                Credential::Header(HeaderName::from_static("x-api-key"))
+            }
+            crate::WireApi::Gemini => Credential::Header(HeaderName::from_static("x-goog-api-key")),
+        }
+    }
+
+    /// The header carrying `provider`'s key (marked sensitive), or `None` without a key.
+    pub(crate) fn header(
+        self,
+        provider: &ProviderConfig,
+    ) -> Result<Option<(HeaderName, HeaderValue)>, ProvidersError> {
+        let Some(key) = provider.api_key.as_deref().filter(|key| !key.is_empty()) else {
+            return Ok(None);
+        };
+        match self {
+            Credential::Bearer => bearer(key).map(|value| (AUTHORIZATION, value)),
+            Credential::Header(name) => HeaderValue::from_str(key).map(|mut value| {
+                value.set_sensitive(true);
+                (name, value)
+            }),
+        }
+        .map(Some)
+        .map_err(|_| ProvidersError::InvalidApiKey {
+            provider: provider.name.clone(),
+        })
+    }
+}
+
 /// The HTTP side of one provider, the same for every adapter: the pooled client, the URL, the
 /// key's header, the redactor and the idle timeout.
 pub(crate) struct Upstream {
@@ -112,18 +146,7 @@ impl Upstream {
             }
         })?;
         let key = provider.api_key.as_deref().filter(|key| !key.is_empty());
-        let credential = key
-            .map(|key| match credential {
-                Credential::Bearer => bearer(key).map(|value| (AUTHORIZATION, value)),
-                Credential::Header(name) => HeaderValue::from_str(key).map(|mut value| {
-                    value.set_sensitive(true);
-                    (name, value)
-                }),
-            })
-            .transpose()
-            .map_err(|_| ProvidersError::InvalidApiKey {
-                provider: provider.name.clone(),
-            })?;
+        let credential = credential.header(provider)?;
         Ok(Upstream {
             http: build_client(options)?,
             url,

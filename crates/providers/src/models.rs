@@ -21,11 +21,11 @@ use std::time::Duration;
 
 use engine::model::ModelError;
 use reqwest::Url;
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::ProvidersError;
-use crate::http::{self, ClientOptions, Redactor};
+use crate::http::{self, ClientOptions, Credential, Redactor};
 use crate::registry::{ProviderConfig, WireApi};
 
 /// How long an upstream's model list is served from the cache by default.
@@ -117,22 +117,7 @@ impl UpstreamModels {
             }
         })?;
         let key = provider.api_key.as_deref().filter(|key| !key.is_empty());
-        let credential = key
-            .map(|key| match provider.api {
-                WireApi::ChatCompletions | WireApi::Responses => {
-                    http::bearer(key).map(|value| (AUTHORIZATION, value))
-                }
-                WireApi::AnthropicMessages => {
-                    sensitive(key).map(|value| (HeaderName::from_static("x-api-key"), value))
-                }
-                WireApi::Gemini => {
-                    sensitive(key).map(|value| (HeaderName::from_static("x-goog-api-key"), value))
-                }
-            })
-            .transpose()
-            .map_err(|_| ProvidersError::InvalidApiKey {
-                provider: provider.name.clone(),
-            })?;
+        let credential = Credential::of(provider.api).header(provider)?;
         Ok(UpstreamModels {
             http,
             api: provider.api,
@@ -230,14 +215,6 @@ impl UpstreamModels {
         }
         decode_page(self.api, &body)
     }
-}
-
-/// A header value holding the bare key, marked sensitive.
-fn sensitive(key: &str) -> Result<HeaderValue, reqwest::header::InvalidHeaderValue> {
-    HeaderValue::from_str(key).map(|mut value| {
-        value.set_sensitive(true);
-        value
-    })
 }
 
 /// One page of a list: the model names and the cursor of the next page, if there is one.
