@@ -169,7 +169,7 @@ class FakeProvider:
         assert response.status_code == 200, response.text
 
     def requests(self) -> list[dict[str, Any]]:
-        """Upstream request bodies (Chat Completions JSON) since the last reset."""
+        """Upstream model-turn request bodies (in their wire API's JSON) since the last reset."""
         return self._http.get("/requests").raise_for_status().json()
 
     def headers(self) -> list[dict[str, str]]:
@@ -209,9 +209,15 @@ def provider_env(fake: FakeProvider) -> dict[str, str]:
         # Only the provider under test: a developer's real keys must not configure others.
         if not key.endswith("_API_KEY") and not key.endswith("_BASE_URL") and not key.startswith("AGENTD_")
     }
+    origin = fake.base_url.removesuffix("/v1")
     env.update(
         OPENAI_API_KEY=PROVIDER_KEY,
         OPENAI_BASE_URL=fake.base_url,
+        # The fake speaks every wire API by route: Anthropic Messages and Gemini too.
+        ANTHROPIC_API_KEY=PROVIDER_KEY,
+        ANTHROPIC_BASE_URL=origin,
+        GEMINI_API_KEY=PROVIDER_KEY,
+        GEMINI_BASE_URL=origin,
         # Debug logging, so the no-secret-in-logs test covers more than the default level.
         RUST_LOG=os.environ.get("RUST_LOG", "debug"),
         NO_COLOR="1",

@@ -68,10 +68,10 @@ def test_unconfigured_provider_names_the_variable_to_set(
     client: Any = pplx if sdk == "perplexity" else oai
     bad_request = perplexity.BadRequestError if sdk == "perplexity" else openai.BadRequestError
     with pytest.raises(bad_request) as raised:
-        client.responses.create(model="anthropic/x", input="hi", max_output_tokens=64)
+        client.responses.create(model="xai/x", input="hi", max_output_tokens=64)
     body = error_body(raised.value)
     assert body["type"] == "invalid_model"
-    assert "ANTHROPIC_API_KEY" in body["message"]
+    assert "XAI_API_KEY" in body["message"]
     assert fake.requests() == []
 
 
