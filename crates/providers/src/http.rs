@@ -357,15 +357,12 @@ impl RetryPolicy {
     /// `base_delay · 2^attempt`, capped at [`MAX_BACKOFF`], minus up to a quarter of jitter so
     /// that clients failing together do not come back together.
     fn backoff(&self, attempt: u32) -> Duration {
-        use std::hash::{BuildHasher, Hasher};
         let full = self
             .base_delay
             .saturating_mul(1u32 << attempt.min(16))
             .min(MAX_BACKOFF);
-        let random = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
-        let jitter = full.mul_f64((random % 1000) as f64 / 4000.0);
+        let jitter_source = random_u64();
+        let jitter = full.mul_f64((jitter_source % 1000) as f64 / 4000.0);
         full.saturating_sub(jitter)
     }
 }
@@ -391,6 +388,15 @@ fn retry_info(body: &[u8]) -> Option<Duration> {
             let seconds: f64 = delay.strip_suffix('s')?.parse().ok()?;
             (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
         })
+}
+
+/// A random number from the standard library's per-process hash seeds: enough for jitter and
+/// unique ids, without a dependency for it.
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 /// A `retry-after` value: delay-seconds, or an HTTP date (the wait until then).

@@ -278,10 +278,7 @@ pub(crate) fn message_events(body: &[u8]) -> Result<Vec<ModelEvent>, ModelError>
 /// An id for a thinking block (Anthropic gives none): the prefix, the block's index and a
 /// random part, so ids do not repeat across turns.
 fn reasoning_id(index: usize) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
+    let random = crate::http::random_u64();
     format!("{ANTHROPIC_REASONING_PREFIX}{random:016x}_{index}")
 }
 
