@@ -90,13 +90,12 @@ async fn legacy_sse_fallback_with_the_python_server() {
             "{request}"
         );
     }
-    // The notification arrives on the SSE stream before the answer.
     assert!(!session.tools_changed());
     session
         .call_tool("change_tools", args(json!({})))
         .await
         .expect("change");
-    assert!(session.tools_changed());
+    wait_for_tools_changed(session.as_ref()).await;
     session.close().await;
 }
 
@@ -162,7 +161,9 @@ async fn python_server_results_changes_and_errors() {
         .call_tool("change_tools", args(json!({})))
         .await
         .expect("change");
-    assert!(session.tools_changed());
+    // The notification may arrive after the call's result (Streamable HTTP sends it on the
+    // standalone GET stream): wait for it, bounded.
+    wait_for_tools_changed(session.as_ref()).await;
     session.list_tools().await.expect("list again");
     assert!(!session.tools_changed());
 
@@ -170,6 +171,18 @@ async fn python_server_results_changes_and_errors() {
     // A closed session fails fast.
     let after = tokio::time::timeout(Duration::from_secs(5), echo_err(session.as_ref())).await;
     assert!(after.is_ok(), "a call on a closed session hung");
+}
+
+/// Waits (at most 10 s) until the session has seen `notifications/tools/list_changed`.
+async fn wait_for_tools_changed(session: &dyn McpSession) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !session.tools_changed() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "notifications/tools/list_changed never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn echo_err(session: &dyn McpSession) -> McpError {

@@ -1182,6 +1182,43 @@ async fn the_local_index_ranks_and_filters() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Regression: a fresh data dir sometimes failed to start with "database is locked" from the
+/// local index, whose pool opened connections while one of them switched the new file to WAL
+/// and created the schema. Many fresh indexes opened at once, each used at once by several
+/// tasks, must all open and answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fresh_indexes_open_at_once_without_locking() {
+    let dir = temp_dir("fresh");
+    let opens = (0..40).map(|i| {
+        let path = dir.join(format!("index-{i}.sqlite"));
+        tokio::spawn(async move {
+            let index = LocalIndex::open(&path).await?;
+            let uses = (0..4).map(|j| {
+                let index = index.clone();
+                async move {
+                    index
+                        .add_document(
+                            &format!("https://example.com/{j}"),
+                            "Title",
+                            "body text",
+                            None,
+                        )
+                        .await?;
+                    index.count().await
+                }
+            });
+            futures::future::try_join_all(uses).await?;
+            let count = index.count().await?;
+            index.close().await;
+            Ok::<u64, BackendError>(count)
+        })
+    });
+    for result in futures::future::join_all(opens).await {
+        assert_eq!(result.unwrap().unwrap(), 4, "open");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[tokio::test]
 async fn the_local_index_adds_files_and_directories() {
     let dir = temp_dir("files");

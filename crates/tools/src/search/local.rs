@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use netguard::Policy;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::{Connection as _, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::backend::{Backend, BackendError, Hit, SearchQuery};
 use super::filter::{normalize_date, recency_cutoff, url_host};
@@ -96,36 +96,38 @@ impl LocalIndex {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .busy_timeout(BUSY_TIMEOUT);
-        Self::connect(options, 4).await
+        // The schema (and, for a new file, the switch to WAL) is set up on one connection of
+        // its own before the pool opens any other: a pool opening connections while one of
+        // them turned a brand-new file to WAL and created the tables raced them into
+        // "database is locked" at start-up.
+        let mut setup = SqliteConnection::connect_with(&options)
+            .await
+            .map_err(index_error)?;
+        create_schema(&mut setup).await?;
+        setup.close().await.map_err(index_error)?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_lazy_with(options);
+        Ok(LocalIndex { pool })
     }
 
     /// An index that lives in memory for as long as the value (tests, demos).
     pub async fn in_memory() -> Result<LocalIndex, BackendError> {
         let options = SqliteConnectOptions::from_str("sqlite::memory:").map_err(index_error)?;
-        // One connection: each in-memory connection would be a database of its own.
-        Self::connect(options, 1).await
-    }
-
-    async fn connect(
-        options: SqliteConnectOptions,
-        connections: u32,
-    ) -> Result<LocalIndex, BackendError> {
+        // One connection, never closed: each in-memory connection is a database of its own.
         let pool = SqlitePoolOptions::new()
-            .max_connections(connections)
+            .max_connections(1)
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(options)
             .await
             .map_err(index_error)?;
-        let mut tx = pool.begin().await.map_err(index_error)?;
-        for statement in SCHEMA {
-            sqlx::query(*statement)
-                .execute(&mut *tx)
-                .await
-                .map_err(index_error)?;
-        }
-        tx.commit().await.map_err(index_error)?;
+        let mut connection = pool.acquire().await.map_err(index_error)?;
+        create_schema(&mut connection).await?;
+        drop(connection);
         Ok(LocalIndex { pool })
     }
 
@@ -409,6 +411,18 @@ impl Backend for LocalIndex {
     async fn search(&self, query: &SearchQuery) -> Result<Vec<Hit>, BackendError> {
         LocalIndex::search(self, query).await
     }
+}
+
+/// Creates the tables and triggers when missing, in one transaction.
+async fn create_schema(connection: &mut SqliteConnection) -> Result<(), BackendError> {
+    let mut tx = connection.begin().await.map_err(index_error)?;
+    for statement in SCHEMA {
+        sqlx::query(*statement)
+            .execute(&mut *tx)
+            .await
+            .map_err(index_error)?;
+    }
+    tx.commit().await.map_err(index_error)
 }
 
 fn index_error(err: sqlx::Error) -> BackendError {
