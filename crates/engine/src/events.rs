@@ -51,23 +51,7 @@ impl EventLog {
     /// its log, so the number stays free until then.
     pub fn prepare(&self, data: EventData) -> EventRecord {
         let sequence_number = self.lock().events.len() as u64;
-        let event = StreamEvent {
-            data,
-            sequence_number,
-        };
-        // Serializing wire types to JSON cannot fail (string keys, no non-finite floats are
-        // produced by the engine); fall back to an error event rather than panic.
-        let line = serde_json::to_string(&event)
-            .unwrap_or_else(|err| {
-                format!(
-                    r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
-                )
-            })
-            ;
-        EventRecord {
-            sequence_number,
-            data: line,
-        }
+        record(sequence_number, data)
     }
 
     /// Appends a prepared event.
@@ -151,6 +135,25 @@ impl Reader {
                 return None;
             }
         }
+    }
+}
+
+/// One event serialized with its sequence number, as the log and the store keep it.
+pub(crate) fn record(sequence_number: u64, data: EventData) -> EventRecord {
+    let event = StreamEvent {
+        data,
+        sequence_number,
+    };
+    // Serializing wire types to JSON cannot fail (string keys, no non-finite floats are
+    // produced by the engine); fall back to an error event rather than panic.
+    let line = serde_json::to_string(&event).unwrap_or_else(|err| {
+        format!(
+            r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
+        )
+    });
+    EventRecord {
+        sequence_number,
+        data: line,
     }
 }
 

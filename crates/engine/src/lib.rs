@@ -1,15 +1,22 @@
-//! The agent run: validation, transcript resolution, the step loop, event fan-out, and the
-//! background job pool with cancel, resume and crash recovery.
+//! The agent run: validation, transcript resolution, the run's state machine and its driver,
+//! event fan-out, and the background job pool with cancel, resume and crash recovery.
 //!
 //! `engine` knows no HTTP framework, database or HTTP client: everything slow or external reaches
-//! it through the ports defined here ([`model::ModelClient`] and [`model::ModelRouter`] for
-//! models, [`store::Store`] for storage).
+//! it through the ports defined here ([`model`] for models, [`mcp`] for MCP servers, [`hosted`]
+//! for built-in tools, [`store`] for storage, [`clock`] for time).
 //!
-//! Layout: [`engine`] (the front door: start, cancel, resume, retrieve, keys), `run` (the step
-//! loop), `jobs` (background workers, leases, recovery, retention), [`events`] (the per-run event
-//! log that feeds SSE writers, resumes and the store), [`transcript`] (continuation transcripts
-//! and model messages), [`tools`] (the run's tool registry), [`metrics`], [`model`] and [`store`]
-//! (the ports), [`error`].
+//! Layout (ARCHITECTURE.md has the map and the walk of a request):
+//! - the front door: [`engine`] (start, cancel, resume, workers' lifecycle), `queries` (stored
+//!   responses, events, files), `keys`;
+//! - before a run: `plan` (transcript, models, tools, schema), `presets`, `response` (the echoed
+//!   response object), `request` (the model request of a step);
+//! - the run: `run` (the state machine and its driver, one concern per file), `runner` (executes
+//!   a planned run), [`events`] (the per-run event log), [`transcript`], [`tools`] (the tool
+//!   registry), `approvals`, `search` (BM25 for `tool_search`), `citations`, `pricing`;
+//! - background runs: `jobs` (workers, leases), `recovery` (runs a stop left unfinished),
+//!   `retention`;
+//! - shared: `core` (ports, settings, live runs), `live`, [`config`], [`code`] (the error code
+//!   table), [`error`], `ids`, [`clock`], [`metrics`].
 //!
 //! ```no_run
 //! # async fn demo(engine: agentd_engine::Engine, request: protocol::request::CreateRequest) {
@@ -19,21 +26,42 @@
 //! ```
 
 mod approvals;
+mod citations;
+pub mod clock;
+pub mod code;
+pub mod config;
+mod core;
 pub mod engine;
 pub mod error;
 pub mod events;
 pub mod hosted;
+mod ids;
 mod jobs;
 mod keys;
+mod live;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+mod plan;
+mod presets;
+mod pricing;
+mod queries;
+mod recovery;
+mod request;
+mod response;
+mod retention;
 mod run;
+mod runner;
 mod search;
 pub mod store;
 pub mod tools;
 pub mod transcript;
 
-pub use engine::{Engine, EngineConfig, EventStream, ModelPrice, Ports, Preset, Prices, RunHandle};
-pub use error::EngineError;
+pub use crate::core::Ports;
+pub use clock::{Clock, SystemClock, TokioClock};
+pub use code::Code;
+pub use config::{EngineConfig, ModelPrice, Preset, Prices};
+pub use engine::{Engine, EventStream, RunHandle};
+pub use error::{EngineError, RunFailure};
 pub use keys::hash_key;
+pub use run::Finished;

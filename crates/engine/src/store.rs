@@ -89,9 +89,10 @@ pub struct EventRecord {
 pub trait ResponseStore: Send + Sync {
     /// Insert or replace a response record.
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError>;
-    /// Insert or replace a response record and append events to its log, in one transaction
-    /// (a run's final write).
-    async fn put_response_with_events(
+    /// Ends a run, in one transaction: inserts or replaces its record, appends the rest of its
+    /// event log (the terminal event last) and removes its background job row, if any. The one
+    /// way every run ends: foreground, background, and runs ended by crash recovery.
+    async fn end_run(
         &self,
         record: &ResponseRecord,
         events: &[EventRecord],

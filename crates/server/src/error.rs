@@ -1,9 +1,9 @@
-//! The single code table: every error of every layer maps to one HTTP status, `type` and
-//! message, on the one JSON envelope of spec §6.
+//! HTTP errors: every error of every layer is a row of the one code table ([`engine::Code`]),
+//! answered on the JSON envelope of spec §6. This file only maps a code's status to HTTP.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use engine::EngineError;
+use engine::{Code, EngineError};
 use protocol::RequestError;
 use protocol::error::{ErrorBody, ErrorEnvelope};
 
@@ -34,90 +34,48 @@ pub enum ApiError {
 pub struct ErrorLog(pub String);
 
 impl ApiError {
-    /// (status, type, param, public message). The `Display` text is what gets logged.
-    fn parts(&self) -> (StatusCode, &'static str, Option<String>, String) {
+    /// (code, param, public message). The `Display` text is what gets logged.
+    fn parts(&self) -> (Code, Option<String>, String) {
         match self {
-            ApiError::Engine(EngineError::InvalidRequest(err)) | ApiError::Request(err) => (
-                StatusCode::BAD_REQUEST,
-                err.kind.unwrap_or("invalid_request"),
+            ApiError::Engine(err) => (
+                err.code(),
+                err.param().map(str::to_owned),
+                err.public_message(),
+            ),
+            ApiError::Request(err) => (
+                Code::of_request_kind(err.kind),
                 err.param.clone(),
                 err.message.clone(),
             ),
-            ApiError::Engine(EngineError::InvalidModel { message, param }) => (
-                StatusCode::BAD_REQUEST,
-                "invalid_model",
-                Some(param.clone()),
-                message.clone(),
-            ),
-            ApiError::Engine(EngineError::ExternalConnector(message)) => (
-                StatusCode::FAILED_DEPENDENCY,
-                "external_connector_error",
-                None,
-                message.clone(),
-            ),
-            ApiError::Engine(EngineError::NotFound(message)) | ApiError::NotFound(message) => {
-                (StatusCode::NOT_FOUND, "not_found", None, message.clone())
-            }
-            ApiError::Engine(EngineError::NotImplemented(message))
-            | ApiError::NotImplemented(message) => (
-                StatusCode::NOT_IMPLEMENTED,
-                "not_implemented",
-                None,
-                message.clone(),
-            ),
-            ApiError::Engine(EngineError::NotCancellable(message)) => (
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                None,
-                message.clone(),
-            ),
-            ApiError::Engine(EngineError::QueueFull(message)) => (
-                StatusCode::TOO_MANY_REQUESTS,
-                "request_rate_limit_exceeded",
-                None,
-                message.clone(),
-            ),
-            ApiError::Engine(EngineError::Internal(_)) | ApiError::Internal(_) => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                None,
-                "internal error".to_owned(),
-            ),
-            ApiError::Engine(EngineError::Store(_)) => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                None,
-                "internal error: the store failed; the request may be retried".to_owned(),
-            ),
             ApiError::Unauthorized => (
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                Code::Unauthorized,
                 None,
                 "missing or invalid API key: send Authorization: Bearer <key>".to_owned(),
             ),
-            ApiError::PayloadTooLarge { .. } => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                None,
-                self.to_string(),
-            ),
-            ApiError::InvalidQuery { message, param } => (
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                Some(param.clone()),
-                message.clone(),
-            ),
+            ApiError::PayloadTooLarge { .. } => (Code::PayloadTooLarge, None, self.to_string()),
+            ApiError::NotFound(message) => (Code::NotFound, None, message.clone()),
+            ApiError::NotImplemented(message) => (Code::NotImplemented, None, message.clone()),
+            ApiError::InvalidQuery { message, param } => {
+                (Code::InvalidRequest, Some(param.clone()), message.clone())
+            }
+            ApiError::Internal(_) => (Code::Internal, None, "internal error".to_owned()),
         }
     }
 }
 
+/// The HTTP status of a code.
+pub fn status(code: Code) -> StatusCode {
+    StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, kind, param, message) = self.parts();
+        let (code, param, message) = self.parts();
+        let status = status(code);
         let body = ErrorEnvelope {
             error: ErrorBody {
                 message,
-                kind: kind.to_owned(),
+                kind: code.kind().to_owned(),
                 code: status.as_u16(),
                 param,
             },

@@ -33,7 +33,7 @@ pub async fn create(
         // A run that failed before the model was asked (MCP discovery, a continuation that
         // does not fit) is an HTTP error for a plain request (spec §8.3).
         Some(finished) => match &finished.start_error {
-            Some(error) => Err(ApiError::Engine(error.clone().into())),
+            Some(failure) => Err(ApiError::Engine(engine::EngineError::Run(failure.clone()))),
             None => Ok(Json(&finished.response).into_response()),
         },
         None => Err(ApiError::NotFound(

@@ -109,6 +109,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
             store,
             mcp: Arc::new(mcp),
             hosted: Arc::new(hosted),
+            clock: Arc::new(engine::SystemClock),
         },
         config.engine.clone(),
     );

@@ -208,6 +208,7 @@ async fn main() -> anyhow::Result<()> {
                     store,
                     mcp: std::sync::Arc::new(engine::mcp::Unavailable),
                     hosted: std::sync::Arc::new(engine::hosted::NoHostedTools),
+                    clock: std::sync::Arc::new(engine::SystemClock),
                 },
                 engine::EngineConfig::default(),
             );

@@ -55,6 +55,19 @@ const COUNT_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND 
 
 const COUNT_ALL_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE state = 'queued'";
 
+/// Removes a job row through any executor (pool or transaction); a missing row is no error.
+pub(crate) async fn delete<'e, E>(response_id: &str, executor: E) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+{
+    sqlx::query(DELETE)
+        .bind(response_id)
+        .execute(executor)
+        .await
+        .map_err(error::backend)?;
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl JobStore for SqliteStore {
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
@@ -158,12 +171,7 @@ impl JobStore for SqliteStore {
     }
 
     async fn delete_job(&self, response_id: &str) -> Result<(), StoreError> {
-        sqlx::query(DELETE)
-            .bind(response_id)
-            .execute(&self.writer)
-            .await
-            .map_err(error::backend)?;
-        Ok(())
+        delete(response_id, &self.writer).await
     }
 
     async fn count_queued(&self, project_id: &str) -> Result<u64, StoreError> {

@@ -65,7 +65,7 @@ impl ResponseStore for SqliteStore {
         upsert(record, &self.writer).await
     }
 
-    async fn put_response_with_events(
+    async fn end_run(
         &self,
         record: &ResponseRecord,
         events: &[EventRecord],
@@ -73,6 +73,7 @@ impl ResponseStore for SqliteStore {
         let mut tx = self.writer.begin().await.map_err(error::backend)?;
         crate::events::insert(&mut tx, &record.id, events).await?;
         upsert(record, &mut *tx).await?;
+        crate::jobs::delete(&record.id, &mut *tx).await?;
         tx.commit().await.map_err(error::backend)
     }
 

@@ -5,7 +5,7 @@ mod common;
 use agentd_store::SqliteStore;
 use common::{TempDir, TestResult, events, memory_store};
 use engine::store::{
-    EventRecord, EventStore, FileRecord, FileStore, KeyRecord, KeyStore, ResponseRecord,
+    EventRecord, EventStore, FileRecord, FileStore, JobStore, KeyRecord, KeyStore, ResponseRecord,
     ResponseStore, StoreError,
 };
 use protocol::input::InputItem;
@@ -350,11 +350,22 @@ async fn corrupt_transcript_is_a_corrupt_error() -> TestResult {
 }
 
 #[tokio::test]
-async fn final_write_stores_response_and_events_together() -> TestResult {
+async fn ending_a_run_stores_response_events_and_removes_its_job_together() -> TestResult {
     let store = memory_store().await?;
+    let job = |id: &str| engine::store::JobRecord {
+        response_id: id.to_owned(),
+        project_id: "proj_a".to_owned(),
+        payload: "{}".to_owned(),
+        state: engine::store::JobState::Queued,
+        lease_owner: None,
+        lease_until_ms: 0,
+        created_at_ms: 1,
+    };
+    store.insert_job(&job("resp_f")).await?;
+    store.insert_job(&job("resp_other")).await?;
     store.append_events("resp_f", &events(0..3)).await?;
     store
-        .put_response_with_events(&record("resp_f", "proj_a", true)?, &events(3..6))
+        .end_run(&record("resp_f", "proj_a", true)?, &events(3..6))
         .await?;
     let stored = store
         .get_response("proj_a", "resp_f")
@@ -368,13 +379,21 @@ async fn final_write_stores_response_and_events_together() -> TestResult {
         .map(|e| e.sequence_number)
         .collect();
     assert_eq!(seqs, [0, 1, 2, 3, 4, 5]);
+    // The run's job row went with it; another run's stays.
+    assert_eq!(store.count_queued("proj_a").await?, 1);
 
-    // Refused for another project's id: the events of that write are rolled back too.
+    // Refused for another project's id: the events of that write are rolled back too, and the
+    // job row stays.
+    store.insert_job(&job("resp_g")).await?;
+    store
+        .put_response(&record("resp_g", "proj_a", true)?)
+        .await?;
     let taken = store
-        .put_response_with_events(&record("resp_f", "proj_b", true)?, &events(6..8))
+        .end_run(&record("resp_g", "proj_b", true)?, &events(0..2))
         .await;
     assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
-    assert_eq!(store.events_after("resp_f", Some(5)).await?.len(), 0);
+    assert_eq!(store.events_after("resp_g", None).await?.len(), 0);
+    assert_eq!(store.count_queued("proj_a").await?, 2);
     Ok(())
 }
 

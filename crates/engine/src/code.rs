@@ -1,0 +1,118 @@
+//! The one error code table of agentd: every error any layer answers, with its HTTP status, its
+//! `type`, and the `code` string it carries when it ends a run in-band (`response.error`,
+//! `response.failed`, a failed background run).
+//!
+//! Meilisearch's `Code` is the model: one enum, one row per code, and every error type of every
+//! crate maps to a row. The server only turns [`Code::status`] into an HTTP status.
+
+use protocol::response::ErrorInfo;
+
+macro_rules! codes {
+    ($($(#[$doc:meta])* $variant:ident => $status:literal, $kind:literal, $in_band:literal;)*) => {
+        /// An error code (one row of the table).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Code {
+            /// Every code, in table order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The HTTP status an answer with this code has.
+            pub fn status(self) -> u16 {
+                match self {
+                    $(Code::$variant => $status,)*
+                }
+            }
+
+            /// The error `type` (HTTP envelope and in-band errors alike).
+            pub fn kind(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $kind,)*
+                }
+            }
+
+            /// The `code` string of an in-band error (`response.error.code`): OpenAI's
+            /// `ResponseError` codes where one fits, so its SDKs accept them.
+            pub fn in_band(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $in_band,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    /// The request is malformed or breaks a rule.
+    InvalidRequest => 400, "invalid_request", "invalid_request";
+    /// A search filter's date is not a date.
+    InvalidDateFormat => 400, "invalid_date_format", "invalid_request";
+    /// A search domain filter is malformed.
+    InvalidSearchDomainFilter => 400, "invalid_search_domain_filter", "invalid_request";
+    /// The model id cannot be served.
+    InvalidModel => 400, "invalid_model", "invalid_request";
+    /// No key, or a key the store does not know.
+    Unauthorized => 401, "unauthorized", "unauthorized";
+    /// No such object in this project (or no such route).
+    NotFound => 404, "not_found", "not_found";
+    /// The body is larger than the server takes.
+    PayloadTooLarge => 413, "payload_too_large", "invalid_request";
+    /// An MCP server could not be reached or listed when the run started.
+    ExternalConnector => 424, "external_connector_error", "external_connector_error";
+    /// Too many background runs are waiting.
+    RateLimited => 429, "request_rate_limit_exceeded", "rate_limit_exceeded";
+    /// Something that should not fail did (details are logged, not answered).
+    Internal => 500, "internal_error", "server_error";
+    /// The capability is not built yet.
+    NotImplemented => 501, "not_implemented", "server_error";
+    /// The model provider failed (in-band: the run ends `failed`).
+    Provider => 502, "bad_gateway", "server_error";
+    /// The model provider refused for its rate limit (in-band).
+    ProviderRateLimited => 502, "bad_gateway", "rate_limit_exceeded";
+    /// The model's final answer does not match the requested structured output (in-band).
+    StructuredOutput => 502, "upstream_structured_output_failed", "upstream_structured_output_failed";
+    /// The process running the run stopped before it ended (in-band).
+    RunLost => 500, "server_error", "server_error";
+}
+
+impl Code {
+    /// The code of a request error's `type` (`RequestError::kind`), `InvalidRequest` by default.
+    pub fn of_request_kind(kind: Option<&str>) -> Code {
+        match kind {
+            Some("invalid_date_format") => Code::InvalidDateFormat,
+            Some("invalid_search_domain_filter") => Code::InvalidSearchDomainFilter,
+            _ => Code::InvalidRequest,
+        }
+    }
+
+    /// The in-band error object for a run that ended with this code.
+    pub fn error_info(self, message: impl Into<String>) -> ErrorInfo {
+        ErrorInfo {
+            message: message.into(),
+            kind: Some(self.kind().to_owned()),
+            code: Some(self.in_band().to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_one_row_and_request_kinds_round_trip() {
+        for code in Code::ALL {
+            assert!((400..600).contains(&code.status()), "{code:?}");
+            assert!(!code.kind().is_empty() && !code.in_band().is_empty());
+        }
+        for code in [Code::InvalidDateFormat, Code::InvalidSearchDomainFilter] {
+            assert_eq!(Code::of_request_kind(Some(code.kind())), code);
+        }
+        assert_eq!(Code::of_request_kind(None), Code::InvalidRequest);
+        let info = Code::Provider.error_info("boom");
+        assert_eq!(info.kind.as_deref(), Some("bad_gateway"));
+        assert_eq!(info.code.as_deref(), Some("server_error"));
+    }
+}

@@ -1,0 +1,67 @@
+//! What every part of the engine shares: the ports, the settings, the live runs, the metrics and
+//! the background workers' coordination. The front door ([`crate::Engine`]), the planner, the
+//! runner and the job workers all hold one `Arc<Core>`.
+
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::clock::Clock;
+use crate::config::EngineConfig;
+use crate::hosted::HostedTools;
+use crate::live::LiveRuns;
+use crate::mcp::McpConnector;
+use crate::metrics::Metrics;
+use crate::model::ModelRouter;
+use crate::store::Store;
+
+/// Everything slow or external the engine reaches, as adapters of its ports.
+pub struct Ports {
+    pub models: Arc<dyn ModelRouter>,
+    pub store: Arc<dyn Store>,
+    pub mcp: Arc<dyn McpConnector>,
+    pub hosted: Arc<dyn HostedTools>,
+    pub clock: Arc<dyn Clock>,
+}
+
+pub(crate) struct Core {
+    pub(crate) router: Arc<dyn ModelRouter>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) mcp: Arc<dyn McpConnector>,
+    pub(crate) hosted: Arc<dyn HostedTools>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: EngineConfig,
+    /// Runs of this process not yet ended: cancel reaches them and resumes follow their event
+    /// log from memory.
+    pub(crate) live: LiveRuns,
+    pub(crate) metrics: Metrics,
+    /// Wakes an idle worker when a background job is queued.
+    pub(crate) job_ready: Notify,
+    /// This process's name as a job lease owner.
+    pub(crate) worker_id: String,
+    /// Cancelled at shutdown: workers stop claiming jobs.
+    pub(crate) stopping: CancellationToken,
+    /// Every background job execution, so shutdown can wait for them.
+    pub(crate) jobs: TaskTracker,
+}
+
+impl Core {
+    pub(crate) fn new(ports: Ports, config: EngineConfig) -> Core {
+        Core {
+            router: ports.models,
+            store: ports.store,
+            mcp: ports.mcp,
+            hosted: ports.hosted,
+            clock: ports.clock,
+            config,
+            live: LiveRuns::default(),
+            metrics: Metrics::default(),
+            job_ready: Notify::new(),
+            worker_id: crate::ids::new_id("worker"),
+            stopping: CancellationToken::new(),
+            jobs: TaskTracker::new(),
+        }
+    }
+}

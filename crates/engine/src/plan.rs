@@ -1,0 +1,214 @@
+//! Planning a run: the transcript it continues, the models of its chain, its tools and its
+//! structured-output schema, checked before anything runs (errors here are request errors).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use protocol::input::InputItem;
+use protocol::request::{CreateRequest, Tool};
+use protocol::response::ResponseStatus;
+
+use crate::config::Prices;
+use crate::core::Core;
+use crate::error::EngineError;
+use crate::model::{ResolveError, ResolvedModel};
+use crate::request;
+use crate::store::Store;
+use crate::tools::Registry;
+use crate::transcript;
+
+/// Everything a run needs, resolved before it starts.
+pub struct RunPlan {
+    pub project_id: String,
+    pub request: CreateRequest,
+    /// The models to use, in order (`models` is a fallback chain; never empty).
+    pub models: Vec<(String, ResolvedModel)>,
+    /// The operator's prices (`usage.cost`).
+    pub prices: Arc<Prices>,
+    /// `response_format.json_schema`, compiled: the final answer must match it.
+    pub output_schema: Option<jsonschema::Validator>,
+    pub registry: Registry,
+    /// The transcript the run starts from (previous transcript + this request's input).
+    pub transcript: Vec<InputItem>,
+    /// Index in `transcript` of the first item of this request's `input`.
+    pub new_from: usize,
+    /// The `mcp` servers of the previous response (label -> URL and `allowed_tools`): where
+    /// they match this request, the transcript's tool list is reused without listing again.
+    pub previous_servers: HashMap<String, (String, Option<Vec<String>>)>,
+    /// The conversation of the previous response (`None`: this response starts one).
+    pub conversation: Option<String>,
+    pub max_steps: u32,
+}
+
+/// What a continuation takes over from the previous response besides its transcript.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Continuation {
+    /// Index in the transcript of the first item of this request's `input`.
+    pub(crate) new_from: usize,
+    /// The previous response's `mcp` servers: label -> (URL, `allowed_tools`).
+    pub(crate) previous_servers: HashMap<String, (String, Option<Vec<String>>)>,
+    /// The conversation the previous response belongs to (`None`: this one starts one).
+    #[serde(default)]
+    pub(crate) conversation: Option<String>,
+}
+
+/// What a background job carries through the store.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct JobPayload {
+    pub(crate) request: CreateRequest,
+    pub(crate) transcript: Vec<InputItem>,
+    #[serde(default)]
+    pub(crate) context: Continuation,
+}
+
+/// The transcript a request continues: the previous response's, then this input.
+pub(crate) async fn transcript_for(
+    store: &dyn Store,
+    project_id: &str,
+    request: &CreateRequest,
+) -> Result<(Vec<InputItem>, Continuation), EngineError> {
+    let mut items: Vec<InputItem> = Vec::new();
+    let mut context = Continuation::default();
+    if let Some(previous_id) = &request.previous_response_id {
+        let previous = store
+            .get_response(project_id, previous_id)
+            .await?
+            .ok_or_else(|| {
+                EngineError::invalid(
+                    "previous_response_id",
+                    format!("previous response \"{previous_id}\" not found"),
+                )
+            })?;
+        if !matches!(
+            previous.response.status,
+            ResponseStatus::Completed | ResponseStatus::RequiresAction
+        ) {
+            return Err(EngineError::invalid(
+                "previous_response_id",
+                format!(
+                    "previous response \"{previous_id}\" has status {} and cannot be continued",
+                    previous.response.status.as_str()
+                ),
+            ));
+        }
+        context.previous_servers = previous
+            .response
+            .tools
+            .iter()
+            .filter_map(|tool| match tool {
+                Tool::Mcp(mcp) => Some((
+                    mcp.server_label.clone(),
+                    (mcp.server_url.clone(), mcp.allowed_tools.clone()),
+                )),
+                _ => None,
+            })
+            .collect();
+        context.conversation = Some(previous.conversation().to_owned());
+        items = previous.transcript;
+    }
+    context.new_from = items.len();
+    items.extend(request.input.clone().into_items());
+    transcript::check_function_calls(&items, context.new_from)?;
+    Ok((items, context))
+}
+
+/// Resolves the model chain and the tools: what a run needs besides its response object.
+/// Returns the plan and the id of the chain's first model.
+pub(crate) fn plan(
+    core: &Core,
+    project_id: &str,
+    request: CreateRequest,
+    transcript: Vec<InputItem>,
+    context: Continuation,
+) -> Result<(RunPlan, String), EngineError> {
+    let models = resolve_models(core, &request)?;
+    let model_id = models.first().map(|(id, _)| id.clone()).unwrap_or_default();
+    let registry = Registry::from_request(
+        request.tools.as_deref().unwrap_or_default(),
+        core.hosted.as_ref(),
+    )?;
+    let max_steps = request.max_steps.unwrap_or(core.config.default_max_steps);
+    let output_schema = match request
+        .response_format
+        .as_ref()
+        .and_then(|format| format.json_schema.as_ref())
+    {
+        Some(format) => Some(jsonschema::validator_for(&format.schema).map_err(|err| {
+            EngineError::invalid(
+                "response_format.json_schema.schema",
+                format!("the schema is not a valid JSON Schema: {err}"),
+            )
+        })?),
+        None => None,
+    };
+    let plan = RunPlan {
+        prices: core.config.prices.clone(),
+        output_schema,
+        project_id: project_id.to_owned(),
+        request,
+        models,
+        registry,
+        transcript,
+        new_from: context.new_from,
+        previous_servers: context.previous_servers,
+        conversation: context.conversation,
+        max_steps,
+    };
+    check_models(&plan)?;
+    Ok((plan, model_id))
+}
+
+/// The models a run may use, in order: `models` (a fallback chain), else `model`.
+fn resolve_models(
+    core: &Core,
+    request: &CreateRequest,
+) -> Result<Vec<(String, ResolvedModel)>, EngineError> {
+    let chain: Vec<(String, String)> = match (&request.models, &request.model) {
+        (Some(models), _) if !models.is_empty() => models
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.clone(), format!("models[{i}]")))
+            .collect(),
+        (_, Some(model)) => vec![(model.clone(), "model".to_owned())],
+        _ => {
+            return Err(EngineError::InvalidModel {
+                message: "no model given: set `model` or `models` (or a preset that names one)"
+                    .to_owned(),
+                param: "model".to_owned(),
+            });
+        }
+    };
+    chain
+        .into_iter()
+        .map(|(id, param)| match core.router.resolve(&id) {
+            Ok(resolved) => Ok((id, resolved)),
+            Err(err @ (ResolveError::Malformed(_) | ResolveError::NotConfigured { .. })) => {
+                Err(EngineError::InvalidModel {
+                    message: err.to_string(),
+                    param,
+                })
+            }
+        })
+        .collect()
+}
+
+/// Refuses a run that a model of its chain cannot take (an input type its upstream does not
+/// read, a parameter combination it refuses), before anything runs: 400 naming the field and
+/// the model.
+fn check_models(plan: &RunPlan) -> Result<(), EngineError> {
+    let preview = request::build(
+        &plan.request,
+        &plan.registry,
+        &plan.transcript,
+        true,
+        plan.request.max_output_tokens,
+    );
+    for (id, model) in &plan.models {
+        let mut request = preview.clone();
+        request.model.clone_from(&model.upstream_model);
+        model.client.check(&request).map_err(|err| {
+            EngineError::invalid(err.param, format!("model \"{id}\": {}", err.message))
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! The driver: carries out the machine's effects through the ports and feeds back what came of
+//! them, selecting on the run's cancellation token wherever it waits.
+//!
+//! Wire events go to the run's [`EventLog`] as they are emitted (followers see them at once);
+//! the log reaches the store at step boundaries, every [`FLUSH_EVERY`] during a long turn, and
+//! at the end, in one transaction with the final response.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::EventLog;
+use crate::hosted::CallContext;
+use crate::mcp::{McpCallResult, McpConnector, McpError, McpSession, McpToolInfo};
+use crate::model::{ModelClient, ModelRequest};
+use crate::store::Store;
+
+use super::effects::{DiscoverJob, Effect, Ending, Finished, HostedJob, Input, McpJob};
+use super::files::RunFiles;
+use super::state::Machine;
+
+/// How often a turn in progress writes its new events to the store: a crash loses at most this
+/// much of the event log.
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+/// MCP calls of one turn that run at once.
+const MAX_PARALLEL_MCP_CALLS: usize = 8;
+
+/// One run's driver.
+pub(crate) struct Driver {
+    machine: Machine,
+    log: Arc<EventLog>,
+    store: Arc<dyn Store>,
+    mcp: Arc<dyn McpConnector>,
+    /// Set by a cancel request: the run stops wherever it waits.
+    cancel: CancellationToken,
+    /// Where built-in tools share files.
+    files: RunFiles,
+    /// One MCP session per server of the registry (by index), opened at discovery.
+    sessions: Vec<Option<Arc<dyn McpSession>>>,
+    /// Events already written to the store.
+    flushed: usize,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        machine: Machine,
+        log: Arc<EventLog>,
+        store: Arc<dyn Store>,
+        mcp: Arc<dyn McpConnector>,
+        cancel: CancellationToken,
+        clock: Arc<dyn crate::clock::Clock>,
+    ) -> Driver {
+        let files = RunFiles {
+            store: store.clone(),
+            clock,
+            project_id: machine.project_id().to_owned(),
+            response_id: machine.response_id().to_owned(),
+        };
+        Driver {
+            machine,
+            log,
+            store,
+            mcp,
+            cancel,
+            files,
+            sessions: Vec::new(),
+            flushed: 0,
+        }
+    }
+
+    /// Runs to the end, stores the result and returns how the run ended.
+    pub(crate) async fn run(mut self) -> Finished {
+        let mut queue: VecDeque<Effect> = self.machine.on(Input::Start).into();
+        loop {
+            let Some(effect) = queue.pop_front() else {
+                // The machine always ends with `Finish`; never leave a run open if it did not.
+                queue.extend(self.machine.on(Input::Cancelled));
+                continue;
+            };
+            let input = match effect {
+                Effect::Emit(data) => {
+                    self.log.push(data);
+                    continue;
+                }
+                Effect::Flush => {
+                    self.flush().await;
+                    continue;
+                }
+                Effect::Finish(ending) => return self.end(*ending).await,
+                Effect::Discover(jobs) => self.discover(jobs).await,
+                Effect::Refresh => self.refresh().await,
+                Effect::Ask { client, request } => self.ask(client, request, &mut queue).await,
+                Effect::CallMcp(jobs) => self.call_mcp(jobs).await,
+                Effect::CallHosted(job) => self.call_hosted(job).await,
+            };
+            queue.extend(self.machine.on(input));
+        }
+    }
+
+    async fn flush(&mut self) {
+        let records = self.log.records_from(self.flushed);
+        if records.is_empty() {
+            return;
+        }
+        match self
+            .store
+            .append_events(self.machine.response_id(), &records)
+            .await
+        {
+            Ok(()) => self.flushed += records.len(),
+            Err(err) => {
+                tracing::error!(response_id = %self.machine.response_id(), error = %err, "event log write failed")
+            }
+        }
+    }
+
+    /// Closes the sessions, stores the final response with the rest of the log in one
+    /// transaction, then publishes the terminal event: a client that reads the end of a stream
+    /// and then retrieves the response sees the final object.
+    async fn end(&mut self, ending: Ending) -> Finished {
+        let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
+        futures::future::join_all(sessions.iter().map(|s| s.close())).await;
+        let terminal = self.log.prepare(ending.terminal);
+        let mut events = self.log.records_from(self.flushed);
+        events.push(terminal.clone());
+        if let Err(err) = self.store.end_run(&ending.record, &events).await {
+            tracing::error!(response_id = %ending.record.id, error = %err, "final response write failed");
+        }
+        self.flushed += events.len();
+        self.log.publish(&terminal);
+        self.log.close();
+        ending.finished
+    }
+
+    /// Connects to every server at once and lists the tools of those asked.
+    async fn discover(&mut self, jobs: Vec<DiscoverJob>) -> Input {
+        let count = jobs.iter().map(|j| j.server + 1).max().unwrap_or(0);
+        let work = jobs.into_iter().map(|job| {
+            let connector = self.mcp.clone();
+            async move {
+                let session: Arc<dyn McpSession> =
+                    Arc::from(connector.connect(&job.endpoint).await?);
+                let listed = if job.list {
+                    match session.list_tools().await {
+                        Ok(tools) => Some(tools),
+                        Err(err) => {
+                            session.close().await;
+                            return Err(err);
+                        }
+                    }
+                } else {
+                    None
+                };
+                Ok::<_, McpError>((job.server, session, listed))
+            }
+        });
+        let results = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Input::Cancelled,
+            results = futures::future::join_all(work) => results,
+        };
+        self.sessions = vec![None; count];
+        let answers = results
+            .into_iter()
+            .map(|result| {
+                result.map(|(server, session, listed)| {
+                    if let Some(slot) = self.sessions.get_mut(server) {
+                        *slot = Some(session);
+                    }
+                    listed
+                })
+            })
+            .collect();
+        Input::Discovered(answers)
+    }
+
+    /// Lists again the servers that announced a changed tool list.
+    async fn refresh(&mut self) -> Input {
+        let mut lists: Vec<(usize, Result<Vec<McpToolInfo>, McpError>)> = Vec::new();
+        for (server, session) in self.sessions.iter().enumerate() {
+            let Some(session) = session.clone() else {
+                continue;
+            };
+            if !session.tools_changed() {
+                continue;
+            }
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Input::Cancelled,
+                listed = session.list_tools() => lists.push((server, listed)),
+            }
+        }
+        Input::Relisted(lists)
+    }
+
+    /// Streams one model turn, feeding every event to the machine as it arrives (its text
+    /// deltas are published at once) and flushing the log regularly.
+    async fn ask(
+        &mut self,
+        client: Arc<dyn ModelClient>,
+        request: ModelRequest,
+        queue: &mut VecDeque<Effect>,
+    ) -> Input {
+        let mut stream = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Input::Cancelled,
+            started = client.stream(request) => match started {
+                Ok(stream) => stream,
+                Err(err) => return Input::ModelFailed(err),
+            },
+        };
+        let mut flush = tokio::time::interval(FLUSH_EVERY);
+        flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        flush.tick().await;
+        loop {
+            let event = tokio::select! {
+                () = self.cancel.cancelled() => return Input::Cancelled,
+                _ = flush.tick() => {
+                    self.flush().await;
+                    continue;
+                }
+                event = stream.next() => event,
+            };
+            let input = match event {
+                None => return Input::ModelDone,
+                Some(Err(err)) => return Input::ModelFailed(err),
+                Some(Ok(event)) => Input::Model(event),
+            };
+            for effect in self.machine.on(input) {
+                match effect {
+                    Effect::Emit(data) => {
+                        self.log.push(data);
+                    }
+                    other => queue.push_back(other),
+                }
+            }
+        }
+    }
+
+    /// Runs MCP calls at once (bounded); results come back in the order asked.
+    async fn call_mcp(&mut self, jobs: Vec<McpJob>) -> Input {
+        let work: Vec<_> = jobs
+            .into_iter()
+            .map(|job| {
+                let session = self.sessions.get(job.server).cloned().flatten();
+                async move {
+                    let Some(session) = session else {
+                        return Err("the MCP session is closed".to_owned());
+                    };
+                    session
+                        .call_tool(&job.tool, job.arguments?)
+                        .await
+                        .map_err(|err| err.to_string())
+                }
+            })
+            .collect();
+        let results: Vec<Result<McpCallResult, String>> = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Input::Cancelled,
+            results = futures::stream::iter(work).buffered(MAX_PARALLEL_MCP_CALLS).collect() => results,
+        };
+        Input::McpDone(results)
+    }
+
+    /// Runs one built-in call; its progress events go to the log as it runs.
+    async fn call_hosted(&mut self, job: HostedJob) -> Input {
+        let log = self.log.clone();
+        let context = CallContext {
+            events: log.as_ref(),
+            next_source: job.next_source,
+            call_id: &job.call_id,
+            conversation: self.machine.conversation(),
+            project_id: self.machine.project_id(),
+            files: &self.files,
+        };
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Input::Cancelled,
+            outcome = job.tool.call(&job.arguments, context) => Input::HostedDone(outcome),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! What the run's machine and its driver say to each other: the [`Input`]s the driver feeds,
+//! the [`Effect`]s the machine asks for, and what a finished run hands over ([`Ending`],
+//! [`Finished`]).
+
+use std::sync::Arc;
+
+use protocol::events::EventData;
+use protocol::response::Response;
+
+use crate::error::RunFailure;
+use crate::hosted::{HostedTool, ToolOutcome};
+use crate::mcp::{McpCallResult, McpError, McpServer, McpToolInfo};
+use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
+use crate::store::ResponseRecord;
+
+/// What the driver tells the machine.
+pub(crate) enum Input {
+    /// The run begins.
+    Start,
+    /// Discovery ended: one result per [`DiscoverJob`], in the order asked (`None`: the list
+    /// was not asked for and the transcript's is reused).
+    Discovered(Vec<Result<Option<Vec<McpToolInfo>>, McpError>>),
+    /// The servers that announced a changed tool list, listed again (by server index).
+    Relisted(Vec<(usize, Result<Vec<McpToolInfo>, McpError>)>),
+    /// One event of the model turn being streamed.
+    Model(ModelEvent),
+    /// The model turn's stream ended.
+    ModelDone,
+    /// The model failed: before the stream started or in the middle of it.
+    ModelFailed(ModelError),
+    /// The MCP calls of the last [`Effect::CallMcp`] ended, in the order asked.
+    McpDone(Vec<Result<McpCallResult, String>>),
+    /// The built-in call of the last [`Effect::CallHosted`] ended.
+    HostedDone(ToolOutcome),
+    /// The run was cancelled while the driver waited.
+    Cancelled,
+}
+
+/// What the machine asks the driver to do, in order.
+pub(crate) enum Effect {
+    /// Append a wire event to the run's log (followers see it at once).
+    Emit(EventData),
+    /// Write the log's new events to the store.
+    Flush,
+    /// Connect to these MCP servers at once and list their tools; answer
+    /// [`Input::Discovered`].
+    Discover(Vec<DiscoverJob>),
+    /// List again the tools of every server whose session announced a change; answer
+    /// [`Input::Relisted`] (empty when none did).
+    Refresh,
+    /// Stream one model turn; answer each event with [`Input::Model`], then
+    /// [`Input::ModelDone`] or [`Input::ModelFailed`].
+    Ask {
+        client: Arc<dyn ModelClient>,
+        request: ModelRequest,
+    },
+    /// Run these MCP calls at once (bounded); answer [`Input::McpDone`].
+    CallMcp(Vec<McpJob>),
+    /// Run one built-in tool call; answer [`Input::HostedDone`].
+    CallHosted(HostedJob),
+    /// The run is over: store the record with the rest of the log and the terminal event in one
+    /// transaction, then publish the terminal event and close the log.
+    Finish(Box<Ending>),
+}
+
+/// One server to connect to when the run starts.
+pub(crate) struct DiscoverJob {
+    /// The server's index in the registry (sessions are kept by it).
+    pub(crate) server: usize,
+    pub(crate) endpoint: McpServer,
+    /// Whether to list its tools (`false`: the transcript's list is reused).
+    pub(crate) list: bool,
+}
+
+/// One MCP call to run on the session of a server.
+pub(crate) struct McpJob {
+    pub(crate) server: usize,
+    pub(crate) tool: String,
+    /// The model's arguments as the object a call takes, or why they are not one.
+    pub(crate) arguments: Result<serde_json::Map<String, serde_json::Value>, String>,
+}
+
+/// One built-in tool call.
+pub(crate) struct HostedJob {
+    pub(crate) tool: Arc<dyn HostedTool>,
+    pub(crate) call_id: String,
+    pub(crate) arguments: String,
+    /// The number the call's first citable source gets.
+    pub(crate) next_source: u64,
+}
+
+/// How a run ended, for whoever waits for a foreground run.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub response: Response,
+    /// Set when the run failed before the model was asked: a plain request answers it as an
+    /// HTTP error (spec §8.3).
+    pub start_error: Option<RunFailure>,
+}
+
+/// What the driver stores and publishes at the end.
+pub(crate) struct Ending {
+    pub(crate) record: ResponseRecord,
+    /// The terminal event (`response.completed`, `.incomplete`, `.cancelled` or `.failed`).
+    pub(crate) terminal: EventData,
+    pub(crate) finished: Finished,
+}

@@ -1,0 +1,84 @@
+//! The end of a run: the final response (status, usage priced, error), its terminal event and
+//! the record to store. The driver stores them with the rest of the event log in one
+//! transaction ([`crate::store::ResponseStore::end_run`]) before the terminal event is published.
+
+use protocol::events::EventData;
+use protocol::response::{IncompleteDetails, Response, ResponseStatus};
+
+use crate::pricing::price_usage;
+use crate::store::ResponseRecord;
+
+use super::effects::{Effect, Ending, Finished};
+use super::state::{Machine, Outcome, Phase};
+
+impl Machine {
+    /// Sets the final state and asks the driver to store and publish it.
+    pub(super) fn finish(&mut self, outcome: Outcome) {
+        self.phase = Phase::Ended;
+        self.usage.total_tokens = self.usage.input_tokens + self.usage.output_tokens;
+        price_usage(&mut self.usage, &self.response.model, &self.plan.prices);
+        self.response.usage = Some(self.usage.clone());
+        self.response.completed_at = Some(self.clock.now_secs());
+        match outcome {
+            Outcome::Completed => self.response.status = ResponseStatus::Completed,
+            Outcome::RequiresAction => self.response.status = ResponseStatus::RequiresAction,
+            Outcome::Cancelled => self.response.status = ResponseStatus::Cancelled,
+            Outcome::Incomplete(reason) => {
+                self.response.status = ResponseStatus::Incomplete;
+                self.response.incomplete_details = Some(IncompleteDetails {
+                    reason: reason.to_owned(),
+                });
+            }
+            Outcome::Failed(failure) => {
+                tracing::warn!(response_id = %self.response.id, code = failure.code.in_band(), error = %failure.message, "run failed");
+                self.response.status = ResponseStatus::Failed;
+                self.response.error = Some(failure.info());
+            }
+        }
+        let mut snapshot = self.response.clone();
+        let include_usage = self
+            .plan
+            .request
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(true);
+        if !include_usage {
+            snapshot.usage = None;
+        }
+        let record = ResponseRecord {
+            id: self.response.id.clone(),
+            project_id: self.plan.project_id.clone(),
+            created_at: self.response.created_at,
+            visible: self.response.store,
+            response: self.response.clone(),
+            transcript: std::mem::take(&mut self.transcript),
+            conversation_id: self.plan.conversation.clone(),
+        };
+        let finished = Finished {
+            response: self.response.clone(),
+            start_error: self.start_error.clone(),
+        };
+        self.effect(Effect::Finish(Box::new(Ending {
+            record,
+            terminal: terminal_event(snapshot),
+            finished,
+        })));
+    }
+}
+
+/// The terminal event of a response that has ended (its `status` says how).
+pub(crate) fn terminal_event(response: Response) -> EventData {
+    let response = Box::new(response);
+    match response.status {
+        ResponseStatus::Incomplete => EventData::ResponseIncomplete { response },
+        ResponseStatus::Cancelled => EventData::ResponseCancelled { response },
+        ResponseStatus::Failed => EventData::ResponseFailed {
+            error: response.error.clone().unwrap_or_else(|| {
+                crate::code::Code::Internal.error_info("the run failed for an unknown reason")
+            }),
+            response,
+        },
+        _ => EventData::ResponseCompleted { response },
+    }
+}

@@ -1,0 +1,181 @@
+//! The run's state: the [`Machine`] and what it holds between inputs (where the run is, the
+//! calls of a step still running, the turn being streamed), with the primitives every part of
+//! the machine uses to ask for effects.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use protocol::events::EventData;
+use protocol::input::InputItem;
+use protocol::output::{McpApprovalRequest, OutputItem};
+use protocol::response::{Response, Usage};
+
+use crate::clock::Clock;
+use crate::error::RunFailure;
+use crate::hosted::{HostedTool, Source};
+use crate::model::{FinishReason, ModelRequest, Reasoning, ToolCall};
+use crate::plan::RunPlan;
+
+use super::effects::Effect;
+
+/// How a run ends.
+pub(super) enum Outcome {
+    Completed,
+    /// Stopped for MCP approvals.
+    RequiresAction,
+    Incomplete(&'static str),
+    Cancelled,
+    Failed(RunFailure),
+}
+
+/// Where the run is.
+pub(super) enum Phase {
+    /// Not started.
+    Created,
+    /// Waiting for discovery; these approved calls run after it.
+    Discovering(Vec<McpApprovalRequest>),
+    /// Running calls (a continuation's approved calls, or a turn's).
+    Calling(StepCalls),
+    /// Waiting for changed tool lists before the step's model turn.
+    Refreshing,
+    /// A model turn is streaming on `plan.models[attempt]`.
+    Asking {
+        attempt: usize,
+        /// The step's request, kept for the next model of the chain.
+        request: Box<ModelRequest>,
+        turn: TurnState,
+    },
+    /// Finished; every further input is ignored.
+    Ended,
+}
+
+/// The calls of one step (or a continuation's approved calls) still to finish.
+#[derive(Default)]
+pub(super) struct StepCalls {
+    /// Output indices of opened `mcp_call` items not yet sent to the driver.
+    pub(super) mcp: Vec<(usize, usize)>,
+    /// Output indices of `mcp_call` items the driver is running.
+    pub(super) mcp_running: Vec<usize>,
+    /// Built-in calls still to run, one after another, in the model's order.
+    pub(super) hosted: VecDeque<(ToolCall, Arc<dyn HostedTool>)>,
+    /// The built-in call the driver is running.
+    pub(super) hosted_running: Option<ToolCall>,
+    /// Calls that wait for the caller's approval.
+    pub(super) approvals: usize,
+    /// Custom function calls handed back to the caller.
+    pub(super) handed_back: usize,
+    /// Whether these are a continuation's approved calls (the first step follows them).
+    pub(super) before_first_step: bool,
+}
+
+/// One run's state. Each [`Machine::on`] applies one input and returns the effects to carry out.
+pub(crate) struct Machine {
+    pub(super) plan: RunPlan,
+    pub(super) response: Response,
+    /// Grows as the model works: the continuation transcript stored at the end.
+    pub(super) transcript: Vec<InputItem>,
+    pub(super) usage: Usage,
+    /// Sources built-in tools returned, which the answer may cite as `[n]`.
+    pub(super) sources: Vec<Source>,
+    /// The number the next source gets.
+    pub(super) next_source: u64,
+    /// The model of `plan.models` in use: the one that answered last.
+    pub(super) active_model: usize,
+    /// Steps begun so far.
+    pub(super) step: u32,
+    pub(super) phase: Phase,
+    /// Set when the run failed before the model was asked (a plain request answers it as an
+    /// HTTP error).
+    pub(super) start_error: Option<RunFailure>,
+    pub(super) clock: Arc<dyn Clock>,
+    /// The effects of the input being applied.
+    pub(super) effects: Vec<Effect>,
+}
+
+/// What a turn has produced so far.
+#[derive(Default)]
+pub(super) struct TurnState {
+    /// The message being streamed: (output index, item id, text so far).
+    pub(super) message: Option<(usize, String, String)>,
+    pub(super) calls: Vec<PartialCall>,
+    /// Reasoning blocks, kept in the transcript ahead of the turn's text and calls.
+    pub(super) reasoning: Vec<Reasoning>,
+    pub(super) finish: Option<FinishReason>,
+}
+
+impl TurnState {
+    /// Whether the caller has seen any of this turn (text or calls): past that point another
+    /// model of the chain can no longer take the turn over.
+    pub(super) fn produced_output(&self) -> bool {
+        self.message.is_some() || !self.calls.is_empty()
+    }
+}
+
+#[derive(Default)]
+pub(super) struct PartialCall {
+    pub(super) id: Option<String>,
+    pub(super) name: String,
+    pub(super) arguments: String,
+    pub(super) thought_signature: Option<String>,
+}
+
+impl Machine {
+    pub(crate) fn new(plan: RunPlan, response: Response, clock: Arc<dyn Clock>) -> Machine {
+        let transcript = plan.transcript.clone();
+        Machine {
+            plan,
+            response,
+            transcript,
+            usage: Usage::default(),
+            sources: Vec::new(),
+            next_source: 1,
+            active_model: 0,
+            step: 0,
+            phase: Phase::Created,
+            start_error: None,
+            clock,
+            effects: Vec::new(),
+        }
+    }
+
+    /// The run's response id.
+    pub(crate) fn response_id(&self) -> &str {
+        &self.response.id
+    }
+
+    /// The run's project.
+    pub(crate) fn project_id(&self) -> &str {
+        &self.plan.project_id
+    }
+
+    /// The conversation the run belongs to: the first response of its chain.
+    pub(crate) fn conversation(&self) -> &str {
+        self.plan
+            .conversation
+            .as_deref()
+            .unwrap_or(&self.response.id)
+    }
+
+    pub(super) fn effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    pub(super) fn emit(&mut self, data: EventData) {
+        self.effects.push(Effect::Emit(data));
+    }
+
+    /// Adds a finished item to the output (`output_item.added` then `.done`).
+    pub(super) fn emit_item(&mut self, item: OutputItem) -> usize {
+        let index = self.response.output.len();
+        self.response.output.push(item.clone());
+        self.emit(EventData::OutputItemAdded {
+            output_index: index,
+            item: item.clone(),
+        });
+        self.emit(EventData::OutputItemDone {
+            output_index: index,
+            item,
+        });
+        index
+    }
+}
