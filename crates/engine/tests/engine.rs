@@ -1,0 +1,20 @@
+//! The run tested without HTTP: the engine over in-memory adapters of its ports, scripting the
+//! model through the `ModelClient` port and controlling time with `tokio::time::pause`.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly on broken fixtures"
+)]
+
+extern crate agentd_engine as engine;
+
+#[path = "engine/common.rs"]
+mod common;
+#[path = "engine/mcp.rs"]
+mod mcp;
+#[path = "engine/outcomes.rs"]
+mod outcomes;
+#[path = "engine/time.rs"]
+mod time;

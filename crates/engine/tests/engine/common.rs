@@ -1,0 +1,707 @@
+//! The engine's test harness: the engine over in-memory adapters of its ports, without HTTP.
+//!
+//! - [`MemoryStore`]: every storage port over one mutex (inspectable by tests);
+//! - [`Models`]: a router of scripted models (`fake/<name>`), each answering a queue of turns
+//!   and recording the requests it got;
+//! - [`FakeMcp`]: MCP servers by URL, with tools, results, failures and a call log;
+//! - [`Harness`]: the engine built over them with a [`TokioClock`], so `tokio::time::pause`
+//!   controls leases, flushes and timestamps.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use engine::mcp::{McpCallResult, McpConnector, McpError, McpServer, McpSession, McpToolInfo};
+use engine::model::{
+    FinishReason, ModelClient, ModelError, ModelEvent, ModelInfo, ModelRequest, ModelRouter,
+    ModelStream, ResolveError, ResolvedModel, TokenUsage,
+};
+use engine::store::{
+    ClaimedJob, EventRecord, EventStore, FileRecord, FileStore, JobRecord, JobState, JobStore,
+    KeyRecord, KeyStore, MaintenanceStore, ResponseRecord, ResponseStore, StoreError,
+};
+use engine::{Engine, EngineConfig, Ports, TokioClock};
+use futures::StreamExt as _;
+use protocol::request::CreateRequest;
+use protocol::response::ResponseStatus;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+#[derive(Default)]
+pub struct StoreState {
+    pub responses: HashMap<String, ResponseRecord>,
+    pub events: HashMap<String, Vec<EventRecord>>,
+    pub jobs: BTreeMap<String, JobRecord>,
+    pub keys: Vec<KeyRecord>,
+    pub projects: HashMap<String, String>,
+    pub files: Vec<(FileRecord, Vec<u8>)>,
+    /// How many `append_events` calls (flushes) each response got.
+    pub flushes: HashMap<String, usize>,
+}
+
+/// Every storage port in memory.
+#[derive(Default)]
+pub struct MemoryStore {
+    pub state: Mutex<StoreState>,
+}
+
+impl MemoryStore {
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, StoreState> {
+        self.state.lock().unwrap()
+    }
+
+    pub fn events_of(&self, id: &str) -> Vec<Value> {
+        self.lock()
+            .events
+            .get(id)
+            .map(|events| {
+                events
+                    .iter()
+                    .map(|e| serde_json::from_str(&e.data).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn status_of(&self, id: &str) -> Option<ResponseStatus> {
+        self.lock().responses.get(id).map(|r| r.response.status)
+    }
+}
+
+#[async_trait]
+impl ResponseStore for MemoryStore {
+    async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
+        self.lock()
+            .responses
+            .insert(record.id.clone(), record.clone());
+        Ok(())
+    }
+
+    async fn end_run(
+        &self,
+        record: &ResponseRecord,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state
+            .events
+            .entry(record.id.clone())
+            .or_default()
+            .extend_from_slice(events);
+        state.responses.insert(record.id.clone(), record.clone());
+        state.jobs.remove(&record.id);
+        Ok(())
+    }
+
+    async fn get_response(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ResponseRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .responses
+            .get(id)
+            .filter(|r| r.project_id == project_id)
+            .cloned())
+    }
+}
+
+#[async_trait]
+impl EventStore for MemoryStore {
+    async fn append_events(
+        &self,
+        response_id: &str,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        *state.flushes.entry(response_id.to_owned()).or_default() += 1;
+        state
+            .events
+            .entry(response_id.to_owned())
+            .or_default()
+            .extend_from_slice(events);
+        Ok(())
+    }
+
+    async fn events_after(
+        &self,
+        response_id: &str,
+        after: Option<u64>,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .events
+            .get(response_id)
+            .map(|events| {
+                events
+                    .iter()
+                    .filter(|e| after.is_none_or(|a| e.sequence_number > a))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl KeyStore for MemoryStore {
+    async fn ensure_project(&self, name: &str) -> Result<String, StoreError> {
+        Ok(self
+            .lock()
+            .projects
+            .entry(name.to_owned())
+            .or_insert_with(|| format!("proj_{name}"))
+            .clone())
+    }
+
+    async fn insert_key(&self, key: &KeyRecord) -> Result<(), StoreError> {
+        self.lock().keys.push(key.clone());
+        Ok(())
+    }
+
+    async fn find_key(&self, key_hash: &str) -> Result<Option<KeyRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .keys
+            .iter()
+            .find(|k| k.key_hash == key_hash)
+            .cloned())
+    }
+
+    async fn has_keys(&self) -> Result<bool, StoreError> {
+        Ok(!self.lock().keys.is_empty())
+    }
+}
+
+#[async_trait]
+impl JobStore for MemoryStore {
+    async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
+        self.lock()
+            .jobs
+            .insert(job.response_id.clone(), job.clone());
+        Ok(())
+    }
+
+    async fn claim_job(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
+        let mut state = self.lock();
+        let candidate = state
+            .jobs
+            .values()
+            .filter(|j| {
+                j.state == JobState::Queued
+                    || (j.state == JobState::Running && j.lease_until_ms < now_ms)
+            })
+            .min_by_key(|j| j.created_at_ms)
+            .map(|j| j.response_id.clone());
+        let Some(id) = candidate else {
+            return Ok(None);
+        };
+        let Some(job) = state.jobs.get_mut(&id) else {
+            return Ok(None);
+        };
+        let previous_state = job.state;
+        job.state = JobState::Running;
+        job.lease_owner = Some(owner.to_owned());
+        job.lease_until_ms = lease_until_ms;
+        Ok(Some(ClaimedJob {
+            job: job.clone(),
+            previous_state,
+        }))
+    }
+
+    async fn claim_queued_job(
+        &self,
+        response_id: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<JobRecord>, StoreError> {
+        let mut state = self.lock();
+        match state.jobs.get_mut(response_id) {
+            Some(job) if job.state == JobState::Queued => {
+                job.state = JobState::Running;
+                job.lease_owner = Some(owner.to_owned());
+                job.lease_until_ms = lease_until_ms;
+                Ok(Some(job.clone()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn renew_lease(
+        &self,
+        response_id: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.jobs.get_mut(response_id) {
+            Some(job) if job.lease_owner.as_deref() == Some(owner) => {
+                job.lease_until_ms = lease_until_ms;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn delete_job(&self, response_id: &str) -> Result<(), StoreError> {
+        self.lock().jobs.remove(response_id);
+        Ok(())
+    }
+
+    async fn count_queued(&self, project_id: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .lock()
+            .jobs
+            .values()
+            .filter(|j| j.project_id == project_id && j.state == JobState::Queued)
+            .count() as u64)
+    }
+
+    async fn count_all_queued(&self) -> Result<u64, StoreError> {
+        Ok(self
+            .lock()
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Queued)
+            .count() as u64)
+    }
+}
+
+#[async_trait]
+impl MaintenanceStore for MemoryStore {
+    async fn orphaned_responses(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let state = self.lock();
+        Ok(state
+            .responses
+            .values()
+            .filter(|r| {
+                matches!(
+                    r.response.status,
+                    ResponseStatus::Queued | ResponseStatus::InProgress
+                ) && !state.jobs.contains_key(&r.id)
+            })
+            .map(|r| (r.project_id.clone(), r.id.clone()))
+            .collect())
+    }
+
+    async fn purge_events(&self, created_before: i64) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let old: Vec<String> = state
+            .responses
+            .values()
+            .filter(|r| r.created_at < created_before)
+            .map(|r| r.id.clone())
+            .collect();
+        let mut purged = 0;
+        for id in old {
+            purged += state.events.remove(&id).map_or(0, |e| e.len() as u64);
+        }
+        Ok(purged)
+    }
+}
+
+#[async_trait]
+impl FileStore for MemoryStore {
+    async fn put_file(&self, record: &FileRecord, data: &[u8]) -> Result<(), StoreError> {
+        self.lock().files.push((record.clone(), data.to_vec()));
+        Ok(())
+    }
+
+    async fn list_files(
+        &self,
+        project_id: &str,
+        response_id: &str,
+    ) -> Result<Vec<FileRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .files
+            .iter()
+            .filter(|(f, _)| f.project_id == project_id && f.response_id == response_id)
+            .map(|(f, _)| f.clone())
+            .collect())
+    }
+
+    async fn purge_files(&self, created_before: i64) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let before = state.files.len();
+        state.files.retain(|(f, _)| f.created_at >= created_before);
+        Ok((before - state.files.len()) as u64)
+    }
+
+    async fn get_file(
+        &self,
+        project_id: &str,
+        response_id: &str,
+        file_id: &str,
+    ) -> Result<Option<(FileRecord, Vec<u8>)>, StoreError> {
+        Ok(self
+            .lock()
+            .files
+            .iter()
+            .find(|(f, _)| {
+                f.project_id == project_id && f.response_id == response_id && f.id == file_id
+            })
+            .cloned())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models
+
+/// One scripted piece of a model turn.
+#[derive(Clone)]
+pub enum Step {
+    Event(ModelEvent),
+    /// The stream fails here.
+    Fail(ModelError),
+    /// Nothing more until the gate opens.
+    Wait(Arc<Notify>),
+}
+
+/// One scripted turn: the stream's pieces, or a failure before any.
+#[derive(Clone)]
+pub enum Turn {
+    Stream(Vec<Step>),
+    Refuse(ModelError),
+}
+
+impl Turn {
+    /// A text answer in two deltas, with usage and a stop.
+    pub fn text(text: &str) -> Turn {
+        let (a, b) = text.split_at(text.len() / 2);
+        Turn::Stream(vec![
+            Step::Event(ModelEvent::TextDelta(a.to_owned())),
+            Step::Event(ModelEvent::TextDelta(b.to_owned())),
+            Step::Event(ModelEvent::Usage(TokenUsage {
+                input_tokens: 10,
+                output_tokens: 5,
+                ..TokenUsage::default()
+            })),
+            Step::Event(ModelEvent::Finish(FinishReason::Stop)),
+        ])
+    }
+
+    /// Tool calls `(call id, name, arguments)` in one turn.
+    pub fn calls(calls: &[(&str, &str, &str)]) -> Turn {
+        let mut steps: Vec<Step> = calls
+            .iter()
+            .enumerate()
+            .map(|(index, (id, name, arguments))| {
+                Step::Event(ModelEvent::ToolCallDelta {
+                    index,
+                    id: Some((*id).to_owned()),
+                    name: Some((*name).to_owned()),
+                    arguments: (*arguments).to_owned(),
+                    thought_signature: None,
+                })
+            })
+            .collect();
+        steps.push(Step::Event(ModelEvent::Finish(FinishReason::ToolCalls)));
+        Turn::Stream(steps)
+    }
+}
+
+/// A scripted model: answers its queue of turns in order; records every request.
+#[derive(Default)]
+pub struct ScriptedModel {
+    turns: Mutex<VecDeque<Turn>>,
+    pub requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl ScriptedModel {
+    pub fn push(&self, turn: Turn) {
+        self.turns.lock().unwrap().push_back(turn);
+    }
+
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl ModelClient for ScriptedModel {
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        self.requests.lock().unwrap().push(request);
+        let turn = self.turns.lock().unwrap().pop_front();
+        let steps = match turn {
+            Some(Turn::Stream(steps)) => steps,
+            Some(Turn::Refuse(err)) => return Err(err),
+            None => {
+                return Err(ModelError::Protocol(
+                    "the script has no more turns".to_owned(),
+                ));
+            }
+        };
+        let stream = futures::stream::unfold(steps.into_iter(), |mut steps| async move {
+            loop {
+                match steps.next()? {
+                    Step::Event(event) => return Some((Ok(event), steps)),
+                    Step::Fail(err) => return Some((Err(err), Vec::new().into_iter())),
+                    Step::Wait(gate) => gate.notified().await,
+                }
+            }
+        });
+        Ok(stream.boxed())
+    }
+}
+
+/// Routes `fake/<name>` to scripted models (created on first use).
+#[derive(Default)]
+pub struct Models {
+    models: Mutex<HashMap<String, Arc<ScriptedModel>>>,
+}
+
+impl Models {
+    pub fn get(&self, name: &str) -> Arc<ScriptedModel> {
+        self.models
+            .lock()
+            .unwrap()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    }
+}
+
+#[async_trait]
+impl ModelRouter for Models {
+    fn resolve(&self, model_id: &str) -> Result<ResolvedModel, ResolveError> {
+        let Some(name) = model_id.strip_prefix("fake/") else {
+            return Err(ResolveError::Malformed(model_id.to_owned()));
+        };
+        Ok(ResolvedModel {
+            client: self.get(name),
+            upstream_model: name.to_owned(),
+        })
+    }
+
+    async fn list_models(&self) -> Vec<ModelInfo> {
+        Vec::new()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP
+
+/// One fake MCP server.
+#[derive(Default)]
+pub struct FakeServer {
+    pub tools: Vec<McpToolInfo>,
+    /// Connecting fails with this error.
+    pub refuse: Option<McpError>,
+    /// Calls made: (tool, arguments).
+    pub calls: Mutex<Vec<(String, Value)>>,
+    /// Calls wait for this gate when set.
+    pub gate: Option<Arc<Notify>>,
+}
+
+impl FakeServer {
+    pub fn with_tools(names: &[&str]) -> FakeServer {
+        FakeServer {
+            tools: names
+                .iter()
+                .map(|name| tool(name, "does a thing"))
+                .collect(),
+            ..FakeServer::default()
+        }
+    }
+
+    pub fn calls(&self) -> Vec<(String, Value)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+pub fn tool(name: &str, description: &str) -> McpToolInfo {
+    McpToolInfo {
+        name: name.to_owned(),
+        description: Some(description.to_owned()),
+        input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        read_only: Some(true),
+    }
+}
+
+/// MCP servers by URL.
+#[derive(Default)]
+pub struct FakeMcp {
+    pub servers: Mutex<HashMap<String, Arc<FakeServer>>>,
+    pub connects: Mutex<Vec<String>>,
+}
+
+impl FakeMcp {
+    pub fn add(&self, url: &str, server: FakeServer) -> Arc<FakeServer> {
+        let server = Arc::new(server);
+        self.servers
+            .lock()
+            .unwrap()
+            .insert(url.to_owned(), server.clone());
+        server
+    }
+}
+
+struct FakeSession(Arc<FakeServer>);
+
+#[async_trait]
+impl McpConnector for FakeMcp {
+    async fn connect(&self, server: &McpServer) -> Result<Box<dyn McpSession>, McpError> {
+        self.connects.lock().unwrap().push(server.url.clone());
+        let found = self.servers.lock().unwrap().get(&server.url).cloned();
+        let Some(found) = found else {
+            return Err(McpError::Unreachable("connection refused".to_owned()));
+        };
+        if let Some(err) = &found.refuse {
+            return Err(err.clone());
+        }
+        Ok(Box::new(FakeSession(found)))
+    }
+}
+
+#[async_trait]
+impl McpSession for FakeSession {
+    async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
+        Ok(self.0.tools.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<McpCallResult, McpError> {
+        self.0
+            .calls
+            .lock()
+            .unwrap()
+            .push((name.to_owned(), Value::Object(arguments.clone())));
+        if let Some(gate) = &self.0.gate {
+            gate.notified().await;
+        }
+        Ok(McpCallResult {
+            output: format!("{name} says {}", Value::Object(arguments)),
+            is_error: false,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine
+
+pub const PROJECT: &str = "proj_test";
+
+pub struct Harness {
+    pub engine: Engine,
+    pub store: Arc<MemoryStore>,
+    pub models: Arc<Models>,
+    pub mcp: Arc<FakeMcp>,
+    pub clock: TokioClock,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        Harness::with_config(EngineConfig::default())
+    }
+
+    pub fn with_config(config: EngineConfig) -> Harness {
+        Harness::on_store(Arc::new(MemoryStore::default()), config)
+    }
+
+    /// An engine over an existing store (a second process sharing it).
+    pub fn on_store(store: Arc<MemoryStore>, config: EngineConfig) -> Harness {
+        let models = Arc::new(Models::default());
+        let mcp = Arc::new(FakeMcp::default());
+        let clock = TokioClock::new();
+        let engine = Engine::new(
+            Ports {
+                models: models.clone(),
+                store: store.clone(),
+                mcp: mcp.clone(),
+                hosted: Arc::new(engine::hosted::NoHostedTools),
+                clock: Arc::new(clock),
+            },
+            config,
+        );
+        Harness {
+            engine,
+            store,
+            models,
+            mcp,
+            clock,
+        }
+    }
+
+    pub fn model(&self, name: &str) -> Arc<ScriptedModel> {
+        self.models.get(name)
+    }
+
+    /// Runs a plain (foreground) request to its end; returns the final response as JSON and
+    /// the run's failure code when it failed before the model was asked.
+    pub async fn run(&self, body: Value) -> (Value, Option<engine::Code>) {
+        let handle = self
+            .engine
+            .start(PROJECT, request(body))
+            .await
+            .expect("the request starts");
+        let finished = handle.finish().await.expect("a foreground run finishes");
+        (
+            serde_json::to_value(&finished.response).unwrap(),
+            finished.start_error.as_ref().map(|f| f.code),
+        )
+    }
+
+    /// Starts a run and collects its whole event stream.
+    pub async fn stream(&self, body: Value) -> Vec<Value> {
+        let handle = self
+            .engine
+            .start(PROJECT, request(body))
+            .await
+            .expect("the request starts");
+        collect(handle.events()).await
+    }
+
+    /// Waits (bounded, in the test's time) until the response has a terminal status.
+    pub async fn wait_terminal(&self, id: &str) -> ResponseStatus {
+        for _ in 0..10_000 {
+            if let Some(status) = self.store.status_of(id)
+                && status.is_terminal()
+            {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("response {id} never ended");
+    }
+}
+
+pub fn request(body: Value) -> CreateRequest {
+    CreateRequest::parse(body.to_string().as_bytes()).expect("a valid request")
+}
+
+pub async fn collect(events: impl futures::Stream<Item = Arc<str>>) -> Vec<Value> {
+    events
+        .map(|line| serde_json::from_str::<Value>(&line).unwrap())
+        .collect()
+        .await
+}
+
+/// The `type`s of a list of events.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Output items of one type.
+pub fn items<'a>(response: &'a Value, kind: &str) -> Vec<&'a Value> {
+    response["output"]
+        .as_array()
+        .map(|output| output.iter().filter(|i| i["type"] == kind).collect())
+        .unwrap_or_default()
+}
