@@ -27,8 +27,8 @@ use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream, Unsuppor
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::ProvidersError;
-use crate::http::{self, ClientOptions, Credential, Upstream};
-use crate::registry::ProviderConfig;
+use crate::config::{ClientOptions, ProviderConfig};
+use crate::http::{self, Credential, Upstream};
 use decode::Decoder;
 use wire::MessagesRequest;
 
