@@ -32,7 +32,7 @@ use crate::http::{self, Credential, Upstream};
 use decode::Decoder;
 use wire::MessagesRequest;
 
-pub use wire::DEFAULT_MAX_TOKENS;
+pub use wire::{DEFAULT_MAX_TOKENS, REASONING_PREFIX};
 
 /// The API version every request names (the only stable one).
 const ANTHROPIC_VERSION: &str = "2023-06-01";

@@ -32,6 +32,8 @@ use crate::http::{self, Credential, Upstream};
 use decode::Decoder;
 use wire::{ErrorBody, GenerateRequest};
 
+pub use wire::REASONING_PREFIX;
+
 /// The header Google's API keys travel in.
 const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-goog-api-key");
 
