@@ -1,14 +1,23 @@
-//! Run metrics, kept in atomics by the engine and rendered by the server (Prometheus text).
+//! Run metrics: the engine keeps the handles ([`prometheus_client`] metrics) and updates them as
+//! runs start and end; the server registers them in its registry and encodes them at
+//! `GET /metrics`. Every engine has its own handles, so many apps in one process (the in-process
+//! tests) never share a metric.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use protocol::response::ResponseStatus;
 
 /// Upper bounds (seconds) of the run-duration histogram buckets.
 pub const DURATION_BUCKETS_SECS: [f64; 10] =
     [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
 
+/// The final statuses runs are counted by (a run that ends otherwise, `requires_action`, is
+/// timed but not counted).
 const STATUSES: [ResponseStatus; 4] = [
     ResponseStatus::Completed,
     ResponseStatus::Failed,
@@ -16,73 +25,114 @@ const STATUSES: [ResponseStatus; 4] = [
     ResponseStatus::Incomplete,
 ];
 
-#[derive(Debug, Default)]
-pub(crate) struct Metrics {
-    active: AtomicU64,
-    /// Finished runs by terminal status, in `STATUSES` order.
-    finished: [AtomicU64; 4],
-    /// Non-cumulative bucket counts; the last slot counts runs above every bound.
-    buckets: [AtomicU64; 11],
-    duration_micros: AtomicU64,
+/// The label of the finished-runs counters: `status="completed"`…
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct StatusLabel {
+    pub status: &'static str,
 }
 
-/// A point-in-time copy of the metrics.
-#[derive(Debug, Clone, PartialEq)]
+/// The handles on one engine's run metrics, as of a scrape ([`crate::Engine::metrics`]). Clones
+/// share the values: registering them in a registry exposes the engine's live metrics.
+#[derive(Debug, Clone)]
 pub struct MetricsSnapshot {
-    pub active_runs: u64,
-    /// Background jobs waiting for a worker, in every project.
-    pub queued_jobs: u64,
-    pub finished_runs: Vec<(&'static str, u64)>,
-    /// Cumulative counts per upper bound (seconds), as Prometheus histograms want them.
-    pub duration_buckets: Vec<(f64, u64)>,
-    pub duration_count: u64,
-    pub duration_sum_secs: f64,
+    /// Runs executing now.
+    pub active_runs: Gauge,
+    /// Background jobs waiting for a worker, in every project: read from the store and set when
+    /// the snapshot is taken.
+    pub queued_jobs: Gauge,
+    /// Runs ended, by final status (every status of [`STATUSES`] present from the start, at 0).
+    pub finished_runs: Family<StatusLabel, Counter>,
+    /// Wall time of ended runs, in seconds, in the buckets of [`DURATION_BUCKETS_SECS`].
+    pub run_duration: Histogram,
+}
+
+impl Default for MetricsSnapshot {
+    fn default() -> Self {
+        let finished_runs = Family::<StatusLabel, Counter>::default();
+        for status in STATUSES {
+            // Created now, so that every status is listed (at 0) before its first run ends.
+            let _counter = finished_runs.get_or_create_owned(&StatusLabel {
+                status: status.as_str(),
+            });
+        }
+        MetricsSnapshot {
+            active_runs: Gauge::default(),
+            queued_jobs: Gauge::default(),
+            finished_runs,
+            run_duration: Histogram::new(DURATION_BUCKETS_SECS),
+        }
+    }
+}
+
+/// The engine's run metrics, updated as runs start and end.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    handles: MetricsSnapshot,
 }
 
 impl Metrics {
     pub(crate) fn run_started(&self) {
-        self.active.fetch_add(1, Ordering::Relaxed);
+        self.handles.active_runs.inc();
     }
 
     pub(crate) fn run_finished(&self, status: ResponseStatus, took: Duration) {
-        self.active.fetch_sub(1, Ordering::Relaxed);
-        if let Some(slot) = STATUSES.iter().position(|s| *s == status) {
-            self.finished[slot].fetch_add(1, Ordering::Relaxed);
+        self.handles.active_runs.dec();
+        if STATUSES.contains(&status) {
+            self.handles
+                .finished_runs
+                .get_or_create(&StatusLabel {
+                    status: status.as_str(),
+                })
+                .inc();
         }
-        let secs = took.as_secs_f64();
-        let bucket = DURATION_BUCKETS_SECS
-            .iter()
-            .position(|bound| secs <= *bound)
-            .unwrap_or(DURATION_BUCKETS_SECS.len());
-        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        self.duration_micros.fetch_add(
-            u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
+        self.handles.run_duration.observe(took.as_secs_f64());
     }
 
+    /// The handles, with the queued-jobs gauge set to `queued_jobs`.
     pub(crate) fn snapshot(&self, queued_jobs: u64) -> MetricsSnapshot {
-        let mut cumulative = 0;
-        let duration_buckets = DURATION_BUCKETS_SECS
-            .iter()
-            .zip(&self.buckets)
-            .map(|(bound, count)| {
-                cumulative += count.load(Ordering::Relaxed);
-                (*bound, cumulative)
-            })
-            .collect();
-        let duration_count = self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).sum();
-        MetricsSnapshot {
-            active_runs: self.active.load(Ordering::Relaxed),
-            queued_jobs,
-            finished_runs: STATUSES
-                .iter()
-                .zip(&self.finished)
-                .map(|(status, count)| (status.as_str(), count.load(Ordering::Relaxed)))
-                .collect(),
-            duration_buckets,
-            duration_count,
-            duration_sum_secs: self.duration_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        self.handles
+            .queued_jobs
+            .set(i64::try_from(queued_jobs).unwrap_or(i64::MAX));
+        self.handles.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count of runs that ended with `status`; `None` if there is no such series.
+    fn finished(snapshot: &MetricsSnapshot, status: &'static str) -> Option<u64> {
+        snapshot
+            .finished_runs
+            .get(&StatusLabel { status })
+            .map(|counter| counter.get())
+    }
+
+    #[test]
+    fn runs_are_counted_by_final_status() {
+        let metrics = Metrics::default();
+        let snapshot = metrics.snapshot(0);
+        for status in ["completed", "failed", "cancelled", "incomplete"] {
+            assert_eq!(finished(&snapshot, status), Some(0), "{status}");
         }
+        metrics.run_started();
+        metrics.run_started();
+        metrics.run_started();
+        assert_eq!(metrics.snapshot(0).active_runs.get(), 3);
+        metrics.run_finished(ResponseStatus::Completed, Duration::from_millis(300));
+        metrics.run_finished(ResponseStatus::Cancelled, Duration::from_secs(2));
+        let snapshot = metrics.snapshot(4);
+        assert_eq!(snapshot.active_runs.get(), 1);
+        assert_eq!(snapshot.queued_jobs.get(), 4);
+        assert_eq!(finished(&snapshot, "completed"), Some(1));
+        assert_eq!(finished(&snapshot, "cancelled"), Some(1));
+        assert_eq!(finished(&snapshot, "failed"), Some(0));
+        // Not a status the counter has: the run is no longer active all the same.
+        metrics.run_finished(ResponseStatus::RequiresAction, Duration::from_secs(1));
+        let snapshot = metrics.snapshot(0);
+        assert_eq!(snapshot.active_runs.get(), 0);
+        assert_eq!(snapshot.queued_jobs.get(), 0);
+        assert_eq!(finished(&snapshot, "requires_action"), None);
     }
 }

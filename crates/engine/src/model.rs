@@ -81,31 +81,26 @@ pub struct ToolCall {
 
 /// One reasoning block of a turn, as the upstream returned it.
 ///
-/// The id tells which wire API made it, so that a block is only ever sent back to the kind of
-/// upstream that can read it: OpenAI Responses ids start with `rs_` (the upstream's own id),
-/// Anthropic thinking blocks get [`ANTHROPIC_REASONING_PREFIX`], Gemini thoughts
-/// [`GEMINI_REASONING_PREFIX`]. In the transcript a block is a `reasoning` item.
+/// Only the kind of upstream that made a block can read it back, so its id tells which one did:
+/// the upstream's own id where it gives one, else an id the adapter mints with a prefix of its
+/// own. Each adapter sends back only the blocks with its own ids (checked with
+/// [`Reasoning::is_from`] and its prefix) and leaves the others out. In the transcript a block
+/// is a `reasoning` item.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Reasoning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    /// Summary texts (Responses reasoning summaries, Gemini thought summaries).
+    /// Summary texts, where the upstream summarises its reasoning.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summary: Vec<String>,
-    /// The full reasoning text where the upstream shows it (Anthropic thinking).
+    /// The full reasoning text, where the upstream shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Opaque data echoed back verbatim: Anthropic's signature (or the data of a redacted
-    /// thinking block, which has no text), Responses `encrypted_content`, Gemini's thought
-    /// signature.
+    /// Opaque data the upstream needs back, echoed verbatim (a signature, encrypted reasoning,
+    /// or the data of a block the upstream redacted and shows no text of).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted: Option<String>,
 }
-
-/// Id prefix of Anthropic thinking blocks (they have no id of their own).
-pub const ANTHROPIC_REASONING_PREFIX: &str = "thinking_";
-/// Id prefix of Gemini thoughts (they have no id of their own).
-pub const GEMINI_REASONING_PREFIX: &str = "thought_";
 
 impl Reasoning {
     /// Whether the block carries this id prefix (blocks without an id match any prefix: they

@@ -1,7 +1,7 @@
-//! What every HTTP adapter shares: building the client, timeouts, and turning HTTP failures into
-//! [`ModelError`]s that never carry a secret.
+//! What every HTTP adapter shares: building the client, sending a turn with retries and
+//! back-off ([`ClientOptions`]), and turning HTTP failures into [`ModelError`]s that never carry
+//! a secret (scrubbed with `crate::redact`). A streamed answer is handed to `crate::sse`.
 
-use std::error::Error as _;
 use std::time::Duration;
 
 use engine::model::{ModelError, ModelEvent, ModelStream};
@@ -11,44 +11,9 @@ use reqwest::header::{
 use reqwest::{RequestBuilder, Url};
 
 use crate::ProvidersError;
-use crate::registry::ProviderConfig;
+use crate::config::{ClientOptions, MAX_BACKOFF, ProviderConfig, WireApi};
+use crate::redact::{Redactor, transport_error};
 use crate::sse::{self, SseDecoder};
-
-/// Timeouts and retries of the upstream HTTP client (one set per provider).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientOptions {
-    /// Bound on establishing the TCP (and TLS) connection.
-    pub connect_timeout: Duration,
-    /// Bound on any silence of the upstream: waiting for the response head, and then the time
-    /// between two chunks of the body. Reasoning models can think for minutes before the first
-    /// token, hence the generous default.
-    pub idle_timeout: Duration,
-    /// How many times a turn is sent again after a retryable failure before any answer was
-    /// accepted: HTTP 408, 409, 429, 500, 502, 503, 504 and 529, or a failed connection. A
-    /// stream that breaks after it started is never sent again (its deltas went out already).
-    pub max_retries: u32,
-    /// The first back-off when the upstream does not say how long to wait; it doubles on each
-    /// retry (with jitter), up to [`MAX_BACKOFF`].
-    pub retry_base_delay: Duration,
-    /// The longest `retry-after` we wait for; an upstream asking for longer gets its error
-    /// returned at once (the models chain may move on to its next model).
-    pub max_retry_after: Duration,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            connect_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(300),
-            max_retries: 2,
-            retry_base_delay: Duration::from_millis(500),
-            max_retry_after: Duration::from_secs(30),
-        }
-    }
-}
-
-/// The longest computed back-off between two attempts.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// The most we read of a non-streamed answer (a server that ignored the request to stream).
 const MAX_JSON_BODY: usize = 16 * 1024 * 1024;
@@ -82,13 +47,11 @@ pub(crate) enum Credential {
 
 impl Credential {
     /// How the keys of a wire API travel.
-    pub(crate) fn of(api: crate::WireApi) -> Credential {
+    pub(crate) fn of(api: WireApi) -> Credential {
         match api {
-            crate::WireApi::ChatCompletions | crate::WireApi::Responses => Credential::Bearer,
-            crate::WireApi::AnthropicMessages => {
-                Credential::Header(HeaderName::from_static("x-api-key"))
-            }
-            crate::WireApi::Gemini => Credential::Header(HeaderName::from_static("x-goog-api-key")),
+            WireApi::ChatCompletions | WireApi::Responses => Credential::Bearer,
+            WireApi::AnthropicMessages => Credential::Header(HeaderName::from_static("x-api-key")),
+            WireApi::Gemini => Credential::Header(HeaderName::from_static("x-goog-api-key")),
         }
     }
 
@@ -439,95 +402,6 @@ pub(crate) fn bearer(key: &str) -> Result<HeaderValue, InvalidHeaderValue> {
     Ok(value)
 }
 
-/// The shortest key the [`Redactor`] looks for.
-const MIN_REDACTED_KEY: usize = 4;
-
-/// Removes a provider's API key from any text that may reach a log, a client or a stored
-/// response.
-#[derive(Clone, Default)]
-pub(crate) struct Redactor {
-    key: Option<String>,
-}
-
-impl Redactor {
-    /// Keys shorter than [`MIN_REDACTED_KEY`] are not searched for: replacing every "k" in a
-    /// message would only garble it, and such a key protects nothing anyway.
-    pub(crate) fn new(key: Option<&str>) -> Self {
-        Redactor {
-            key: key
-                .filter(|key| key.chars().count() >= MIN_REDACTED_KEY)
-                .map(str::to_owned),
-        }
-    }
-
-    /// Replaces the key, and any partly masked echo of it (`sk-abcd****wxyz`, as OpenAI writes
-    /// in its 401 message), with `[redacted]`.
-    pub(crate) fn clean(&self, text: &str) -> String {
-        let Some(key) = &self.key else {
-            return text.to_owned();
-        };
-        let text = text.replace(key.as_str(), "[redacted]");
-        let prefix: String = key.chars().take(4).collect();
-        if key.chars().count() < 8 || !text.contains(prefix.as_str()) {
-            return text;
-        }
-        // Rebuild word by word (whitespace kept) so a masked echo goes as a whole.
-        let mut out = String::with_capacity(text.len());
-        for word in text.split_inclusive(char::is_whitespace) {
-            let bare = word.trim_end_matches(char::is_whitespace);
-            if bare.contains(prefix.as_str()) && bare.contains("***") {
-                out.push_str("[redacted]");
-                out.push_str(&word[bare.len()..]);
-            } else {
-                out.push_str(word);
-            }
-        }
-        out
-    }
-
-    /// The same error with the key scrubbed from its message.
-    pub(crate) fn scrub(&self, err: ModelError) -> ModelError {
-        match err {
-            ModelError::Upstream { status, message } => ModelError::Upstream {
-                status,
-                message: self.clean(&message),
-            },
-            ModelError::Transport(message) => ModelError::Transport(self.clean(&message)),
-            ModelError::Protocol(message) => ModelError::Protocol(self.clean(&message)),
-            ModelError::Timeout => ModelError::Timeout,
-        }
-    }
-}
-
-/// Describes a failed request without its URL (a query string may hold a key) and with the
-/// useful cause from deep in the error chain ("Connection refused", "dns error: …").
-pub(crate) fn transport_error(err: reqwest::Error) -> ModelError {
-    let err = err.without_url();
-    if err.is_timeout() {
-        return ModelError::Timeout;
-    }
-    let mut parts: Vec<String> = Vec::new();
-    let top = if err.is_connect() {
-        "could not connect".to_owned()
-    } else if err.is_body() || err.is_decode() {
-        "the response body broke off".to_owned()
-    } else {
-        // "error sending request" and the like (the URL is stripped above).
-        err.to_string()
-    };
-    parts.push(top);
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        // hyper and hyper-util wrap the same cause in several layers; keep each text once.
-        if !text.is_empty() && !parts.iter().any(|part| part.contains(&text)) {
-            parts.push(text);
-        }
-        source = cause.source();
-    }
-    ModelError::Transport(parts.join(": "))
-}
-
 /// Reads an error response and makes the [`ModelError::Upstream`] for it: what `error_message`
 /// finds in the body (usually [`error_message`]: `error.message` from the JSON envelope when
 /// there is one, else the start of the body), else the status reason.
@@ -714,27 +588,6 @@ mod tests {
             );
         }
         assert!(policy.backoff(40) <= MAX_BACKOFF);
-    }
-
-    #[test]
-    fn redactor_removes_the_key_and_masked_echoes() {
-        let redactor = Redactor::new(Some("sk-secret-test"));
-        assert_eq!(
-            redactor.clean("Incorrect API key provided: sk-secret-test."),
-            "Incorrect API key provided: [redacted]."
-        );
-        assert_eq!(
-            redactor.clean("Incorrect API key provided: sk-s******test. You can find it"),
-            "Incorrect API key provided: [redacted] You can find it"
-        );
-        assert_eq!(redactor.clean("nothing here"), "nothing here");
-    }
-
-    #[test]
-    fn redactor_without_key_is_identity() {
-        assert_eq!(Redactor::new(None).clean("a sk-***"), "a sk-***");
-        assert_eq!(Redactor::new(Some("")).clean("text"), "text");
-        assert_eq!(Redactor::new(Some("k")).clean("unknown"), "unknown");
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! or tool-call delta as soon as it arrives. Errors never carry an API key or header value.
 //!
 //! Layout:
-//! - [`registry`]: [`ProviderConfig`] and [`WireApi`] (plain configuration data), the operator
-//!   contract's environment shortcuts ([`env_shortcuts`]), and [`Registry`] (the engine's
-//!   [`ModelRouter`](engine::model::ModelRouter)).
+//! - [`config`]: plain configuration data: [`ProviderConfig`] and [`WireApi`], the operator
+//!   contract's environment shortcuts ([`env_shortcuts`]), the HTTP client's timeouts and retries
+//!   ([`ClientOptions`]) and the model-list cache ([`ModelListSettings`]).
+//! - [`registry`]: the [`Registry`] (the engine's [`ModelRouter`](engine::model::ModelRouter)),
+//!   which builds one adapter per configured provider and routes model ids to them.
 //! - [`chat_completions`]: the OpenAI Chat Completions adapter (OpenAI, xAI, Perplexity, vLLM,
 //!   Ollama, llama.cpp…).
 //! - [`responses`]: the OpenAI Responses API as an upstream (`api = "responses"`).
@@ -15,10 +17,14 @@
 //! - [`gemini`]: Gemini generateContent (thought signatures passed through on tool calls).
 //! - [`models`]: each wire API's upstream model list (`GET /v1/models` shows it, cached by the
 //!   [`Registry`] per [`ModelListSettings`]).
-//! - `http`: what adapters share: one pooled `reqwest::Client` per provider, timeouts
-//!   ([`ClientOptions`]), sending a turn, error mapping and key redaction.
+//! - `http`: what adapters share: one pooled `reqwest::Client` per provider, sending a turn
+//!   (retries, back-off, the idle timeout) and error mapping.
 //! - `sse`: what streaming adapters share: the event stream read with the idle timeout and fed
 //!   to each wire API's decoder.
+//! - `redact`: keys scrubbed from error texts, transport errors described without their URL.
+//!
+//! Modules depend one way: `config` on nothing but the error type; `redact` < `sse` < `http` <
+//! the adapters and `models` < `registry`.
 //! - [`ProvidersError`]: the crate's one error type (configuration and construction).
 //!
 //! This crate reads no environment and no files: the server does, and passes values in.
@@ -38,21 +44,24 @@
 
 pub mod anthropic;
 pub mod chat_completions;
+pub mod config;
 mod error;
 pub mod gemini;
 mod http;
 pub mod models;
+mod redact;
 pub mod registry;
 pub mod responses;
 mod sse;
 
 pub use anthropic::AnthropicClient;
 pub use chat_completions::ChatCompletionsClient;
+pub use config::{
+    ClientOptions, ENV_SHORTCUTS, EnvShortcut, ModelListSettings, ProviderConfig, WireApi,
+    env_shortcut, env_shortcuts,
+};
 pub use error::ProvidersError;
 pub use gemini::GeminiClient;
-pub use http::ClientOptions;
-pub use models::{ModelListSettings, UpstreamModels};
-pub use registry::{
-    ENV_SHORTCUTS, EnvShortcut, ProviderConfig, Registry, WireApi, env_shortcut, env_shortcuts,
-};
+pub use models::UpstreamModels;
+pub use registry::Registry;
 pub use responses::ResponsesClient;

@@ -15,8 +15,11 @@
 //!
 //! [`UpstreamModels`] does one listing; the [`Registry`](crate::Registry) keeps one per provider
 //! and caches its result ([`ModelListSettings`]). Errors carry neither the key nor the URL.
+//!
+//! [`ModelListSettings`]: crate::ModelListSettings
+//! [`ModelListSettings::request_timeout`]: crate::ModelListSettings::request_timeout
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use engine::model::ModelError;
@@ -25,16 +28,10 @@ use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::ProvidersError;
-use crate::http::{self, ClientOptions, Credential, Redactor};
-use crate::registry::{ProviderConfig, WireApi};
+use crate::config::{ClientOptions, ProviderConfig, WireApi};
+use crate::http::{self, Credential};
+use crate::redact::{self, Redactor};
 
-/// How long an upstream's model list is served from the cache by default.
-pub const DEFAULT_MODEL_LIST_TTL: Duration = Duration::from_secs(10 * 60);
-/// How long the configured models are served after a failed listing by default, before the
-/// upstream is asked again.
-pub const DEFAULT_MODEL_LIST_RETRY: Duration = Duration::from_secs(30);
-/// The default bound on one list request (connection, head and body).
-pub const DEFAULT_MODEL_LIST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most pages followed for one provider; a longer list is cut there.
 pub const MAX_PAGES: usize = 20;
 /// The most upstream models taken from one provider; a longer list is cut there.
@@ -46,32 +43,6 @@ const MAX_PAGE_BYTES: usize = 8 * 1024 * 1024;
 const PAGE_SIZE: &str = "1000";
 /// The Anthropic API version the adapter speaks, sent with the list request too.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-/// How the registry lists upstream models (independent of the turns' [`ClientOptions`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelListSettings {
-    /// How long a fetched list is served without asking the upstream again.
-    pub ttl: Duration,
-    /// After a failed listing, how long the configured models alone are served before the
-    /// upstream is asked again (so that a down upstream is not asked on every request).
-    pub retry_after: Duration,
-    /// Bound on each list request.
-    pub request_timeout: Duration,
-    /// Providers whose upstream is never asked (config `list_models = false`): only their
-    /// configured models are listed.
-    pub disabled: BTreeSet<String>,
-}
-
-impl Default for ModelListSettings {
-    fn default() -> Self {
-        ModelListSettings {
-            ttl: DEFAULT_MODEL_LIST_TTL,
-            retry_after: DEFAULT_MODEL_LIST_RETRY,
-            request_timeout: DEFAULT_MODEL_LIST_TIMEOUT,
-            disabled: BTreeSet::new(),
-        }
-    }
-}
 
 /// One provider's model-list endpoint: the URL, the key's header and the wire API's paging.
 pub struct UpstreamModels {
@@ -202,7 +173,7 @@ impl UpstreamModels {
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             );
         }
-        let response = request.send().await.map_err(http::transport_error)?;
+        let response = request.send().await.map_err(redact::transport_error)?;
         if !response.status().is_success() {
             return Err(http::upstream_error(response, timeout, http::error_message).await);
         }

@@ -1,184 +1,24 @@
-//! Which providers exist, and the [`Registry`] that maps `provider/model` ids to their clients.
-//!
-//! Configuration arrives as plain data ([`ProviderConfig`]): the server reads the config file and
-//! the environment and passes the values in. [`env_shortcuts`] is the one place that knows the
-//! operator contract's environment table, as a pure function over a lookup so tests pass a map.
+//! The [`Registry`] that maps `provider/model` ids to their clients: it builds one adapter per
+//! configured provider (from the plain data of [`crate::config`]) and routes each model id to it.
 //!
 //! `GET /v1/models` lists each provider's configured models, then what its upstream lists
 //! ([`crate::models`]), cached per provider ([`ModelListSettings`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::model::{ModelClient, ModelInfo, ModelRouter, ResolveError, ResolvedModel};
 
 use crate::ProvidersError;
+use crate::anthropic::AnthropicClient;
 use crate::chat_completions::ChatCompletionsClient;
-use crate::http::{self, ClientOptions};
-use crate::models::{ModelListSettings, UpstreamModels};
-
-/// The upstream wire API a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WireApi {
-    /// OpenAI Chat Completions (`{base}/chat/completions`).
-    ChatCompletions,
-    /// OpenAI Responses (`{base}/responses`). Not implemented yet.
-    Responses,
-    /// Anthropic Messages (`{base}/v1/messages`). Not implemented yet.
-    AnthropicMessages,
-    /// Google Gemini generateContent. Not implemented yet.
-    Gemini,
-}
-
-impl WireApi {
-    /// The name used in the config file (`api = "…"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WireApi::ChatCompletions => "chat_completions",
-            WireApi::Responses => "responses",
-            WireApi::AnthropicMessages => "anthropic_messages",
-            WireApi::Gemini => "gemini",
-        }
-    }
-}
-
-impl fmt::Display for WireApi {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for WireApi {
-    type Err = ProvidersError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "chat_completions" => Ok(WireApi::ChatCompletions),
-            "responses" => Ok(WireApi::Responses),
-            "anthropic_messages" => Ok(WireApi::AnthropicMessages),
-            "gemini" => Ok(WireApi::Gemini),
-            other => Err(ProvidersError::UnknownWireApi(other.to_owned())),
-        }
-    }
-}
-
-/// One configured provider (plain data; `Debug` never shows the key).
-#[derive(Clone, PartialEq, Eq)]
-pub struct ProviderConfig {
-    /// The `provider` part of model ids: letters, digits, `-`, `_`, `.`.
-    pub name: String,
-    pub api: WireApi,
-    /// As the provider's official SDK means it; the adapter appends the wire path.
-    pub base_url: String,
-    /// `None` (or empty) for servers that need no key, such as a local vLLM or Ollama.
-    pub api_key: Option<String>,
-    /// Upstream model names advertised on `GET /v1/models` as `name/model`, before what the
-    /// upstream's own list adds; may be empty (any model name is still accepted and sent
-    /// upstream). Whether the upstream is asked for its list is a [`ModelListSettings`] matter
-    /// (`disabled`), set on the [`Registry`].
-    pub models: Vec<String>,
-}
-
-impl fmt::Debug for ProviderConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProviderConfig")
-            .field("name", &self.name)
-            .field("api", &self.api)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("models", &self.models)
-            .finish()
-    }
-}
-
-/// One row of the operator contract's environment table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EnvShortcut {
-    pub provider: &'static str,
-    /// The variable holding the API key (`OPENAI_API_KEY`).
-    pub key_var: &'static str,
-    /// The optional variable overriding the base URL (`OPENAI_BASE_URL`).
-    pub base_url_var: &'static str,
-    pub default_base_url: &'static str,
-    pub api: WireApi,
-}
-
-/// The providers that environment variables alone can register, in the contract's order.
-pub const ENV_SHORTCUTS: [EnvShortcut; 5] = [
-    EnvShortcut {
-        provider: "openai",
-        key_var: "OPENAI_API_KEY",
-        base_url_var: "OPENAI_BASE_URL",
-        default_base_url: "https://api.openai.com/v1",
-        api: WireApi::ChatCompletions,
-    },
-    EnvShortcut {
-        provider: "anthropic",
-        key_var: "ANTHROPIC_API_KEY",
-        base_url_var: "ANTHROPIC_BASE_URL",
-        default_base_url: "https://api.anthropic.com",
-        api: WireApi::AnthropicMessages,
-    },
-    EnvShortcut {
-        provider: "google",
-        key_var: "GEMINI_API_KEY",
-        base_url_var: "GEMINI_BASE_URL",
-        default_base_url: "https://generativelanguage.googleapis.com",
-        api: WireApi::Gemini,
-    },
-    EnvShortcut {
-        provider: "xai",
-        key_var: "XAI_API_KEY",
-        base_url_var: "XAI_BASE_URL",
-        default_base_url: "https://api.x.ai/v1",
-        api: WireApi::ChatCompletions,
-    },
-    EnvShortcut {
-        provider: "perplexity",
-        key_var: "PERPLEXITY_API_KEY",
-        base_url_var: "PERPLEXITY_BASE_URL",
-        default_base_url: "https://api.perplexity.ai",
-        api: WireApi::ChatCompletions,
-    },
-];
-
-/// The shortcut row of a built-in provider name, if it is one of the five.
-pub fn env_shortcut(provider: &str) -> Option<&'static EnvShortcut> {
-    ENV_SHORTCUTS.iter().find(|row| row.provider == provider)
-}
-
-/// The providers the environment registers, per the operator contract.
-///
-/// A provider is registered when its key variable is set, or when only its base URL variable is
-/// set: a local OpenAI-compatible server (`OPENAI_BASE_URL=http://127.0.0.1:11434/v1`) needs no
-/// key. Values are trimmed; an empty value counts as unset. `models` is left empty.
-pub fn env_shortcuts(env: &dyn Fn(&str) -> Option<String>) -> Vec<ProviderConfig> {
-    let get = |name: &str| {
-        env(name)
-            .map(|value| value.trim().to_owned())
-            .filter(|value| !value.is_empty())
-    };
-    ENV_SHORTCUTS
-        .iter()
-        .filter_map(|row| {
-            let api_key = get(row.key_var);
-            let base_url = get(row.base_url_var);
-            if api_key.is_none() && base_url.is_none() {
-                return None;
-            }
-            Some(ProviderConfig {
-                name: row.provider.to_owned(),
-                api: row.api,
-                base_url: base_url.unwrap_or_else(|| row.default_base_url.to_owned()),
-                api_key,
-                models: Vec::new(),
-            })
-        })
-        .collect()
-}
+use crate::config::{ClientOptions, ModelListSettings, ProviderConfig, WireApi, env_shortcut};
+use crate::gemini::GeminiClient;
+use crate::http;
+use crate::models::UpstreamModels;
+use crate::responses::ResponsesClient;
 
 /// Maps `provider/model` ids to model clients: the engine's [`ModelRouter`].
 ///
@@ -269,13 +109,9 @@ impl Registry {
             let options = per_provider.get(&config.name).unwrap_or(default_options);
             let client: Arc<dyn ModelClient> = match config.api {
                 WireApi::ChatCompletions => Arc::new(ChatCompletionsClient::new(&config, options)?),
-                WireApi::AnthropicMessages => {
-                    Arc::new(crate::anthropic::AnthropicClient::new(&config, options)?)
-                }
-                WireApi::Gemini => Arc::new(crate::gemini::GeminiClient::new(&config, options)?),
-                WireApi::Responses => {
-                    Arc::new(crate::responses::ResponsesClient::new(&config, options)?)
-                }
+                WireApi::AnthropicMessages => Arc::new(AnthropicClient::new(&config, options)?),
+                WireApi::Gemini => Arc::new(GeminiClient::new(&config, options)?),
+                WireApi::Responses => Arc::new(ResponsesClient::new(&config, options)?),
             };
             let upstream_models = UpstreamModels::with_client(&config, list_http.clone())?;
             registry
@@ -428,117 +264,6 @@ fn valid_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
-
-    #[test]
-    fn wire_api_names_round_trip() {
-        for api in [
-            WireApi::ChatCompletions,
-            WireApi::Responses,
-            WireApi::AnthropicMessages,
-            WireApi::Gemini,
-        ] {
-            assert_eq!(api.as_str().parse::<WireApi>().ok(), Some(api));
-        }
-        assert!(matches!(
-            "openai".parse::<WireApi>(),
-            Err(ProvidersError::UnknownWireApi(_))
-        ));
-    }
-
-    #[test]
-    fn debug_hides_the_key() {
-        let config = ProviderConfig {
-            name: "openai".into(),
-            api: WireApi::ChatCompletions,
-            base_url: "https://api.openai.com/v1".into(),
-            api_key: Some("sk-secret-test".into()),
-            models: vec![],
-        };
-        let text = format!("{config:?}");
-        assert!(!text.contains("sk-secret-test"), "{text}");
-        assert!(text.contains("[redacted]"), "{text}");
-    }
-
-    #[test]
-    fn shortcuts_cover_the_contract_table() {
-        let all = env(&[
-            ("OPENAI_API_KEY", "k1"),
-            ("ANTHROPIC_API_KEY", "k2"),
-            ("GEMINI_API_KEY", "k3"),
-            ("XAI_API_KEY", "k4"),
-            ("PERPLEXITY_API_KEY", "k5"),
-        ]);
-        let got: Vec<_> = env_shortcuts(&all)
-            .into_iter()
-            .map(|p| (p.name, p.api, p.base_url, p.api_key))
-            .collect();
-        let row = |name: &str, api, base: &str, key: &str| {
-            (name.to_owned(), api, base.to_owned(), Some(key.to_owned()))
-        };
-        assert_eq!(
-            got,
-            vec![
-                row(
-                    "openai",
-                    WireApi::ChatCompletions,
-                    "https://api.openai.com/v1",
-                    "k1"
-                ),
-                row(
-                    "anthropic",
-                    WireApi::AnthropicMessages,
-                    "https://api.anthropic.com",
-                    "k2"
-                ),
-                row(
-                    "google",
-                    WireApi::Gemini,
-                    "https://generativelanguage.googleapis.com",
-                    "k3"
-                ),
-                row("xai", WireApi::ChatCompletions, "https://api.x.ai/v1", "k4"),
-                row(
-                    "perplexity",
-                    WireApi::ChatCompletions,
-                    "https://api.perplexity.ai",
-                    "k5"
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_base_url_alone_registers_a_keyless_provider() {
-        let providers = env_shortcuts(&env(&[("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]));
-        assert_eq!(
-            providers,
-            vec![ProviderConfig {
-                name: "openai".into(),
-                api: WireApi::ChatCompletions,
-                base_url: "http://127.0.0.1:11434/v1".into(),
-                api_key: None,
-                models: vec![],
-            }]
-        );
-    }
-
-    #[test]
-    fn empty_values_count_as_unset() {
-        assert!(env_shortcuts(&env(&[])).is_empty());
-        assert!(env_shortcuts(&env(&[("OPENAI_API_KEY", ""), ("XAI_BASE_URL", "  ")])).is_empty());
-        let providers = env_shortcuts(&env(&[("XAI_API_KEY", " k \n"), ("XAI_BASE_URL", "")]));
-        assert_eq!(providers.len(), 1);
-        assert_eq!(providers[0].base_url, "https://api.x.ai/v1");
-        assert_eq!(providers[0].api_key.as_deref(), Some("k"));
-    }
 
     #[test]
     fn names_are_checked() {

@@ -9,7 +9,7 @@ use engine::model::{ModelError, ModelEvent, ModelStream};
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{FutureExt, Stream, StreamExt};
 
-use crate::http::{self, Redactor};
+use crate::redact::{Redactor, transport_error};
 
 /// What the stream should do after a `data` field.
 #[derive(Debug, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl<D: SseDecoder> SseTurn<D> {
 
 fn sse_error(err: EventStreamError<reqwest::Error>) -> ModelError {
     match err {
-        EventStreamError::Transport(err) => http::transport_error(err),
+        EventStreamError::Transport(err) => transport_error(err),
         EventStreamError::Utf8(_) => ModelError::Protocol("the stream is not valid UTF-8".into()),
         EventStreamError::Parser(_) => ModelError::Protocol("invalid SSE framing".into()),
     }

@@ -22,12 +22,11 @@ use std::time::{Duration, Instant};
 
 use agentd_providers::{
     AnthropicClient, ChatCompletionsClient, ClientOptions, GeminiClient, ProviderConfig,
-    ResponsesClient, WireApi,
+    ResponsesClient, WireApi, anthropic, gemini,
 };
 use engine::model::{
-    ANTHROPIC_REASONING_PREFIX, ContentPart, FinishReason, GEMINI_REASONING_PREFIX, ModelClient,
-    ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Reasoning, TokenUsage,
-    ToolCall, ToolSpec,
+    ContentPart, FinishReason, ModelClient, ModelError, ModelEvent, ModelMessage, ModelRequest,
+    ModelStream, Reasoning, TokenUsage, ToolCall, ToolSpec,
 };
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
@@ -157,8 +156,8 @@ impl Wire {
         match self {
             Wire::ChatCompletions => None,
             Wire::Responses => Some("rs_"),
-            Wire::Anthropic => Some(ANTHROPIC_REASONING_PREFIX),
-            Wire::Gemini => Some(GEMINI_REASONING_PREFIX),
+            Wire::Anthropic => Some(anthropic::REASONING_PREFIX),
+            Wire::Gemini => Some(gemini::REASONING_PREFIX),
         }
     }
 

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use providers::models::ModelListSettings;
-use providers::registry::{ENV_SHORTCUTS, ProviderConfig, WireApi, env_shortcuts};
+use providers::config::{ENV_SHORTCUTS, ModelListSettings, ProviderConfig, WireApi, env_shortcuts};
 use serde::Deserialize;
 
 /// Default listen address.

@@ -191,12 +191,14 @@ pub async fn models(State(state): State<AppState>) -> Json<ModelList> {
 /// `GET /metrics` (Prometheus text format; no auth, like health).
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let snapshot = state.engine.metrics().await?;
+    let text = crate::metrics::render(&snapshot)
+        .map_err(|err| ApiError::Internal(format!("could not encode the metrics: {err}")))?;
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            crate::metrics::CONTENT_TYPE,
         )],
-        crate::metrics::render(&snapshot),
+        text,
     )
         .into_response())
 }

@@ -3,7 +3,8 @@
 //!
 //! Layout: [`routes`] (the table), [`handlers`] (thin), [`auth`] (the `Project` extractor),
 //! [`json`] (the strict body extractor), [`sse`] (the SSE writer), [`error`] (the code table),
-//! [`config`] (defaults < file < env < flags), [`openapi`], [`state`].
+//! [`config`] (defaults < file < env < flags), [`metrics`] (the registry `GET /metrics` encodes),
+//! [`openapi`], [`state`].
 //!
 //! ```no_run
 //! # async fn demo(config: agentd_server::config::Config) -> Result<(), agentd_server::ServerError> {

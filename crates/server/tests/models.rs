@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
-use providers::registry::{ProviderConfig, WireApi};
+use providers::config::{ProviderConfig, WireApi};
 use serde_json::{Value, json};
 use testkit::TestApp;
 

@@ -20,7 +20,7 @@ pub mod fake_provider;
 pub mod mcp;
 pub mod sse;
 
-use providers::registry::{ProviderConfig, WireApi};
+use providers::config::{ProviderConfig, WireApi};
 use serde_json::Value;
 use server::config::{Config, Flags, RawConfig};
 use server::state::AppState;

@@ -9,7 +9,7 @@
 //! - A thinking block (its `thinking_delta` and `signature_delta` pieces) becomes one
 //!   `Reasoning` event when it closes (text: the thinking, encrypted: the signature); a
 //!   `redacted_thinking` block one with its data and no text. Both carry an id with
-//!   [`ANTHROPIC_REASONING_PREFIX`], so the engine sends them back only to Anthropic.
+//!   [`REASONING_PREFIX`], so that this adapter sends them back only to Anthropic.
 //! - At `message_stop`: one `Usage`, then one `Finish`, always last. Anthropic's `input_tokens`
 //!   excludes the cached prefix, so the port's `input_tokens` is input + cache writes + cache
 //!   reads, `cached_input_tokens` is the cache reads and `cache_write_tokens` the cache writes.
@@ -17,11 +17,11 @@
 //!   Anthropic gives that error type over HTTP (a mid-stream `overloaded_error` is handled like a
 //!   529). A body that ends before the turn did is a broken connection ([`ModelError::Transport`]).
 
-use engine::model::{
-    ANTHROPIC_REASONING_PREFIX, FinishReason, ModelError, ModelEvent, Reasoning, TokenUsage,
-};
+use engine::model::{FinishReason, ModelError, ModelEvent, Reasoning, TokenUsage};
 
-use super::wire::{BlockDelta, ContentBlock, ErrorBody, Message, StreamEvent, Usage};
+use super::wire::{
+    BlockDelta, ContentBlock, ErrorBody, Message, REASONING_PREFIX, StreamEvent, Usage,
+};
 use crate::sse::{SseDecoder, Step};
 
 /// The state of one streamed turn.
@@ -279,7 +279,7 @@ pub(crate) fn message_events(body: &[u8]) -> Result<Vec<ModelEvent>, ModelError>
 /// random part, so ids do not repeat across turns.
 fn reasoning_id(index: usize) -> String {
     let random = crate::http::random_u64();
-    format!("{ANTHROPIC_REASONING_PREFIX}{random:016x}_{index}")
+    format!("{REASONING_PREFIX}{random:016x}_{index}")
 }
 
 fn arguments_delta(index: usize, arguments: String) -> ModelEvent {
@@ -378,7 +378,7 @@ mod tests {
             match event {
                 ModelEvent::Reasoning(block) => {
                     let id = block.id.unwrap_or_default();
-                    assert!(id.starts_with(ANTHROPIC_REASONING_PREFIX), "{id}");
+                    assert!(id.starts_with(REASONING_PREFIX), "{id}");
                     thinking.push((block.text, block.encrypted));
                 }
                 other => rest.push(other),

@@ -27,12 +27,12 @@ use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream, Unsuppor
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::ProvidersError;
-use crate::http::{self, ClientOptions, Credential, Upstream};
-use crate::registry::ProviderConfig;
+use crate::config::{ClientOptions, ProviderConfig};
+use crate::http::{self, Credential, Upstream};
 use decode::Decoder;
 use wire::MessagesRequest;
 
-pub use wire::DEFAULT_MAX_TOKENS;
+pub use wire::{DEFAULT_MAX_TOKENS, REASONING_PREFIX};
 
 /// The API version every request names (the only stable one).
 const ANTHROPIC_VERSION: &str = "2023-06-01";

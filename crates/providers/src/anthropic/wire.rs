@@ -38,10 +38,15 @@
 use std::borrow::Cow;
 
 use engine::model::{
-    ANTHROPIC_REASONING_PREFIX, ContentPart, ModelMessage, ModelRequest, ModelToolChoice,
-    Reasoning, ToolCall, ToolSpec, Unsupported,
+    ContentPart, ModelMessage, ModelRequest, ModelToolChoice, Reasoning, ToolCall, ToolSpec,
+    Unsupported,
 };
 use serde::{Deserialize, Serialize};
+
+/// Prefix of the ids this adapter gives thinking blocks (Anthropic gives them none): the
+/// blocks it sends back are the ones with this prefix ([`Reasoning::is_from`]), so a block of
+/// another upstream never reaches Anthropic.
+pub const REASONING_PREFIX: &str = "thinking_";
 
 /// `max_tokens` when the request sets no `max_output_tokens`. Every current Claude model can
 /// produce at least this many; set `max_output_tokens` for longer answers.
@@ -216,7 +221,7 @@ enum Block<'a> {
 
 /// The block of a reasoning block Anthropic made and signed (`None` for any other).
 fn thinking_block(reasoning: &Reasoning) -> Option<Block<'_>> {
-    if !reasoning.is_from(ANTHROPIC_REASONING_PREFIX) {
+    if !reasoning.is_from(REASONING_PREFIX) {
         return None;
     }
     let signature = reasoning.encrypted.as_deref().filter(|s| !s.is_empty())?;

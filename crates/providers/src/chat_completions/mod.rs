@@ -16,10 +16,10 @@ mod wire;
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
 
 use crate::ProvidersError;
+use crate::config::{ClientOptions, ProviderConfig};
 #[cfg(test)]
 use crate::http::endpoint;
-use crate::http::{self, ClientOptions, Credential, Upstream};
-use crate::registry::ProviderConfig;
+use crate::http::{self, Credential, Upstream};
 use decode::Decoder;
 use wire::ChatRequest;
 

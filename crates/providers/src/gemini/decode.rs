@@ -3,7 +3,7 @@
 //!
 //! - Text parts are forwarded as they arrive; empty parts are skipped. Thought summaries
 //!   (`thought: true` parts) and the signature Gemini may put on a part that is not a call are
-//!   gathered into one `Reasoning` event (id with [`GEMINI_REASONING_PREFIX`]) handed out when
+//!   gathered into one `Reasoning` event (id with [`REASONING_PREFIX`]) handed out when
 //!   the turn ends.
 //! - Gemini sends each function call whole, so each `functionCall` part is exactly one
 //!   `ToolCallDelta` with the complete arguments, its own `thoughtSignature` (Gemini puts one on
@@ -17,11 +17,9 @@
 //!   the tool-use prompt; `output_tokens` is the answer plus the thinking, which Gemini counts
 //!   apart but bills as output; `reasoning_tokens` is the thinking.
 
-use engine::model::{
-    FinishReason, GEMINI_REASONING_PREFIX, ModelError, ModelEvent, Reasoning, TokenUsage,
-};
+use engine::model::{FinishReason, ModelError, ModelEvent, Reasoning, TokenUsage};
 
-use super::wire::{ErrorStatus, GenerateResponse, UsageMetadata};
+use super::wire::{ErrorStatus, GenerateResponse, REASONING_PREFIX, UsageMetadata};
 use crate::sse::{SseDecoder, Step};
 
 /// Makes the id of a call Gemini sent without one.
@@ -162,7 +160,7 @@ impl SseDecoder for Decoder {
         if !self.thought.is_empty() || self.signature.is_some() {
             let summary = std::mem::take(&mut self.thought);
             out.push(ModelEvent::Reasoning(Reasoning {
-                id: Some(format!("{GEMINI_REASONING_PREFIX}{}", (self.next_id)())),
+                id: Some(format!("{REASONING_PREFIX}{}", (self.next_id)())),
                 summary: if summary.is_empty() {
                     Vec::new()
                 } else {

@@ -27,10 +27,12 @@ use reqwest::Url;
 use reqwest::header::HeaderName;
 
 use crate::ProvidersError;
-use crate::http::{self, ClientOptions, Credential, Upstream};
-use crate::registry::ProviderConfig;
+use crate::config::{ClientOptions, ProviderConfig};
+use crate::http::{self, Credential, Upstream};
 use decode::Decoder;
 use wire::{ErrorBody, GenerateRequest};
+
+pub use wire::REASONING_PREFIX;
 
 /// The header Google's API keys travel in.
 const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-goog-api-key");

@@ -30,11 +30,16 @@
 //!   known, since a wrong field is a 400: see [`thinking_config`].
 
 use engine::model::{
-    ContentPart, GEMINI_REASONING_PREFIX, JsonSchemaFormat, ModelMessage, ModelRequest,
-    ModelToolChoice, Reasoning, ToolCall, ToolSpec, Unsupported,
+    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice, Reasoning,
+    ToolCall, ToolSpec, Unsupported,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+/// Prefix of the ids this adapter gives reasoning blocks (Gemini's thoughts have no id): the
+/// blocks it sends back are the ones with this prefix ([`Reasoning::is_from`]), so a block of
+/// another upstream never reaches Gemini.
+pub const REASONING_PREFIX: &str = "thought_";
 
 /// The sentinel Google documents for a replayed Gemini 3 function call that has no signature.
 pub(crate) const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
@@ -152,7 +157,7 @@ fn is_gemini_3(model: &str) -> bool {
 
 /// The part of a reasoning block Gemini made and signed (`None` for any other).
 fn thought_part(reasoning: &Reasoning) -> Option<Part<'_>> {
-    if !reasoning.is_from(GEMINI_REASONING_PREFIX) {
+    if !reasoning.is_from(REASONING_PREFIX) {
         return None;
     }
     let signature = reasoning.encrypted.as_deref().filter(|s| !s.is_empty())?;

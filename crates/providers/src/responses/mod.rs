@@ -22,8 +22,8 @@ mod wire;
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
 
 use crate::ProvidersError;
-use crate::http::{self, ClientOptions, Credential, Upstream};
-use crate::registry::ProviderConfig;
+use crate::config::{ClientOptions, ProviderConfig};
+use crate::http::{self, Credential, Upstream};
 use decode::Decoder;
 use wire::ResponsesRequest;
 
