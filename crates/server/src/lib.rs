@@ -138,7 +138,7 @@ fn request_policy(config: &Config) -> Result<netguard::Policy, ServerError> {
 /// allowed for the back end only, never for request-supplied URLs.
 pub async fn builtins(config: &Config) -> Result<tools::Builtins, ServerError> {
     let policy = request_policy(config)?;
-    let fetch = tools::fetch::FetchShared::new(tools::fetch::FetchSettings {
+    let fetch = fetch::FetchShared::new(fetch::FetchSettings {
         policy: policy.clone(),
         timeout: config.fetch_url.timeout,
         max_page_bytes: config.fetch_url.max_page_bytes,

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use engine::hosted::{HostedError, HostedTool, HostedTools};
 use protocol::request::Tool;
 
-pub mod fetch;
 pub mod sandbox;
 pub mod search;
 

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::hosted::{CallContext, EventSink, HostedTool, Source, ToolOutcome};
+use fetch::{FetchSettings, FetchShared, FetchUrl};
 use protocol::events::EventData;
 use protocol::output::{OutputItem, UrlContent};
 use protocol::request::FetchUrlTool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tools::fetch::{FetchSettings, FetchShared, FetchUrl};
 
 // ---------------------------------------------------------------------------------------
 // The test server: a few canned pages over plain HTTP/1.1, one request per connection.

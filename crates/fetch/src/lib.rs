@@ -1,4 +1,7 @@
-//! `fetch_url`: reads the web pages the model names and gives it their clean text.
+//! `fetch_url`, one of agentd's built-in tools: reads the web pages the model names and
+//! gives it their clean text. It implements the engine's [`engine::hosted::HostedTool`]
+//! port; the server builds one [`FetchShared`] at start-up and a [`FetchUrl`] per request.
+//! It depends on `engine` (the port), `protocol` (the wire types) and `netguard` only.
 //!
 //! One call takes up to `max_urls` absolute http(s) URLs (the request's `max_urls`, 1..10;
 //! [`DEFAULT_MAX_URLS`] when absent) and fetches them concurrently, each through the network
@@ -25,23 +28,24 @@
 //! `…fetch_url_results`, `…stopped` events, in that order. Failures never fail the run.
 //!
 //! # Layout
-//! - here: [`FetchSettings`], [`FetchShared`] (the settings and one guarded client, shared
+//! - `lib.rs` (here): [`FetchSettings`], [`FetchShared`] (the settings and one guarded client, shared
 //!   by every request), [`FetchUrl`] (the tool for one request) and its call.
 //! - `extract`: content kind, character sets, HTML/PDF/JSON to text, titles.
 //! - `budget`: sharing the token budget and cutting text.
 //!
 //! # Example
-//! ```no_run
-//! # fn build() -> Result<(), tools::fetch::FetchSetupError> {
+//! ```
+//! # fn main() -> Result<(), fetch::FetchSetupError> {
 //! use std::sync::Arc;
-//! use tools::fetch::{FetchSettings, FetchShared, FetchUrl};
+//! use engine::hosted::HostedTool as _;
+//! use fetch::{FetchSettings, FetchShared, FetchUrl};
 //!
 //! // Once, at start-up.
 //! let shared = Arc::new(FetchShared::new(FetchSettings::default())?);
 //! // Per request, for its `{"type": "fetch_url", ...}` entry.
 //! let config = protocol::request::FetchUrlTool { max_urls: Some(3), total_budget_tokens: None };
 //! let tool = FetchUrl::new(&config, Arc::clone(&shared));
-//! # let _ = tool;
+//! assert_eq!(tool.spec().name, fetch::NAME);
 //! # Ok(())
 //! # }
 //! ```
