@@ -156,7 +156,7 @@ pub async fn builtins(config: &Config) -> Result<tools::Builtins, ServerError> {
     }
     let backend_policy = netguard::Policy::with_allowed(&allowed)
         .map_err(|err| ServerError::Tools(err.to_string()))?;
-    let search = tools::search::backend_from_settings(&config.web_search, &backend_policy)
+    let search = search::backend_from_settings(&config.web_search, &backend_policy)
         .await
         .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
     let sandbox = &config.sandbox;

@@ -12,7 +12,6 @@ use engine::hosted::{HostedError, HostedTool, HostedTools};
 use protocol::request::Tool;
 
 pub mod sandbox;
-pub mod search;
 
 /// The built-in tools of this server.
 pub struct Builtins {

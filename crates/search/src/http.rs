@@ -7,7 +7,7 @@ use netguard::Policy;
 use serde::de::DeserializeOwned;
 use url::Url;
 
-use super::backend::BackendError;
+use crate::backend::BackendError;
 
 /// How long one back-end request may take, connect to last byte.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
@@ -136,7 +136,7 @@ fn error_message(body: &[u8]) -> String {
         });
     let message = from_json.unwrap_or_else(|| text.into_owned());
     let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    super::budget::truncate(&message, ERROR_EXCERPT_CHARS)
+    crate::budget::truncate(&message, ERROR_EXCERPT_CHARS)
 }
 
 #[cfg(test)]

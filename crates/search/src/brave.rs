@@ -13,10 +13,10 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use url::Url;
 
-use super::backend::{Backend, BackendError, Hit, SearchQuery};
-use super::filter::normalize_date;
-use super::html::clean_inline;
-use super::http;
+use crate::backend::{Backend, BackendError, Hit, SearchQuery};
+use crate::filter::normalize_date;
+use crate::html::clean_inline;
+use crate::http;
 
 /// The public endpoint's base.
 pub const DEFAULT_BASE_URL: &str = "https://api.search.brave.com";
@@ -173,7 +173,7 @@ impl Backend for Brave {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::backend::DateRange;
+    use crate::backend::DateRange;
 
     #[test]
     fn freshness_from_recency_or_dates() {

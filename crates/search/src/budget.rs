@@ -8,7 +8,7 @@
 
 use protocol::request::{SearchContextSize, WebSearchTool};
 
-use super::backend::Hit;
+use crate::backend::Hit;
 
 /// Characters counted as one token.
 pub const CHARS_PER_TOKEN: usize = 4;

@@ -16,9 +16,9 @@ use netguard::Policy;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{Connection as _, QueryBuilder, Row, Sqlite, SqliteConnection};
 
-use super::backend::{Backend, BackendError, Hit, SearchQuery};
-use super::filter::{normalize_date, recency_cutoff, url_host};
-use super::{html, http};
+use crate::backend::{Backend, BackendError, Hit, SearchQuery};
+use crate::filter::{normalize_date, recency_cutoff, url_host};
+use crate::{html, http};
 
 /// The largest document (file or fetched page) the index takes.
 pub const MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
@@ -385,7 +385,7 @@ impl LocalIndex {
         let passage_chars = query
             .max_tokens_per_page
             .map_or(DEFAULT_PASSAGE_CHARS, |tokens| {
-                (tokens as usize).saturating_mul(super::budget::CHARS_PER_TOKEN)
+                (tokens as usize).saturating_mul(crate::budget::CHARS_PER_TOKEN)
             });
         rows.iter()
             .map(|row| {
@@ -509,7 +509,7 @@ fn passage(body: &str, terms: &[String], max_chars: usize) -> String {
     } else {
         text.to_owned()
     };
-    super::budget::truncate(&text, max_chars)
+    crate::budget::truncate(&text, max_chars)
 }
 
 /// What the index keeps of one file or page.

@@ -13,9 +13,9 @@ use protocol::output::{OutputItem, SearchResult, SearchResults};
 use protocol::request::WebSearchTool;
 use serde_json::{Value, json};
 
-use super::backend::{Backend, BackendError, DateRange, Hit, SearchQuery};
-use super::budget::{Budget, truncate};
-use super::filter::{normalize_date, parse_us_date, passes, split_domain_filter};
+use crate::backend::{Backend, BackendError, DateRange, Hit, SearchQuery};
+use crate::budget::{Budget, truncate};
+use crate::filter::{normalize_date, parse_us_date, passes, split_domain_filter};
 
 /// The tool's fixed name.
 pub const TOOL_NAME: &str = "web_search";
@@ -73,7 +73,7 @@ impl WebSearch {
             text: String::new(),
             max_results: tool
                 .max_results
-                .unwrap_or(super::backend::DEFAULT_MAX_RESULTS),
+                .unwrap_or(crate::backend::DEFAULT_MAX_RESULTS),
             allow_domains,
             deny_domains,
             recency: filters.search_recency_filter,

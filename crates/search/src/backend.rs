@@ -113,8 +113,8 @@ impl Hit {
             url: url.filter(|url| !url.is_empty())?,
             title: title.unwrap_or_default(),
             snippet: snippet.unwrap_or_default(),
-            date: date.and_then(super::filter::normalize_date),
-            last_updated: last_updated.and_then(super::filter::normalize_date),
+            date: date.and_then(crate::filter::normalize_date),
+            last_updated: last_updated.and_then(crate::filter::normalize_date),
         })
     }
 }

@@ -11,8 +11,8 @@ use protocol::request::RecencyFilter;
 use serde::Deserialize;
 use url::Url;
 
-use super::backend::{Backend, BackendError, Hit, SearchQuery};
-use super::http;
+use crate::backend::{Backend, BackendError, Hit, SearchQuery};
+use crate::http;
 
 /// A SearxNG instance.
 pub struct SearxNg {

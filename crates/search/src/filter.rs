@@ -4,7 +4,7 @@
 use chrono::{DateTime, Datelike, Months, NaiveDate};
 use protocol::request::RecencyFilter;
 
-use super::backend::{Hit, SearchQuery};
+use crate::backend::{Hit, SearchQuery};
 
 /// Splits `search_domain_filter` into (allow, deny) lists of bare domains. Entries may be
 /// written as `example.com`, `-example.com`, `www.example.com`, `*.example.com` or even
@@ -166,7 +166,7 @@ pub fn passes(hit: &Hit, query: &SearchQuery, today: NaiveDate) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::backend::DateRange;
+    use crate::backend::DateRange;
 
     fn day(y: i32, m: u32, d: u32) -> NaiveDate {
         NaiveDate::from_ymd_opt(y, m, d).unwrap()

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use netguard::Policy;
 
-use super::backend::{Backend, BackendError};
-use super::brave::Brave;
-use super::local::LocalIndex;
-use super::perplexity::Perplexity;
-use super::searxng::SearxNg;
-use super::tavily::Tavily;
+use crate::backend::{Backend, BackendError};
+use crate::brave::Brave;
+use crate::local::LocalIndex;
+use crate::perplexity::Perplexity;
+use crate::searxng::SearxNg;
+use crate::tavily::Tavily;
 
 /// The operator's web search settings. Empty strings count as unset (an exported but
 /// empty variable).

@@ -13,8 +13,8 @@ use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::backend::{Backend, BackendError, Hit, SearchQuery};
-use super::http;
+use crate::backend::{Backend, BackendError, Hit, SearchQuery};
+use crate::http;
 
 /// The public endpoint's base.
 pub const DEFAULT_BASE_URL: &str = "https://api.tavily.com";

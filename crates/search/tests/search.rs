@@ -26,11 +26,11 @@ use protocol::output::{OutputItem, SearchResult};
 use protocol::request::{
     RecencyFilter, SearchContextSize, SearchType, UserLocation, WebSearchFilters, WebSearchTool,
 };
-use serde_json::{Value, json};
-use tools::search::{
+use search::{
     Backend, BackendError, BackendSettings, Brave, DateRange, Hit, LocalIndex, Perplexity,
     SearchQuery, SearxNg, Tavily, WebSearch, backend_from_settings,
 };
+use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
 // Harness

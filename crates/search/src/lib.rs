@@ -1,4 +1,8 @@
-//! `web_search`: the hosted tool ([`WebSearch`]) and the search services behind it.
+//! `web_search`, one of agentd's built-in tools: the hosted tool ([`WebSearch`], an
+//! [`engine::hosted::HostedTool`]) and the search services behind it, including an embedded
+//! local index (SQLite FTS5) that `agentd index add` fills. The server picks the back end
+//! once at start-up and builds a [`WebSearch`] per request. It depends on `engine` (the
+//! port), `protocol` (the wire types) and `netguard` only.
 //!
 //! One call takes 1 to 3 queries from the model, runs them concurrently on the
 //! configured [`Backend`], checks every hit against the request's filters (whatever the
@@ -37,15 +41,26 @@
 //! - `tool`: [`WebSearch`].
 //!
 //! # Example
-//! ```no_run
-//! # async fn run(tool: &protocol::request::WebSearchTool) -> Result<(), Box<dyn std::error::Error>> {
-//! use tools::search::{BackendSettings, WebSearch, backend_from_settings};
+//! ```
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use engine::hosted::HostedTool as _;
+//! use search::{BackendSettings, WebSearch, backend_from_settings};
+//!
+//! // Once, at start-up: no search service is configured, so the embedded local index.
+//! let dir = std::env::temp_dir().join(format!("agentd-search-doc-{}", std::process::id()));
 //! let settings = BackendSettings {
-//!     local_index_path: "agentd-data/index.sqlite".into(),
+//!     local_index_path: dir.join("index.sqlite"),
 //!     ..BackendSettings::default()
 //! };
 //! let backend = backend_from_settings(&settings, &netguard::Policy::strict()).await?;
-//! let web_search = WebSearch::new(backend, 0, tool)?; // an engine::hosted::HostedTool
+//! assert_eq!(backend.name(), "local index");
+//! // Per request, for its `{"type": "web_search", ...}` entry at `tools[0]`.
+//! let config = protocol::request::WebSearchTool::default();
+//! let web_search = WebSearch::new(backend, 0, &config)?;
+//! assert_eq!(web_search.spec().name, search::TOOL_NAME);
+//! # drop(web_search);
+//! # std::fs::remove_dir_all(dir)?;
 //! # Ok(())
 //! # }
 //! ```
@@ -78,7 +93,7 @@ pub use tool::{BILLING_KEY, MAX_QUERIES, TOOL_NAME, WebSearch};
 
 /// The public endpoints' bases, for operators' documentation and overrides.
 pub mod defaults {
-    pub use super::brave::DEFAULT_BASE_URL as BRAVE_BASE_URL;
-    pub use super::perplexity::DEFAULT_BASE_URL as PERPLEXITY_BASE_URL;
-    pub use super::tavily::DEFAULT_BASE_URL as TAVILY_BASE_URL;
+    pub use crate::brave::DEFAULT_BASE_URL as BRAVE_BASE_URL;
+    pub use crate::perplexity::DEFAULT_BASE_URL as PERPLEXITY_BASE_URL;
+    pub use crate::tavily::DEFAULT_BASE_URL as TAVILY_BASE_URL;
 }
