@@ -1,7 +1,7 @@
 //! The sandbox's file tools: `write`, `read`, `edit`, `grep`, `glob`, `apply_patch` and
 //! `share_file`. They work on the conversation's workspace directly from the host (no
 //! container start), holding the workspace lock for the whole call, and every path the model
-//! gives goes through [`Workspace::resolve`] (see [`super::workspace`] on confinement).
+//! gives goes through [`Workspace::resolve`] (see [`crate::workspace`] on confinement).
 //!
 //! Each call returns its documented output item (`sandbox_write_file`, `sandbox_read_file`,
 //! `sandbox_edit_file`, `sandbox_grep`, `sandbox_glob`, `sandbox_apply_patch`, `share_file`)
@@ -24,8 +24,8 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use tools::sandbox::files::{FileLimits, file_tools};
-//! use tools::sandbox::workspace::Workspaces;
+//! use sandbox::files::{FileLimits, file_tools};
+//! use sandbox::workspace::Workspaces;
 //!
 //! let workspaces = Arc::new(Workspaces::new("/var/lib/agentd/workspaces".into(), Duration::from_secs(3600)));
 //! let tools = file_tools(workspaces, FileLimits::default());
@@ -49,7 +49,7 @@ use protocol::output::OutputItem;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::workspace::{Workspace, Workspaces, describe_io, sandbox_path_of};
+use crate::workspace::{Workspace, Workspaces, describe_io, sandbox_path_of};
 
 pub use self::share::content_type;
 

@@ -10,7 +10,7 @@ use super::fsio::{self, Written};
 use super::{
     FileLimits, MAX_LINE_CHARS, Shared, cut_line, failed, given_path, outcome, parse, resolve, spec,
 };
-use crate::sandbox::workspace::Workspace;
+use crate::workspace::Workspace;
 
 pub(super) struct Write(pub(super) Shared);
 

@@ -20,9 +20,9 @@ use protocol::output::{
     OutputItem, SandboxApplyPatch, SandboxEditFile, SandboxFileMatches, SandboxReadFile,
     SandboxWriteFile, ShareFile,
 };
+use sandbox::files::{FileLimits, NAMES, file_tools};
+use sandbox::workspace::{Workspace, Workspaces};
 use serde_json::{Value, json};
-use tools::sandbox::files::{FileLimits, NAMES, file_tools};
-use tools::sandbox::workspace::{Workspace, Workspaces};
 
 // ---------------------------------------------------------------------------------------
 // Harness

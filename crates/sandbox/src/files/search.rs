@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{FileLimits, Shared, cut_line, fsio, glob, outcome, parse, resolve_named, spec};
-use crate::sandbox::workspace::{MOUNT, Workspace, describe_io, sandbox_path_of};
+use crate::workspace::{MOUNT, Workspace, describe_io, sandbox_path_of};
 
 /// The most characters of one matching line `grep` shows.
 const MAX_GREP_LINE_CHARS: usize = 300;

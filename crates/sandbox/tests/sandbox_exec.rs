@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 use engine::hosted::{CallContext, EventSink, FileSink, HostedTool, SharedFile, ToolOutcome};
 use protocol::events::EventData;
 use protocol::output::{OutputItem, SandboxLanguage, SandboxResults, SandboxStatus};
-use tools::sandbox::{
-    Bwrap, Execute, Isolation, Limits, RunOutput, RunRequest, RunStatus, Workspaces,
-};
+use sandbox::{Bwrap, Execute, Isolation, Limits, RunOutput, RunRequest, RunStatus, Workspaces};
 
 /// The probed sandbox, shared by the tests of this file.
 async fn bwrap() -> Arc<Bwrap> {

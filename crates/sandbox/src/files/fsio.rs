@@ -1,4 +1,4 @@
-//! File system work on paths [`Workspace::resolve`](super::super::workspace::Workspace::resolve)
+//! File system work on paths [`Workspace::resolve`](crate::workspace::Workspace::resolve)
 //! returned: opening without following a last-component link, refusing FIFOs and devices,
 //! capped reads, writes that rename a fresh file into place, and directory walks that never
 //! follow links. Every error is a message for the model and never names a host path.
@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::sandbox::workspace::describe_io;
+use crate::workspace::describe_io;
 
 /// How many leading bytes decide whether a file is binary (a NUL byte in them).
 const BINARY_SNIFF_BYTES: usize = 8192;

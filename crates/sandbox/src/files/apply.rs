@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{FileLimits, Shared, fsio, outcome, parse, patch, resolve_named, spec};
-use crate::sandbox::workspace::{Workspace, describe_io};
+use crate::workspace::{Workspace, describe_io};
 
 pub(super) struct ApplyPatch(pub(super) Shared);
 

@@ -15,8 +15,8 @@ use protocol::events::EventData;
 use protocol::output::{OutputItem, SandboxLanguage, SandboxResult, SandboxResults, SandboxStatus};
 use serde_json::{Value, json};
 
-use super::isolation::{Isolation, Limits, RunOutput, RunRequest, RunStatus};
-use super::workspace::Workspaces;
+use crate::isolation::{Isolation, Limits, RunOutput, RunRequest, RunStatus};
+use crate::workspace::Workspaces;
 
 /// The tool's name as the model sees it.
 pub const NAME: &str = "execute";
