@@ -18,7 +18,7 @@
 //!   chunks are found and applied.
 //! - `share`: `share_file` and the content types.
 //! - `fsio`: opening without following links, capped reads, atomic writes, walks.
-//! - `glob`: glob patterns as regular expressions.
+//! - `glob`: glob patterns (globset).
 //!
 //! # Example
 //! ```no_run

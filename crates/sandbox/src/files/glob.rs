@@ -1,102 +1,27 @@
-//! Glob patterns as regular expressions over `/`-separated relative paths.
+//! Glob patterns over `/`-separated relative paths, compiled by `globset`.
 //!
 //! `*` matches within one path component, `**` across components (`**/` also matches no
-//! directory at all), `?` one character, `[abc]`, `[a-z]`, `[!abc]` a character class,
-//! `{a,b}` alternatives (nestable), `\x` the character `x`.
+//! directory at all), `?` one character (see below), `[abc]`, `[a-z]`, `[!abc]` a character class,
+//! `{a,b}` alternatives (nestable, one may be empty), `\x` the character `x`. Nothing but a
+//! literal `/` matches the separator. globset matches bytes: `?` and a class stand for one
+//! byte, so they do not match a non-ASCII character (`*` does).
 
-use regex::Regex;
+use globset::{GlobBuilder, GlobMatcher};
 
 /// Whether `component` holds a glob metacharacter.
 pub(super) fn has_meta(component: &str) -> bool {
     component.contains(['*', '?', '[', '{', '\\'])
 }
 
-/// The anchored regular expression of a glob pattern.
-pub(super) fn to_regex(pattern: &str) -> Result<Regex, String> {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut out = String::from("^");
-    let mut i = 0;
-    let mut braces = 0usize;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '*' if chars.get(i + 1) == Some(&'*') => {
-                let starts_component = i == 0 || chars[i - 1] == '/';
-                if starts_component && chars.get(i + 2) == Some(&'/') {
-                    out.push_str("(?:[^/]*/)*");
-                    i += 3;
-                } else {
-                    out.push_str(".*");
-                    i += 2;
-                }
-                continue;
-            }
-            '*' => out.push_str("[^/]*"),
-            '?' => out.push_str("[^/]"),
-            '[' => {
-                let (class, next) = class(&chars, i)
-                    .ok_or_else(|| format!("invalid glob {pattern:?}: unclosed '['"))?;
-                out.push_str(&class);
-                i = next;
-                continue;
-            }
-            '{' => {
-                braces += 1;
-                out.push_str("(?:");
-            }
-            '}' if braces > 0 => {
-                braces -= 1;
-                out.push(')');
-            }
-            ',' if braces > 0 => out.push('|'),
-            '\\' => {
-                let Some(next) = chars.get(i + 1) else {
-                    return Err(format!("invalid glob {pattern:?}: it ends with '\\'"));
-                };
-                out.push_str(&regex::escape(&next.to_string()));
-                i += 2;
-                continue;
-            }
-            other => out.push_str(&regex::escape(&other.to_string())),
-        }
-        i += 1;
-    }
-    if braces > 0 {
-        return Err(format!("invalid glob {pattern:?}: unclosed '{{'"));
-    }
-    out.push('$');
-    Regex::new(&out).map_err(|err| format!("invalid glob {pattern:?}: {err}"))
-}
-
-/// The class starting at `chars[start] == '['`, as a regex class, and the index after it;
-/// `None` when it is not closed.
-fn class(chars: &[char], start: usize) -> Option<(String, usize)> {
-    let mut i = start + 1;
-    let negated = matches!(chars.get(i), Some('!' | '^'));
-    if negated {
-        i += 1;
-    }
-    let first = i;
-    let mut members = String::new();
-    while let Some(&c) = chars.get(i) {
-        if c == ']' && i > first {
-            // A class never matches the separator.
-            let class = if negated {
-                format!("[^{members}/]")
-            } else {
-                format!("[{members}&&[^/]]")
-            };
-            return Some((class, i + 1));
-        }
-        let is_range = c == '-' && i > first && chars.get(i + 1).is_some_and(|next| *next != ']');
-        if is_range {
-            members.push('-');
-        } else {
-            members.push_str(&regex::escape(&c.to_string()));
-        }
-        i += 1;
-    }
-    None
+/// The matcher of a glob pattern, anchored at both ends.
+pub(super) fn matcher(pattern: &str) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .empty_alternates(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|err| format!("invalid glob {pattern:?}: {}", err.kind()))
 }
 
 #[cfg(test)]
@@ -104,7 +29,7 @@ mod tests {
     use super::*;
 
     fn matches(pattern: &str, path: &str) -> bool {
-        to_regex(pattern).unwrap().is_match(path)
+        matcher(pattern).unwrap().is_match(path)
     }
 
     #[test]
@@ -136,7 +61,15 @@ mod tests {
         assert!(!matches(r"\*.txt", "a.txt"));
         assert!(matches("a.b", "a.b"));
         assert!(!matches("a.b", "axb"));
-        assert!(to_regex("[abc").is_err());
-        assert!(to_regex("{a,b").is_err());
+        assert!(matcher("[abc").is_err());
+        assert!(matcher("{a,b").is_err());
+    }
+
+    #[test]
+    fn an_empty_alternative_matches_nothing_there() {
+        // As the hand-written matcher did; globset drops empty alternatives by default.
+        assert!(matches("x{,.bak}", "x"));
+        assert!(matches("x{,.bak}", "x.bak"));
+        assert!(!matches("x{,.bak}", "x.b"));
     }
 }

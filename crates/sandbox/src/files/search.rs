@@ -40,7 +40,7 @@ struct Found {
 /// A glob filter for grep: without `/` it matches file names, with `/` paths relative to
 /// `/workspace`.
 struct NameFilter {
-    regex: regex::Regex,
+    glob: globset::GlobMatcher,
     whole_path: bool,
 }
 
@@ -50,18 +50,18 @@ impl NameFilter {
             .strip_prefix(MOUNT)
             .map_or(glob, |rest| rest.strip_prefix('/').unwrap_or(rest));
         Ok(NameFilter {
-            regex: glob::to_regex(glob)?,
+            glob: glob::matcher(glob)?,
             whole_path: glob.contains('/'),
         })
     }
 
     fn matches(&self, relative: &Path) -> bool {
         if self.whole_path {
-            self.regex.is_match(&relative.to_string_lossy())
+            self.glob.is_match(relative)
         } else {
             relative
                 .file_name()
-                .is_some_and(|name| self.regex.is_match(&name.to_string_lossy()))
+                .is_some_and(|name| self.glob.is_match(name))
         }
     }
 }
@@ -294,7 +294,7 @@ fn glob_files(
             found.count = 1;
         }
     } else {
-        let regex = glob::to_regex(&components[literal..].join("/"))?;
+        let glob = glob::matcher(&components[literal..].join("/"))?;
         let prefix = if literal == 0 {
             ".".to_owned()
         } else {
@@ -311,7 +311,7 @@ fn glob_files(
                 let Ok(below_base) = host.strip_prefix(&base_host) else {
                     continue;
                 };
-                if !regex.is_match(&below_base.to_string_lossy()) {
+                if !glob.is_match(below_base) {
                     continue;
                 }
                 found.count += 1;
