@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use dom_query::Document;
 use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 
 /// What a body is, decided from its `Content-Type` and, when that is missing or generic,
@@ -216,69 +217,12 @@ pub(crate) fn decode<'a>(body: &'a [u8], content_type: Option<&str>, html: bool)
     text
 }
 
-/// The contents of the first `<title>` element, entity-decoded and with whitespace
-/// collapsed; `None` when there is none or it is blank.
-pub(crate) fn title_tag(html: &str) -> Option<String> {
-    let lower = html.to_ascii_lowercase();
-    let mut from = 0;
-    let open = loop {
-        let at = lower[from..].find("<title")? + from;
-        // `<titles>` or `<title-x>` is another element.
-        match lower.as_bytes().get(at + "<title".len()) {
-            Some(b'>' | b' ' | b'\t' | b'\n' | b'\r' | b'/') => break at,
-            _ => from = at + 1,
-        }
-    };
-    let start = lower[open..].find('>')? + open + 1;
-    let end = lower[start..]
-        .find("</title")
-        .map_or(lower.len(), |at| at + start);
-    let title = collapse_whitespace(&decode_entities(&html[start..end]));
+/// The text of the page's first `<title>` element (its character references decoded by the
+/// HTML parser), whitespace collapsed; `None` when there is none or it is blank.
+pub(crate) fn title_element(document: &Document) -> Option<String> {
+    let first = document.try_select("title")?.nodes().first()?.text();
+    let title = collapse_whitespace(&first);
     (!title.is_empty()).then_some(title)
-}
-
-/// Decodes the character references that titles use: the five XML ones, `&nbsp;` and
-/// numeric references. Others are left as written.
-fn decode_entities(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        let Some(end) = rest[..rest.len().min(12)].find(';') else {
-            out.push('&');
-            rest = &rest[1..];
-            continue;
-        };
-        let name = &rest[1..end];
-        let decoded = match name {
-            "amp" => Some('&'),
-            "lt" => Some('<'),
-            "gt" => Some('>'),
-            "quot" => Some('"'),
-            "apos" => Some('\''),
-            "nbsp" => Some(' '),
-            _ => name.strip_prefix('#').and_then(|number| {
-                let code = match number.strip_prefix(['x', 'X']) {
-                    Some(hex) => u32::from_str_radix(hex, 16).ok(),
-                    None => number.parse().ok(),
-                };
-                code.and_then(char::from_u32)
-            }),
-        };
-        match decoded {
-            Some(c) => {
-                out.push(c);
-                rest = &rest[end + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 fn collapse_whitespace(text: &str) -> String {
@@ -287,10 +231,12 @@ fn collapse_whitespace(text: &str) -> String {
 
 /// An HTML page as Markdown: the article readability finds (dom_smoothie), converted with
 /// htmd; when that yields nothing, the whole page as plain text (html2text). The title is
-/// readability's (which drops site-name suffixes), else `<title>`.
+/// readability's (which drops site-name suffixes), else `<title>`. The page is parsed once,
+/// by dom_smoothie's parser (html5ever through dom_query).
 pub(crate) fn html_to_page(html: &str, url: &str) -> Page {
-    let fallback_title = title_tag(html);
-    let (title, article) = readable_article(html, url);
+    let document = Document::from(html);
+    let fallback_title = title_element(&document);
+    let (title, article) = readable_article(document, html, url);
     let title = title.or(fallback_title);
     let text = match article {
         Some(markdown) if !markdown.is_empty() => markdown,
@@ -300,8 +246,9 @@ pub(crate) fn html_to_page(html: &str, url: &str) -> Page {
 }
 
 /// Readability's title and the article as Markdown (`None` when it found no article).
-fn readable_article(html: &str, url: &str) -> (Option<String>, Option<String>) {
-    let readability = dom_smoothie::Readability::new(html, Some(url), None)
+/// Readability refuses only a URL that is not absolute; `html` is read again without one then.
+fn readable_article(document: Document, html: &str, url: &str) -> (Option<String>, Option<String>) {
+    let readability = dom_smoothie::Readability::with_document(document, Some(url), None)
         .or_else(|_| dom_smoothie::Readability::new(html, None, None));
     let Ok(mut readability) = readability else {
         return (None, None);
@@ -504,6 +451,10 @@ mod tests {
         );
     }
 
+    fn title_tag(html: &str) -> Option<String> {
+        title_element(&Document::from(html))
+    }
+
     #[test]
     fn titles_come_from_the_title_element() {
         assert_eq!(
@@ -521,6 +472,17 @@ mod tests {
         assert_eq!(
             title_tag("<title>AT&T &bogus; 5 &lt; 6"),
             Some("AT&T &bogus; 5 < 6".to_owned())
+        );
+    }
+
+    #[test]
+    fn title_references_are_decoded_as_a_browser_would() {
+        // The HTML parser's rule, the same as web_search's: every named reference (with or
+        // without its `;` where HTML allows that), numeric ones with the windows-1252
+        // remapping of 128..159.
+        assert_eq!(
+            title_tag("<title>&copy; 2024 &eacute;t&eacute; &#150; &copy 1999 &frac12;</title>"),
+            Some("© 2024 été – © 1999 ½".to_owned())
         );
     }
 

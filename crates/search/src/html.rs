@@ -1,6 +1,9 @@
 //! Small HTML helpers: page text for the local index (through `html2text`), the title and
 //! publication date of a page, and cleaning the inline markup some services put in
-//! titles and snippets (`<strong>`, `&amp;`).
+//! titles and snippets (`<strong>`, `&amp;`). Everything but the page text is read with
+//! one HTML parser (html5ever, through dom_query), which also decodes character references.
+
+use dom_query::Document;
 
 /// Width given to `html2text`; wide so paragraphs stay on one line.
 const TEXT_WIDTH: usize = 10_000;
@@ -10,7 +13,7 @@ pub fn page_text(html: &str) -> String {
     let text = html2text::config::plain_no_decorate()
         .allow_width_overflow()
         .string_from_read(html.as_bytes(), TEXT_WIDTH)
-        .unwrap_or_else(|_| strip_tags(html));
+        .unwrap_or_else(|_| Document::from(html).text().to_string());
     tidy_lines(&text)
 }
 
@@ -19,7 +22,7 @@ pub fn tidy_lines(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut blank = false;
     for line in text.lines() {
-        let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = collapse_whitespace(line);
         if line.is_empty() {
             blank = !out.is_empty();
             continue;
@@ -36,160 +39,46 @@ pub fn tidy_lines(text: &str) -> String {
     out
 }
 
-/// One line of text: tags removed, entities decoded, whitespace collapsed.
+/// One line of text from an HTML fragment: tags removed, character references decoded,
+/// whitespace collapsed.
 pub fn clean_inline(text: &str) -> String {
-    let stripped = if text.contains('<') {
-        strip_tags(text)
+    if text.contains(['<', '&']) {
+        collapse_whitespace(&Document::fragment(text).text())
     } else {
-        text.to_owned()
-    };
-    decode_entities(&stripped)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Removes `<…>` tags that look like tags (`<b>`, `</strong>`, `<br/>`, `<!-- -->`); a
-/// `<` that starts no tag (`a < b`) stays.
-fn strip_tags(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('<') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let starts_tag = after
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '/' || c == '!');
-        match after.find('>') {
-            Some(end) if starts_tag => rest = &after[end + 1..],
-            _ => {
-                out.push('<');
-                rest = after;
-            }
-        }
+        collapse_whitespace(text)
     }
-    out.push_str(rest);
-    out
 }
 
-/// Decodes the named entities search services use and numeric ones.
-pub fn decode_entities(text: &str) -> String {
-    if !text.contains('&') {
-        return text.to_owned();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let decoded = after
-            .find(';')
-            .filter(|&end| end <= 10)
-            .and_then(|end| entity(&after[..end]).map(|c| (c, end)));
-        match decoded {
-            Some((c, end)) => {
-                out.push(c);
-                rest = &after[end + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn entity(name: &str) -> Option<char> {
-    let named = match name {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "ndash" => '–',
-        "mdash" => '—',
-        "hellip" => '…',
-        "rsquo" => '’',
-        "lsquo" => '‘',
-        "rdquo" => '”',
-        "ldquo" => '“',
-        _ => {
-            let number = name.strip_prefix('#')?;
-            let code = match number.strip_prefix(['x', 'X']) {
-                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                None => number.parse().ok()?,
-            };
-            return char::from_u32(code);
-        }
-    };
-    Some(named)
-}
-
-/// The text of the first `<title>` element.
-pub fn title(html: &str) -> Option<String> {
-    let lower = html.to_ascii_lowercase();
-    let open = lower.find("<title")?;
-    let start = open + lower[open..].find('>')? + 1;
-    let end = start + lower[start..].find("</title")?;
-    let title = clean_inline(&html[start..end]);
+/// The text of the page's first `<title>` element, whitespace collapsed; `None` when there
+/// is none or it is blank.
+pub fn title(document: &Document) -> Option<String> {
+    let first = document.try_select("title")?.nodes().first()?.text();
+    let title = collapse_whitespace(&first);
     (!title.is_empty()).then_some(title)
 }
 
 /// The `content` of the first `<meta>` whose `property`/`name`/`itemprop` is one of
-/// `names` (compared without case).
-pub fn meta_content(html: &str, names: &[&str]) -> Option<String> {
-    let lower = html.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(offset) = lower[from..].find("<meta") {
-        let start = from + offset;
-        let end = start + lower[start..].find('>')?;
-        let tag = &html[start..end];
-        let tag_lower = &lower[start..end];
-        let named = ["property", "name", "itemprop"].iter().any(|attribute| {
-            attribute_value(tag_lower, attribute)
-                .is_some_and(|value| names.iter().any(|name| value == *name))
-        });
-        if named && let Some(content) = attribute_value(tag, "content") {
-            return Some(decode_entities(&content));
-        }
-        from = end;
-    }
-    None
-}
-
-/// The value of `attribute="…"` (or `'…'`) inside one tag. `tag` and `attribute` are
-/// matched as given; pass lower-case text to match without case.
-fn attribute_value(tag: &str, attribute: &str) -> Option<String> {
-    let lower = tag.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(offset) = lower[from..].find(attribute) {
-        let at = from + offset;
-        from = at + attribute.len();
-        let before_ok = lower[..at]
-            .chars()
-            .next_back()
-            .is_some_and(char::is_whitespace);
-        let rest = lower[from..].trim_start();
-        if !before_ok || !rest.starts_with('=') {
-            continue;
-        }
-        let value_start = tag.len() - rest.len() + 1;
-        let value = tag[value_start..].trim_start();
-        let quote = value.chars().next()?;
-        if quote == '"' || quote == '\'' {
-            let inner = &value[1..];
-            return inner.find(quote).map(|end| inner[..end].to_owned());
-        }
-        let end = value
-            .find(|c: char| c.is_whitespace() || c == '/')
-            .unwrap_or(value.len());
-        return Some(value[..end].to_owned());
-    }
-    None
+/// `names` (compared without ASCII case).
+pub fn meta_content(document: &Document, names: &[&str]) -> Option<String> {
+    document
+        .try_select("meta")?
+        .nodes()
+        .iter()
+        .find_map(|meta| {
+            let named = ["property", "name", "itemprop"].iter().any(|attribute| {
+                meta.attr(attribute)
+                    .is_some_and(|value| names.iter().any(|name| value.eq_ignore_ascii_case(name)))
+            });
+            if named {
+                meta.attr("content").map(|content| content.to_string())
+            } else {
+                None
+            }
+        })
 }
 
 #[cfg(test)]
@@ -206,18 +95,33 @@ mod tests {
     }
 
     #[test]
+    fn every_character_reference_is_decoded_as_a_browser_would() {
+        // The HTML parser's rule, the same as fetch_url's for titles: every named reference
+        // (with or without its `;` where HTML allows that), numeric ones with the windows-1252
+        // remapping of 128..159.
+        assert_eq!(
+            clean_inline("&copy; 2024 &eacute;t&eacute; &#150; &copy 1999 &frac12;"),
+            "© 2024 été – © 1999 ½"
+        );
+        let page = Document::from("<title>Caf&eacute; &amp; <b>bar</b></title>");
+        // A title holds text only: `<b>` in it is text, as browsers show it.
+        assert_eq!(title(&page).as_deref(), Some("Café & <b>bar</b>"));
+    }
+
+    #[test]
     fn title_and_meta() {
         let html = r#"<html><head><TITLE> A &amp; B </TITLE>
             <meta name="description" content="x">
             <meta property="article:published_time" content="2024-05-06T07:00:00Z" />
             </head><body><p>Hi</p></body></html>"#;
-        assert_eq!(title(html).as_deref(), Some("A & B"));
+        let html = Document::from(html);
+        assert_eq!(title(&html).as_deref(), Some("A & B"));
         assert_eq!(
-            meta_content(html, &["article:published_time"]).as_deref(),
+            meta_content(&html, &["article:published_time"]).as_deref(),
             Some("2024-05-06T07:00:00Z")
         );
-        assert_eq!(meta_content(html, &["date"]), None);
-        assert_eq!(title("<p>no title</p>"), None);
+        assert_eq!(meta_content(&html, &["date"]), None);
+        assert_eq!(title(&Document::from("<p>no title</p>")), None);
     }
 
     #[test]

@@ -521,8 +521,9 @@ struct Page {
 
 impl Page {
     fn from_html(source: &str) -> Page {
+        let document = dom_query::Document::from(source);
         let date = html::meta_content(
-            source,
+            &document,
             &[
                 "article:published_time",
                 "datepublished",
@@ -535,7 +536,7 @@ impl Page {
         .as_deref()
         .and_then(normalize_date);
         Page {
-            title: html::title(source),
+            title: html::title(&document),
             body: html::page_text(source),
             date,
         }
