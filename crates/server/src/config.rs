@@ -287,7 +287,7 @@ pub struct Config {
     pub allow_private: Vec<String>,
     pub mcp: McpSettings,
     /// The `web_search` back end (keys from the environment only).
-    pub web_search: tools::search::BackendSettings,
+    pub web_search: search::BackendSettings,
     pub fetch_url: FetchUrlSettings,
     pub sandbox: SandboxSettings,
 }
@@ -496,7 +496,7 @@ impl Config {
             },
         };
         let web = file.tools.web_search;
-        let web_search = tools::search::BackendSettings {
+        let web_search = search::BackendSettings {
             searxng_url: env_var("AGENTD_SEARXNG_URL").or(web.searxng_url),
             brave_api_key: env_var("BRAVE_API_KEY"),
             tavily_api_key: env_var("TAVILY_API_KEY"),

@@ -3,8 +3,9 @@
 //!
 //! Layout: [`routes`] (the table), [`handlers`] (thin), [`auth`] (the `Project` extractor),
 //! [`json`] (the strict body extractor), [`sse`] (the SSE writer), [`error`] (the code table),
-//! [`config`] (defaults < file < env < flags), [`metrics`] (the registry `GET /metrics` encodes),
-//! [`openapi`], [`state`].
+//! [`config`] (defaults < file < env < flags), [`builtins`] (the built-in tools from the
+//! `fetch`, `search` and `sandbox` crates, assembled), [`metrics`] (the registry `GET /metrics`
+//! encodes), [`openapi`], [`state`].
 //!
 //! ```no_run
 //! # async fn demo(config: agentd_server::config::Config) -> Result<(), agentd_server::ServerError> {
@@ -15,6 +16,7 @@
 //! ```
 
 pub mod auth;
+pub mod builtins;
 pub mod config;
 pub mod error;
 pub mod handlers;
@@ -91,7 +93,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     mcp_config.connect_timeout = config.mcp.connect_timeout;
     mcp_config.max_response_bytes = config.mcp.max_response_bytes;
     let mcp = mcp::McpClient::new(mcp_config).map_err(|err| ServerError::Mcp(err.to_string()))?;
-    let hosted = builtins(config).await?;
+    let hosted = builtins::Builtins::from_config(config).await?;
     tracing::info!(web_search = hosted.search_backend(), "built-in tools ready");
     let workspaces = hosted.workspaces();
     tokio::spawn(async move {
@@ -130,96 +132,9 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
 }
 
 /// The request policy: private ranges only where the operator allowed them.
-fn request_policy(config: &Config) -> Result<netguard::Policy, ServerError> {
+pub(crate) fn request_policy(config: &Config) -> Result<netguard::Policy, ServerError> {
     netguard::Policy::with_allowed(&config.allow_private)
         .map_err(|err| ServerError::Tools(err.to_string()))
-}
-
-/// The built-in tools: `fetch_url` under the request policy, `web_search` on the configured
-/// back end. The operator's SearxNG may sit on a private address: its own addresses are
-/// allowed for the back end only, never for request-supplied URLs.
-pub async fn builtins(config: &Config) -> Result<tools::Builtins, ServerError> {
-    let policy = request_policy(config)?;
-    let fetch = tools::fetch::FetchShared::new(tools::fetch::FetchSettings {
-        policy: policy.clone(),
-        timeout: config.fetch_url.timeout,
-        max_page_bytes: config.fetch_url.max_page_bytes,
-        default_budget_tokens: config.fetch_url.default_budget_tokens,
-    })
-    .map_err(|err| ServerError::Tools(err.to_string()))?;
-    let mut allowed = config.allow_private.clone();
-    if let Some(url) = config
-        .web_search
-        .searxng_url
-        .as_deref()
-        .filter(|u| !u.trim().is_empty())
-    {
-        allowed.extend(operator_host_addresses(url).await?);
-    }
-    let backend_policy = netguard::Policy::with_allowed(&allowed)
-        .map_err(|err| ServerError::Tools(err.to_string()))?;
-    let search = tools::search::backend_from_settings(&config.web_search, &backend_policy)
-        .await
-        .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
-    let sandbox = &config.sandbox;
-    let isolation: Result<Arc<dyn tools::sandbox::Isolation>, String> =
-        match tools::sandbox::Bwrap::probe().await {
-            Ok(bwrap) => {
-                tracing::info!("sandbox isolation (bubblewrap) works");
-                Ok(Arc::new(bwrap))
-            }
-            Err(why) => {
-                tracing::warn!(reason = %why, "the sandbox tool is unavailable: code will not run");
-                Err(why)
-            }
-        };
-    let workspaces = Arc::new(tools::sandbox::Workspaces::new(
-        sandbox.root.clone(),
-        sandbox.idle_expiry,
-    ));
-    let limits = tools::sandbox::Limits {
-        timeout: sandbox.timeout,
-        memory_mb: sandbox.memory_mb,
-        max_processes: sandbox.max_processes,
-        max_file_bytes: sandbox.max_file_bytes,
-        max_output_bytes: sandbox.max_output_bytes,
-        network: sandbox.network,
-    };
-    let sandbox = tools::Sandbox::new(
-        isolation,
-        workspaces,
-        limits,
-        tools::sandbox::files::FileLimits::default(),
-    );
-    Ok(tools::Builtins::new(Arc::new(fetch), search, sandbox))
-}
-
-/// The addresses an operator-configured URL's host resolves to, as host CIDRs.
-async fn operator_host_addresses(url: &str) -> Result<Vec<String>, ServerError> {
-    let parsed = url::Url::parse(url)
-        .map_err(|err| ServerError::Tools(format!("AGENTD_SEARXNG_URL is not a URL: {err}")))?;
-    let port = parsed.port_or_known_default().unwrap_or(80);
-    let addresses: Vec<std::net::IpAddr> = match parsed.host() {
-        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
-        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
-        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
-            .await
-            .map_err(|err| {
-                ServerError::Tools(format!(
-                    "AGENTD_SEARXNG_URL host {name} does not resolve: {err}"
-                ))
-            })?
-            .map(|addr| addr.ip())
-            .collect(),
-        None => Vec::new(),
-    };
-    Ok(addresses
-        .into_iter()
-        .map(|ip| match ip {
-            std::net::IpAddr::V4(v4) => format!("{v4}/32"),
-            std::net::IpAddr::V6(v6) => format!("{v6}/128"),
-        })
-        .collect())
 }
 
 /// The application: routes plus middleware. Drivable without a socket.

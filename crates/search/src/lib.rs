@@ -1,0 +1,99 @@
+//! `web_search`, one of agentd's built-in tools: the hosted tool ([`WebSearch`], an
+//! [`engine::hosted::HostedTool`]) and the search services behind it, including an embedded
+//! local index (SQLite FTS5) that `agentd index add` fills. The server picks the back end
+//! once at start-up and builds a [`WebSearch`] per request. It depends on `engine` (the
+//! port), `protocol` (the wire types) and `netguard` only.
+//!
+//! One call takes 1 to 3 queries from the model, runs them concurrently on the
+//! configured [`Backend`], checks every hit against the request's filters (whatever the
+//! service did with them), merges the lists (round robin, one entry per URL, at most
+//! `max_results`), trims snippets to the token budgets, and numbers the results from the
+//! run's next source number. It emits `response.reasoning.started`, `…search_queries`,
+//! `…search_results` and `…stopped`, returns one `search_results` item, a numbered text
+//! for the model, one citable source per result and `("search_web", queries answered)`.
+//! A failing service is an error text for the model, never a failed run.
+//!
+//! # Back ends
+//! Chosen by [`backend_from_settings`] from the operator's settings, first configured
+//! wins: SearxNG ([`SearxNg`]), Brave ([`Brave`]), Tavily ([`Tavily`]), Perplexity's
+//! Search API ([`Perplexity`]), else the embedded [`LocalIndex`] (SQLite FTS5). Every
+//! HTTP request goes through a client from the network guard, with a 20 s timeout and a
+//! 4 MiB answer cap.
+//!
+//! | option | SearxNG | Brave | Tavily | Perplexity | local index | final check |
+//! | --- | --- | --- | --- | --- | --- | --- |
+//! | `max_results` | cut | `count` ≤ 20 | `max_results` ≤ 20 | `max_results` ≤ 20 | `LIMIT` | merged list cut |
+//! | domain allow list | `site:` if one | `site:` if one | `include_domains` | `search_domain_filter` | SQL | host or subdomain |
+//! | domain deny list (`-`) | – | – | `exclude_domains` | `search_domain_filter` | SQL | host or subdomain |
+//! | recency | `time_range` | `freshness` | `time_range` | `search_recency_filter` | SQL | date ≥ now − period |
+//! | publication dates | – | `freshness` range | `start_date`/`end_date` | date filters | SQL | when the hit is dated |
+//! | last-updated dates | – | – | – | date filters | SQL | when the hit has one |
+//! | `user_location` | – | `country` | – | `country` | – | – |
+//!
+//! # Layout
+//! - `backend`: [`Backend`], [`SearchQuery`], [`Hit`], [`BackendError`].
+//! - `filter`: domain lists, date parsing, the final check (pure).
+//! - `budget`: `search_context_size` / `max_tokens` / `max_tokens_per_page` (pure).
+//! - `http`: the guarded client, capped bodies, error mapping.
+//! - `searxng`, `brave`, `tavily`, `perplexity`, `local`: the back ends.
+//! - `html`: page text, titles and dates for the local index.
+//! - `select`: [`BackendSettings`] and [`backend_from_settings`].
+//! - `tool`: [`WebSearch`].
+//!
+//! # Example
+//! ```
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use engine::hosted::HostedTool as _;
+//! use search::{BackendSettings, WebSearch, backend_from_settings};
+//!
+//! // Once, at start-up: no search service is configured, so the embedded local index.
+//! let dir = std::env::temp_dir().join(format!("agentd-search-doc-{}", std::process::id()));
+//! let settings = BackendSettings {
+//!     local_index_path: dir.join("index.sqlite"),
+//!     ..BackendSettings::default()
+//! };
+//! let backend = backend_from_settings(&settings, &netguard::Policy::strict()).await?;
+//! assert_eq!(backend.name(), "local index");
+//! // Per request, for its `{"type": "web_search", ...}` entry at `tools[0]`.
+//! let config = protocol::request::WebSearchTool::default();
+//! let web_search = WebSearch::new(backend, 0, &config)?;
+//! assert_eq!(web_search.spec().name, search::TOOL_NAME);
+//! # drop(web_search);
+//! # std::fs::remove_dir_all(dir)?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod backend;
+mod brave;
+mod budget;
+mod filter;
+mod html;
+mod http;
+mod local;
+mod perplexity;
+mod searxng;
+mod select;
+mod tavily;
+mod tool;
+
+pub use backend::{
+    Backend, BackendError, DEFAULT_MAX_RESULTS, DateRange, Hit, MAX_RESULTS, SearchQuery,
+};
+pub use brave::Brave;
+pub use budget::{Budget, CHARS_PER_TOKEN, MIN_SNIPPET_CHARS};
+pub use filter::{domain_allowed, host_matches, normalize_date, parse_date, split_domain_filter};
+pub use local::{LocalIndex, MAX_DOCUMENT_BYTES};
+pub use perplexity::Perplexity;
+pub use searxng::SearxNg;
+pub use select::{BackendKind, BackendSettings, backend_from_settings};
+pub use tavily::Tavily;
+pub use tool::{BILLING_KEY, MAX_QUERIES, TOOL_NAME, WebSearch};
+
+/// The public endpoints' bases, for operators' documentation and overrides.
+pub mod defaults {
+    pub use crate::brave::DEFAULT_BASE_URL as BRAVE_BASE_URL;
+    pub use crate::perplexity::DEFAULT_BASE_URL as PERPLEXITY_BASE_URL;
+    pub use crate::tavily::DEFAULT_BASE_URL as TAVILY_BASE_URL;
+}

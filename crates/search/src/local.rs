@@ -1,0 +1,659 @@
+//! The embedded local index: documents the operator added (`agentd index add URL|PATH…`)
+//! in a SQLite file, searched with FTS5 and ranked with `bm25()` (title matches weigh
+//! more than body matches).
+//!
+//! Tables: `documents` (one row per URL: host, title, text, dates) and the FTS5 table
+//! `documents_fts` over its title and text, kept in step by triggers. Adding a URL again
+//! replaces its document. Domain and date filters are applied in SQL, so a narrow filter
+//! still finds matches ranked below many others.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use netguard::Policy;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{Connection as _, QueryBuilder, Row, Sqlite, SqliteConnection};
+
+use crate::backend::{Backend, BackendError, Hit, SearchQuery};
+use crate::filter::{normalize_date, recency_cutoff, url_host};
+use crate::{html, http};
+
+/// The largest document (file or fetched page) the index takes.
+pub const MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
+
+/// File extensions taken when a directory is added (a file named directly is taken
+/// whatever its extension, if it is UTF-8 text).
+const TEXT_EXTENSIONS: &[&str] = &["txt", "text", "md", "markdown", "mdx", "rst", "adoc"];
+const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
+
+/// Passage length when the query names no per-page budget (1000 tokens).
+const DEFAULT_PASSAGE_CHARS: usize = 4000;
+
+/// How long a writer waits for another (the CLI adding while the server searches).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Query words used at most.
+const MAX_QUERY_TERMS: usize = 32;
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS documents (
+        id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL UNIQUE,
+        host TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL,
+        body TEXT NOT NULL,
+        date TEXT,
+        last_updated TEXT,
+        added_at INTEGER NOT NULL
+    )",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
+        title, body,
+        content = 'documents', content_rowid = 'id',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    )",
+    "CREATE TRIGGER IF NOT EXISTS documents_ai AFTER INSERT ON documents BEGIN
+        INSERT INTO documents_fts(rowid, title, body) VALUES (new.id, new.title, new.body);
+    END",
+    "CREATE TRIGGER IF NOT EXISTS documents_ad AFTER DELETE ON documents BEGIN
+        INSERT INTO documents_fts(documents_fts, rowid, title, body)
+            VALUES ('delete', old.id, old.title, old.body);
+    END",
+    "CREATE TRIGGER IF NOT EXISTS documents_au AFTER UPDATE ON documents BEGIN
+        INSERT INTO documents_fts(documents_fts, rowid, title, body)
+            VALUES ('delete', old.id, old.title, old.body);
+        INSERT INTO documents_fts(rowid, title, body) VALUES (new.id, new.title, new.body);
+    END",
+];
+
+/// The local search index in one SQLite file. Cheap to clone (a pool).
+#[derive(Clone, Debug)]
+pub struct LocalIndex {
+    pool: SqlitePool,
+}
+
+/// One document as stored.
+struct NewDocument<'a> {
+    url: &'a str,
+    title: &'a str,
+    body: &'a str,
+    date: Option<String>,
+    last_updated: Option<String>,
+}
+
+impl LocalIndex {
+    /// Opens (creating it and its directory if needed) the index file at `path`, e.g.
+    /// `<data_dir>/index.sqlite`.
+    pub async fn open(path: &Path) -> Result<LocalIndex, BackendError> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            tokio::fs::create_dir_all(dir).await.map_err(|err| {
+                BackendError::Index(format!("cannot create {}: {err}", dir.display()))
+            })?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(BUSY_TIMEOUT);
+        // The schema (and, for a new file, the switch to WAL) is set up on one connection of
+        // its own before the pool opens any other: a pool opening connections while one of
+        // them turned a brand-new file to WAL and created the tables raced them into
+        // "database is locked" at start-up.
+        let mut setup = SqliteConnection::connect_with(&options)
+            .await
+            .map_err(index_error)?;
+        create_schema(&mut setup).await?;
+        setup.close().await.map_err(index_error)?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_lazy_with(options);
+        Ok(LocalIndex { pool })
+    }
+
+    /// An index that lives in memory for as long as the value (tests, demos).
+    pub async fn in_memory() -> Result<LocalIndex, BackendError> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:").map_err(index_error)?;
+        // One connection, never closed: each in-memory connection is a database of its own.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(index_error)?;
+        let mut connection = pool.acquire().await.map_err(index_error)?;
+        create_schema(&mut connection).await?;
+        drop(connection);
+        Ok(LocalIndex { pool })
+    }
+
+    /// Closes the pool, waiting for queries in flight.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// How many documents the index holds.
+    pub async fn count(&self) -> Result<u64, BackendError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM documents")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(index_error)?;
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    /// Adds (or replaces) one document. `date` is its publication date in any common
+    /// form (`2025-03-01`, `03/01/2025`, RFC 3339…); its last-updated date is today.
+    pub async fn add_document(
+        &self,
+        url: &str,
+        title: &str,
+        text: &str,
+        date: Option<&str>,
+    ) -> Result<(), BackendError> {
+        let date = match date {
+            Some(text) => Some(
+                normalize_date(text)
+                    .ok_or_else(|| BackendError::Document(format!("\"{text}\" is not a date")))?,
+            ),
+            None => None,
+        };
+        self.insert(NewDocument {
+            url,
+            title,
+            body: text,
+            date,
+            last_updated: Some(today().format("%Y-%m-%d").to_string()),
+        })
+        .await
+    }
+
+    /// Adds a file, or every text, Markdown and HTML file under a directory (hidden
+    /// entries skipped). HTML becomes text; the title is the page's `<title>` or the
+    /// first Markdown heading or the file name; the URL is the file's `file://` URL.
+    /// Returns the URLs added, in order.
+    pub async fn add_path(&self, path: &Path) -> Result<Vec<String>, BackendError> {
+        let metadata = tokio::fs::metadata(path)
+            .await
+            .map_err(|err| BackendError::Document(format!("{}: {err}", path.display())))?;
+        let files = if metadata.is_dir() {
+            list_files(path).await?
+        } else {
+            vec![path.to_path_buf()]
+        };
+        let mut added = Vec::with_capacity(files.len());
+        for file in files {
+            added.push(self.add_file(&file).await?);
+        }
+        Ok(added)
+    }
+
+    async fn add_file(&self, path: &Path) -> Result<String, BackendError> {
+        let shown = path.display();
+        let metadata = tokio::fs::metadata(path)
+            .await
+            .map_err(|err| BackendError::Document(format!("{shown}: {err}")))?;
+        if metadata.len() > MAX_DOCUMENT_BYTES as u64 {
+            return Err(BackendError::Document(format!(
+                "{shown} is larger than {MAX_DOCUMENT_BYTES} bytes"
+            )));
+        }
+        let bytes = tokio::fs::read(path)
+            .await
+            .map_err(|err| BackendError::Document(format!("{shown}: {err}")))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| BackendError::Document(format!("{shown} is not UTF-8 text")))?;
+        let absolute = tokio::fs::canonicalize(path)
+            .await
+            .map_err(|err| BackendError::Document(format!("{shown}: {err}")))?;
+        let url = url::Url::from_file_path(&absolute)
+            .map_err(|()| BackendError::Document(format!("{shown} has no file URL")))?
+            .to_string();
+        let last_updated = metadata.modified().ok().map(|time| {
+            chrono::DateTime::<chrono::Utc>::from(time)
+                .format("%Y-%m-%d")
+                .to_string()
+        });
+        let stem = absolute
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let document = if has_extension(path, HTML_EXTENSIONS) {
+            Page::from_html(&text)
+        } else {
+            Page::from_text(&text)
+        };
+        self.insert(NewDocument {
+            url: &url,
+            title: document.title.as_deref().unwrap_or(&stem),
+            body: &document.body,
+            date: document.date,
+            last_updated,
+        })
+        .await?;
+        Ok(url)
+    }
+
+    /// A client for [`LocalIndex::add_url`]: from `policy.client_builder()`, with the
+    /// back-end timeout (20 s), and a TLS provider installed.
+    pub fn guarded_client(policy: &Policy) -> Result<reqwest::Client, BackendError> {
+        http::client(policy)
+    }
+
+    /// Fetches a page through the network guard and adds it. `client` must come from
+    /// `policy.client_builder()` (e.g. [`LocalIndex::guarded_client`]): it checks host
+    /// names and redirects; `policy` checks the first URL here. HTML becomes text;
+    /// `text/*` is taken as it is; at most [`MAX_DOCUMENT_BYTES`]. Returns the URL.
+    pub async fn add_url(
+        &self,
+        policy: &Policy,
+        client: &reqwest::Client,
+        url: &str,
+    ) -> Result<String, BackendError> {
+        let target = policy
+            .check_url(url)
+            .map_err(|blocked| BackendError::Blocked(blocked.0))?;
+        let response = client
+            .get(target.clone())
+            .header(
+                reqwest::header::ACCEPT,
+                "text/html, text/markdown;q=0.9, text/plain;q=0.9, */*;q=0.1",
+            )
+            .send()
+            .await
+            .map_err(http::transport)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(BackendError::Status {
+                status: status.as_u16(),
+                message: String::new(),
+            });
+        }
+        let header = |name: reqwest::header::HeaderName| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header(reqwest::header::CONTENT_TYPE)
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let last_modified = header(reqwest::header::LAST_MODIFIED)
+            .as_deref()
+            .and_then(normalize_date);
+        let bytes = http::read_capped(response, MAX_DOCUMENT_BYTES).await?;
+        let text = String::from_utf8_lossy(&bytes);
+        let looks_html = text.trim_start().starts_with('<');
+        let document = if content_type.contains("html") || (content_type.is_empty() && looks_html) {
+            Page::from_html(&text)
+        } else if content_type.is_empty() || content_type.starts_with("text/") {
+            Page::from_text(&text)
+        } else {
+            let kind = content_type.split(';').next().unwrap_or_default();
+            return Err(BackendError::Document(format!(
+                "{url} is {kind}, not text or HTML"
+            )));
+        };
+        let url = target.to_string();
+        self.insert(NewDocument {
+            url: &url,
+            title: document.title.as_deref().unwrap_or(&url),
+            body: &document.body,
+            date: document.date,
+            last_updated: last_modified.or_else(|| Some(today().format("%Y-%m-%d").to_string())),
+        })
+        .await?;
+        Ok(url)
+    }
+
+    async fn insert(&self, document: NewDocument<'_>) -> Result<(), BackendError> {
+        if document.body.trim().is_empty() && document.title.trim().is_empty() {
+            return Err(BackendError::Document(format!(
+                "{} has no text",
+                document.url
+            )));
+        }
+        let added_at = chrono::Utc::now().timestamp_millis();
+        sqlx::query(
+            "INSERT INTO documents (url, host, title, body, date, last_updated, added_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT(url) DO UPDATE SET
+                host = excluded.host, title = excluded.title, body = excluded.body,
+                date = excluded.date, last_updated = excluded.last_updated,
+                added_at = excluded.added_at",
+        )
+        .bind(document.url)
+        .bind(url_host(document.url).unwrap_or_default())
+        .bind(document.title.trim())
+        .bind(document.body)
+        .bind(document.date)
+        .bind(document.last_updated)
+        .bind(added_at)
+        .execute(&self.pool)
+        .await
+        .map_err(index_error)?;
+        Ok(())
+    }
+
+    /// The best matches for `query`, best first, with the passage around the first match
+    /// as the snippet.
+    pub async fn search(&self, query: &SearchQuery) -> Result<Vec<Hit>, BackendError> {
+        let terms = query_terms(&query.text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = QueryBuilder::<Sqlite>::new(
+            "SELECT d.url, d.title, d.body, d.date, d.last_updated
+             FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid
+             WHERE documents_fts MATCH ",
+        );
+        sql.push_bind(match_expression(&terms));
+        push_domains(&mut sql, &query.allow_domains, false);
+        push_domains(&mut sql, &query.deny_domains, true);
+        let ymd = |date: NaiveDate| date.format("%Y-%m-%d").to_string();
+        for (column, range) in [
+            ("d.date", query.published),
+            ("d.last_updated", query.last_updated),
+        ] {
+            if let Some(after) = range.after {
+                sql.push(format!(" AND ({column} IS NULL OR {column} >= "))
+                    .push_bind(ymd(after))
+                    .push(")");
+            }
+            if let Some(before) = range.before {
+                sql.push(format!(" AND ({column} IS NULL OR {column} <= "))
+                    .push_bind(ymd(before))
+                    .push(")");
+            }
+        }
+        if let Some(recency) = query.recency {
+            sql.push(" AND (COALESCE(d.date, d.last_updated) IS NULL OR COALESCE(d.date, d.last_updated) >= ")
+                .push_bind(ymd(recency_cutoff(recency, today())))
+                .push(")");
+        }
+        sql.push(" ORDER BY bm25(documents_fts, 10.0, 1.0) LIMIT ")
+            .push_bind(i64::from(query.limit()));
+        let rows = sql
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(index_error)?;
+        let passage_chars = query
+            .max_tokens_per_page
+            .map_or(DEFAULT_PASSAGE_CHARS, |tokens| {
+                (tokens as usize).saturating_mul(crate::budget::CHARS_PER_TOKEN)
+            });
+        rows.iter()
+            .map(|row| {
+                let body: String = row.try_get("body").map_err(index_error)?;
+                Ok(Hit {
+                    url: row.try_get("url").map_err(index_error)?,
+                    title: row.try_get("title").map_err(index_error)?,
+                    snippet: passage(&body, &terms, passage_chars),
+                    date: row.try_get("date").map_err(index_error)?,
+                    last_updated: row.try_get("last_updated").map_err(index_error)?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for LocalIndex {
+    fn name(&self) -> &'static str {
+        "local index"
+    }
+
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<Hit>, BackendError> {
+        LocalIndex::search(self, query).await
+    }
+}
+
+/// Creates the tables and triggers when missing, in one transaction.
+async fn create_schema(connection: &mut SqliteConnection) -> Result<(), BackendError> {
+    let mut tx = connection.begin().await.map_err(index_error)?;
+    for statement in SCHEMA {
+        sqlx::query(*statement)
+            .execute(&mut *tx)
+            .await
+            .map_err(index_error)?;
+    }
+    tx.commit().await.map_err(index_error)
+}
+
+fn index_error(err: sqlx::Error) -> BackendError {
+    BackendError::Index(err.to_string())
+}
+
+fn today() -> NaiveDate {
+    chrono::Utc::now().date_naive()
+}
+
+/// ` AND (host matches any)` or ` AND NOT (host matches any)`.
+fn push_domains(sql: &mut QueryBuilder<Sqlite>, domains: &[String], deny: bool) {
+    if domains.is_empty() {
+        return;
+    }
+    sql.push(if deny { " AND NOT (" } else { " AND (" });
+    for (i, domain) in domains.iter().enumerate() {
+        if i > 0 {
+            sql.push(" OR ");
+        }
+        let escaped = domain
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        sql.push("d.host = ")
+            .push_bind(domain.clone())
+            .push(" OR d.host LIKE ")
+            .push_bind(format!("%.{escaped}"))
+            .push(" ESCAPE '\\'");
+    }
+    sql.push(")");
+}
+
+/// The words of a query, lower case (letters and digits; everything else separates).
+fn query_terms(text: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let word = word.to_lowercase();
+        if !word.is_empty() && !terms.contains(&word) {
+            terms.push(word);
+        }
+        if terms.len() == MAX_QUERY_TERMS {
+            break;
+        }
+    }
+    terms
+}
+
+/// An FTS5 query matching any of the terms, each quoted so no word is read as an
+/// operator (`AND`, `NOT`, `NEAR`, column names).
+fn match_expression(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// The text from the start of the sentence holding the first query word, at most
+/// `max_chars` characters (the whole text when no word is found verbatim).
+fn passage(body: &str, terms: &[String], max_chars: usize) -> String {
+    let lower = body.to_ascii_lowercase();
+    let first = terms
+        .iter()
+        .filter_map(|term| lower.find(&term.to_ascii_lowercase()))
+        .min()
+        .unwrap_or(0);
+    let mut window = first.saturating_sub(300);
+    while !body.is_char_boundary(window) {
+        window -= 1;
+    }
+    let before = &body[window..first];
+    let start = match before.rfind(['.', '!', '?', '\n']) {
+        Some(at) => window + at + 1,
+        None if window == 0 => 0,
+        None => before
+            .find(char::is_whitespace)
+            .map_or(first, |at| window + at),
+    };
+    let text = html::tidy_lines(&body[start..]).replace('\n', " ");
+    let text = text.trim();
+    let text = if start > 0 {
+        format!("…{text}")
+    } else {
+        text.to_owned()
+    };
+    crate::budget::truncate(&text, max_chars)
+}
+
+/// What the index keeps of one file or page.
+struct Page {
+    title: Option<String>,
+    body: String,
+    date: Option<String>,
+}
+
+impl Page {
+    fn from_html(source: &str) -> Page {
+        let document = dom_query::Document::from(source);
+        let date = html::meta_content(
+            &document,
+            &[
+                "article:published_time",
+                "datepublished",
+                "date",
+                "dc.date",
+                "dcterms.date",
+                "pubdate",
+            ],
+        )
+        .as_deref()
+        .and_then(normalize_date);
+        Page {
+            title: html::title(&document),
+            body: html::page_text(source),
+            date,
+        }
+    }
+
+    /// Plain text or Markdown: the first `#` heading is the title; a front-matter
+    /// `date:` is the publication date.
+    fn from_text(source: &str) -> Page {
+        let title = source
+            .lines()
+            .map(str::trim)
+            .find(|line| line.starts_with("# "))
+            .map(|line| line.trim_start_matches('#').trim().to_owned())
+            .filter(|title| !title.is_empty());
+        Page {
+            title,
+            body: source.to_owned(),
+            date: front_matter_date(source),
+        }
+    }
+}
+
+fn front_matter_date(source: &str) -> Option<String> {
+    let rest = source.strip_prefix("---")?;
+    let end = rest.find("\n---")?;
+    rest[..end].lines().find_map(|line| {
+        let value = line.trim().strip_prefix("date:")?;
+        normalize_date(value.trim().trim_matches(['"', '\'']))
+    })
+}
+
+fn has_extension(path: &Path, extensions: &[&str]) -> bool {
+    path.extension()
+        .and_then(|ext| ext.to_str())
+        .is_some_and(|ext| {
+            extensions
+                .iter()
+                .any(|known| ext.eq_ignore_ascii_case(known))
+        })
+}
+
+/// Text, Markdown and HTML files under `dir`, sorted, hidden entries skipped.
+async fn list_files(dir: &Path) -> Result<Vec<PathBuf>, BackendError> {
+    let mut pending = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    let read_error = |path: &Path, err: std::io::Error| {
+        BackendError::Document(format!("{}: {err}", path.display()))
+    };
+    while let Some(current) = pending.pop() {
+        let mut entries = tokio::fs::read_dir(&current)
+            .await
+            .map_err(|err| read_error(&current, err))?;
+        while let Some(entry) = entries
+            .next_entry()
+            .await
+            .map_err(|err| read_error(&current, err))?
+        {
+            let path = entry.path();
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let kind = entry
+                .file_type()
+                .await
+                .map_err(|err| read_error(&path, err))?;
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file()
+                && (has_extension(&path, TEXT_EXTENSIONS) || has_extension(&path, HTML_EXTENSIONS))
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_words_become_quoted_alternatives() {
+        let terms = query_terms("Rust's \"async\" AND tokio-runtime NEAR async");
+        assert_eq!(
+            terms,
+            vec!["rust", "s", "async", "and", "tokio", "runtime", "near"]
+        );
+        assert_eq!(
+            match_expression(&terms[..2]),
+            "\"rust\" OR \"s\"".to_owned()
+        );
+        assert!(query_terms(" -- ").is_empty());
+    }
+
+    #[test]
+    fn passages_start_at_the_matching_sentence() {
+        let body = format!(
+            "{} The borrow checker rejects this. Lifetimes explain why.",
+            "Filler words here. ".repeat(40)
+        );
+        let text = passage(&body, &["lifetimes".to_owned()], 200);
+        assert_eq!(text, "…Lifetimes explain why.");
+        let start = passage("Short text about lifetimes.", &["lifetimes".to_owned()], 10);
+        assert_eq!(start, "Short tex…");
+        let missing = passage("Nothing matches.", &["zzz".to_owned()], 100);
+        assert_eq!(missing, "Nothing matches.");
+    }
+
+    #[test]
+    fn markdown_titles_and_front_matter_dates() {
+        let page = Page::from_text("---\ndate: \"2024-02-03\"\n---\n\n# The Title\n\nBody.");
+        assert_eq!(page.title.as_deref(), Some("The Title"));
+        assert_eq!(page.date.as_deref(), Some("2024-02-03"));
+        let plain = Page::from_text("no heading");
+        assert_eq!(plain.title, None);
+        assert_eq!(plain.date, None);
+    }
+}
