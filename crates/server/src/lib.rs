@@ -3,7 +3,8 @@
 //!
 //! Layout: [`routes`] (the table), [`handlers`] (thin), [`auth`] (the `Project` extractor),
 //! [`json`] (the strict body extractor), [`sse`] (the SSE writer), [`error`] (the code table),
-//! [`config`] (defaults < file < env < flags), [`openapi`], [`state`].
+//! [`config`] (defaults < file < env < flags), [`openapi`] (`/openapi.json`, built from the
+//! route table and the protocol types' JSON Schemas), [`state`].
 //!
 //! ```no_run
 //! # async fn demo(config: agentd_server::config::Config) -> Result<(), agentd_server::ServerError> {
