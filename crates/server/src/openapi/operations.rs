@@ -221,12 +221,17 @@ fn path_parameters(path: &str) -> Vec<Value> {
     path.split('/')
         .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
         .map(|name| {
+            let mut parameter =
+                json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}});
             let description = match name {
-                "id" => "The response id (`resp_…`)",
-                "file_id" => "A file id from the response's file list",
-                _ => "",
+                "id" => Some("The response id (`resp_…`)"),
+                "file_id" => Some("A file id from the response's file list"),
+                _ => None,
             };
-            json!({"name": name, "in": "path", "required": true, "description": description, "schema": {"type": "string"}})
+            if let Some(description) = description {
+                parameter["description"] = description.into();
+            }
+            parameter
         })
         .collect()
 }
