@@ -9,6 +9,7 @@ use crate::response::{ErrorInfo, Response, Usage};
 
 /// One stream event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StreamEvent {
     #[serde(flatten)]
     pub data: EventData,
@@ -17,6 +18,7 @@ pub struct StreamEvent {
 
 /// The payload of a stream event, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type")]
 pub enum EventData {
     #[serde(rename = "response.created")]

@@ -9,6 +9,7 @@ use crate::strict;
 
 /// `input`: a string (one user turn) or a list of items.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum Input {
     Text(String),
@@ -45,9 +46,11 @@ impl Input {
 
 /// One input item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum InputItem {
     /// A message (`type` may be omitted on the wire).
+    #[cfg_attr(feature = "schema", schemars(transform = crate::schema::optional_tag))]
     Message(InputMessage),
     FunctionCall(FunctionCallInput),
     FunctionCallOutput(FunctionCallOutput),
@@ -96,6 +99,7 @@ impl<'de> Deserialize<'de> for InputItem {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     User,
@@ -107,6 +111,7 @@ pub enum Role {
 /// A message item. Replayed assistant output messages (with `id`, `status` and `output_text`
 /// parts) are accepted as they were returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InputMessage {
     pub role: Role,
@@ -119,6 +124,7 @@ pub struct InputMessage {
 
 /// Message content: a string or a list of parts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum MessageContent {
     Text(String),
@@ -159,6 +165,9 @@ impl MessageContent {
 
 /// One part of a message's content.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// The parser reads `input_text` and `input_image` through the strict helper structs below.
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
     InputText {
@@ -177,12 +186,14 @@ pub enum ContentPart {
 const CONTENT_PART_TYPES: &[&str] = &["input_text", "input_image", "input_file", "output_text"];
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 struct InputTextPart {
     text: String,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 struct InputImagePart {
     image_url: String,
@@ -230,6 +241,7 @@ impl<'de> Deserialize<'de> for ContentPart {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ImageDetail {
     Low,
@@ -238,6 +250,7 @@ pub enum ImageDetail {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InputFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,6 +263,7 @@ pub struct InputFile {
 
 /// An `output_text` part inside a replayed assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OutputTextPart {
     pub text: String,
@@ -261,6 +275,7 @@ pub struct OutputTextPart {
 
 /// A replayed function call (an output `function_call` item may be sent back unchanged).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FunctionCallInput {
     pub call_id: String,
@@ -276,6 +291,7 @@ pub struct FunctionCallInput {
 
 /// The caller's result of a function call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FunctionCallOutput {
     pub call_id: String,
@@ -292,6 +308,7 @@ pub struct FunctionCallOutput {
 
 /// Status of `function_call_output` and `reasoning` items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ItemStatus {
     InProgress,
@@ -301,10 +318,22 @@ pub enum ItemStatus {
 
 /// A function result: a string or text/image parts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum FunctionOutput {
     Text(String),
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<FunctionOutputPart>"))]
     Parts(Vec<ContentPart>),
+}
+
+/// The content parts a function output may hold (schema only: the parser refuses the others).
+#[cfg(feature = "schema")]
+#[derive(schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[expect(dead_code, reason = "describes the wire shape; never built")]
+enum FunctionOutputPart {
+    InputText(InputTextPart),
+    InputImage(InputImagePart),
 }
 
 impl<'de> Deserialize<'de> for FunctionOutput {
@@ -346,6 +375,7 @@ impl FunctionOutput {
 
 /// A replayed reasoning item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReasoningInput {
     #[serde(default)]
@@ -362,6 +392,7 @@ pub struct ReasoningInput {
 
 /// `{type: "summary_text" | "reasoning_text", text}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReasoningText {
     #[serde(rename = "type")]
@@ -371,6 +402,7 @@ pub struct ReasoningText {
 
 /// The caller's decision on an `mcp_approval_request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpApprovalResponse {
     pub approval_request_id: String,

@@ -1,17 +1,34 @@
 //! agentd's wire types: the create request, input and output items, the response object, stream
 //! events and the HTTP error envelope, exactly as Perplexity's Agent API puts them on the wire
-//! (the SDK schema `perplexity/generated/api.py` wins on names and types). serde only, no I/O.
+//! (the SDK schema `perplexity/generated/api.py` wins on names and types). serde only by default
+//! (JSON Schemas behind the `schema` feature), no I/O.
 //!
 //! Layout: [`request`] (the create request, its tools and skills), [`validate`] (the request
 //! limits of spec §2–§4: [`request::CreateRequest::validate`]), [`input`] (input items),
 //! [`output`] (output items: the SDK's union plus agentd's `people_search_results` and
 //! `finance_results`), [`response`] (the response object and other bodies), [`events`] (stream
-//! events), [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing).
+//! events), [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing), `schema`
+//! (JSON Schema helpers, feature `schema`).
 //!
 //! Requests are parsed strictly: an unknown field anywhere is refused with its path, and the
 //! removed Sonar parameters say that they are not supported on the Agent API. Parsing checks
 //! shapes; [`request::CreateRequest::validate`] then checks limits, reporting the first violation
 //! in field order.
+//!
+//! With the `schema` feature, every wire type also implements `schemars::JsonSchema`; the server
+//! builds `/openapi.json` from those schemas (requests as serde deserializes them, answers as
+//! it serializes them), and its tests check the request schema against
+//! [`request::CreateRequest::parse`] and real answers against the document. To keep the schema
+//! true when adding a wire type:
+//! - put `#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]` under its `#[derive]`
+//!   (schemars reads the `#[serde]` attributes: tags, renames, `default`, `skip_serializing_if`,
+//!   `flatten`, `deny_unknown_fields`);
+//! - where a hand-written `Deserialize` accepts something else than those attributes say, say
+//!   it with `#[cfg_attr(feature = "schema", schemars(...))]` next to it, as `input.rs` does
+//!   (`InputItem`'s optional `type`, `ContentPart`'s strict parts, `FunctionOutput`'s parts);
+//! - a new endpoint or body is added in the server's route table and `openapi` module;
+//! - add a request using the type to `accepted_requests` in `crates/server/tests/openapi.rs`
+//!   (and a streamed run, if it brings an event or output item), so the tests cover it.
 //!
 //! ```
 //! use agentd_protocol::request::CreateRequest;
@@ -30,6 +47,8 @@ pub mod input;
 pub mod output;
 pub mod request;
 pub mod response;
+#[cfg(feature = "schema")]
+mod schema;
 mod strict;
 pub mod validate;
 

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 /// One output item (`OutputItemOutput` in the SDK schema, plus agentd's `people_search_results`
 /// and `finance_results` (spec decision 4) and the preview `advisor_result`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputItem {
     Message(OutputMessage),
@@ -41,6 +42,7 @@ pub enum OutputItem {
 
 /// Lifecycle status of a message or function call item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OutputStatus {
     InProgress,
@@ -51,11 +53,13 @@ pub enum OutputStatus {
 
 /// An assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OutputMessage {
     pub id: String,
     pub status: OutputStatus,
     /// Always `assistant`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "assistant")))]
     pub role: String,
     pub content: Vec<OutputContent>,
 }
@@ -74,12 +78,14 @@ impl OutputMessage {
 
 /// One part of an assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputContent {
     OutputText(OutputText),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OutputText {
     pub text: String,
     #[serde(default)]
@@ -91,6 +97,7 @@ pub struct OutputText {
 
 /// A citation inside message text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Annotation {
     UrlCitation {
@@ -104,6 +111,7 @@ pub enum Annotation {
 
 /// A call of a custom function tool, handed to the caller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FunctionCall {
     pub id: String,
@@ -117,6 +125,7 @@ pub struct FunctionCall {
 
 /// The tools one MCP server offered when the run started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpListTools {
     pub id: String,
@@ -129,6 +138,7 @@ pub struct McpListTools {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpToolDef {
     pub name: String,
@@ -141,6 +151,7 @@ pub struct McpToolDef {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpToolAnnotations {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,6 +160,7 @@ pub struct McpToolAnnotations {
 
 /// One MCP tool call and its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpCall {
     pub id: String,
@@ -167,6 +179,7 @@ pub struct McpCall {
 
 /// A gated MCP call waiting for the caller's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpApprovalRequest {
     pub id: String,
@@ -180,6 +193,7 @@ pub struct McpApprovalRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UnknownItem {
     pub item_name: String,
     #[serde(default)]
@@ -188,6 +202,7 @@ pub struct UnknownItem {
 
 /// `search_results` (and agentd's `people_search_results`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchResults {
     pub results: Vec<SearchResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +211,7 @@ pub struct SearchResults {
 
 /// One search hit (`SearchResult`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchResult {
     /// The citation number (`[1]` in the text).
     pub id: u64,
@@ -215,6 +231,7 @@ pub struct SearchResult {
 
 /// `image_search_results`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ImageSearchResults {
     pub results: Vec<ImageResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,6 +242,7 @@ pub struct ImageSearchResults {
 
 /// One image hit (`ImageResult`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ImageResult {
     pub image_url: String,
     /// The page the image was found on.
@@ -237,12 +255,14 @@ pub struct ImageResult {
 
 /// `fetch_url_results`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FetchUrlResults {
     pub contents: Vec<UrlContent>,
 }
 
 /// One fetched page (`UrlContent`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UrlContent {
     pub url: String,
     pub title: String,
@@ -252,6 +272,7 @@ pub struct UrlContent {
 
 /// `tool_search_output`: the tools one catalog search found (spec decision 5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolSearchOutput {
     pub id: String,
     /// The model's call id; `null` when the server ran the search on its own.
@@ -270,6 +291,7 @@ pub struct ToolSearchOutput {
 
 /// `{"type": "namespace", name, description, tools}`: the matching tools of one server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NamespaceTool {
     #[serde(rename = "type")]
     pub kind: NamespaceType,
@@ -281,6 +303,7 @@ pub struct NamespaceTool {
 
 /// The literal `"namespace"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum NamespaceType {
     #[default]
     #[serde(rename = "namespace")]
@@ -289,6 +312,7 @@ pub enum NamespaceType {
 
 /// `{"type": "function", name, description?, parameters?}` inside a namespace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NamespaceToolDef {
     #[serde(rename = "type")]
     pub kind: FunctionType,
@@ -301,6 +325,7 @@ pub struct NamespaceToolDef {
 
 /// The literal `"function"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum FunctionType {
     #[default]
     #[serde(rename = "function")]
@@ -309,12 +334,14 @@ pub enum FunctionType {
 
 /// `skill_loaded`: `load_skill` resolved a skill (only the name is exposed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SkillLoaded {
     pub name: String,
 }
 
 /// Status of a sandbox execution and of its `sandbox_results` item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxStatus {
     InProgress,
@@ -324,6 +351,7 @@ pub enum SandboxStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxLanguage {
     Python,
@@ -332,6 +360,7 @@ pub enum SandboxLanguage {
 
 /// `sandbox_results`: one code execution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SandboxResults {
     pub call_id: String,
     pub code: String,
@@ -346,6 +375,7 @@ pub struct SandboxResults {
 /// One execution result. `status` says whether the runner finished; `exit_code` is the
 /// program's own, so `completed` may carry a non-zero `exit_code`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SandboxResult {
     pub status: SandboxStatus,
     pub exit_code: i64,
@@ -356,6 +386,7 @@ pub struct SandboxResult {
 
 /// `sandbox_write_file`: the `write` tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SandboxWriteFile {
     pub call_id: String,
     pub file_path: String,
@@ -367,6 +398,7 @@ pub struct SandboxWriteFile {
 
 /// `sandbox_read_file`: the `read` tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SandboxReadFile {
     pub call_id: String,
     pub file_path: String,
@@ -382,6 +414,7 @@ pub struct SandboxReadFile {
 
 /// `sandbox_edit_file`: the `edit` tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SandboxEditFile {
     pub call_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -394,6 +427,7 @@ pub struct SandboxEditFile {
 
 /// `sandbox_grep` and `sandbox_glob` (the `grep` and `glob` tools share one shape).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SandboxFileMatches {
     pub call_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -408,6 +442,7 @@ pub struct SandboxFileMatches {
 
 /// `sandbox_apply_patch`: the `apply_patch` tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SandboxApplyPatch {
     pub call_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -422,6 +457,7 @@ pub struct SandboxApplyPatch {
 
 /// `share_file`: a sandbox file delivered to the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ShareFile {
     pub call_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -439,6 +475,7 @@ pub struct ShareFile {
 
 /// `finance_results` (agentd's definition, spec decision 4). Has no `url`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FinanceResults {
     pub queries: Vec<String>,
     pub results: Vec<FinanceResult>,
@@ -446,6 +483,7 @@ pub struct FinanceResults {
 
 /// One block of financial data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FinanceResult {
     pub id: u64,
     /// Ticker, when the data is about one security.
@@ -467,6 +505,7 @@ pub struct FinanceResult {
 
 /// `advisor_result` (preview API, `[node-0.37]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AdvisorResult {
     pub call_id: String,
     pub status: OutputStatus,

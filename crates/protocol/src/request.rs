@@ -10,6 +10,7 @@ use crate::strict::{self, RequestError};
 
 /// The body of a create request. Unknown fields anywhere are refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateRequest {
     pub input: Input,
@@ -100,6 +101,7 @@ impl CreateRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Reasoning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,6 +112,7 @@ pub struct Reasoning {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningEffort {
     None,
@@ -136,6 +139,7 @@ impl ReasoningEffort {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ResponseFormat {
     /// Only `json_schema`.
@@ -146,12 +150,14 @@ pub struct ResponseFormat {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseFormatType {
     JsonSchema,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JsonSchemaFormat {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +170,7 @@ pub struct JsonSchemaFormat {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct StreamOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,6 +181,7 @@ pub struct StreamOptions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Truncation {
     Auto,
@@ -181,6 +189,7 @@ pub enum Truncation {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ServiceTier {
     Auto,
@@ -191,6 +200,7 @@ pub enum ServiceTier {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProfileReference {
     #[serde(rename = "type")]
@@ -203,6 +213,7 @@ pub struct ProfileReference {
 /// `tool_choice`: a mode or an object (`{"name": …}`, `{"type": "web_search"}`,
 /// `{"type": "function", "name": …}`, `{"type": "required"}`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum ToolChoice {
     Mode(ToolChoiceMode),
@@ -210,6 +221,7 @@ pub enum ToolChoice {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolChoiceMode {
     None,
@@ -218,6 +230,7 @@ pub enum ToolChoiceMode {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ToolChoiceObject {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -241,6 +254,7 @@ impl<'de> Deserialize<'de> for ToolChoice {
 
 /// One entry of `tools`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Tool {
     Function(FunctionTool),
@@ -305,6 +319,7 @@ impl Tool {
 
 /// A custom function tool: the caller runs it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FunctionTool {
     pub name: String,
@@ -318,10 +333,12 @@ pub struct FunctionTool {
 
 /// A built-in tool without parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EmptyTool {}
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WebSearchTool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -341,6 +358,7 @@ pub struct WebSearchTool {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SearchContextSize {
     Low,
@@ -349,6 +367,7 @@ pub enum SearchContextSize {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SearchType {
     Web,
@@ -356,6 +375,7 @@ pub enum SearchType {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UserLocation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -371,6 +391,7 @@ pub struct UserLocation {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WebSearchFilters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -388,6 +409,7 @@ pub struct WebSearchFilters {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RecencyFilter {
     Hour,
@@ -398,6 +420,7 @@ pub enum RecencyFilter {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImageSearchTool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -407,6 +430,7 @@ pub struct ImageSearchTool {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImageSearchFilters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -418,6 +442,7 @@ pub struct ImageSearchFilters {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FetchUrlTool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -428,6 +453,7 @@ pub struct FetchUrlTool {
 
 /// A remote MCP server. `authorization` and `headers` are secrets: never logged, stored or echoed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpTool {
     pub server_label: String,
@@ -448,6 +474,7 @@ pub struct McpTool {
 
 /// A saved connector, by id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ConnectorTool {
     pub id: String,
@@ -464,6 +491,7 @@ pub struct ConnectorTool {
 
 /// `require_approval`: `"always"`, `"never"` or filters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum RequireApproval {
     Mode(ApprovalMode),
@@ -471,6 +499,7 @@ pub enum RequireApproval {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalMode {
     Always,
@@ -491,6 +520,7 @@ impl<'de> Deserialize<'de> for RequireApproval {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalFilters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -500,6 +530,7 @@ pub struct ApprovalFilters {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -510,6 +541,7 @@ pub struct ApprovalFilter {
 
 /// One entry of `skills` (`SkillInput`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Skill {
     /// A skill that ships with the service.
@@ -537,6 +569,7 @@ impl<'de> Deserialize<'de> for Skill {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BuiltinSkill {
     pub name: BuiltinSkillName,
@@ -544,6 +577,7 @@ pub struct BuiltinSkill {
 
 /// The built-in skills: `office` turns on all four leaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum BuiltinSkillName {
     #[serde(rename = "office")]
     Office,
@@ -571,6 +605,7 @@ impl BuiltinSkillName {
 
 /// A request-scoped skill.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InlineSkill {
     /// Lowercase ASCII words joined by single hyphens.
@@ -583,6 +618,7 @@ pub struct InlineSkill {
 
 /// A managed skill, by id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CustomSkill {
     pub id: String,

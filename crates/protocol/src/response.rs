@@ -10,6 +10,7 @@ use crate::request::{Reasoning, ServiceTier, Tool, ToolChoice, Truncation};
 
 /// Run status. `cancelling` exists only in the cancel acknowledgement ([`CancelAck`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseStatus {
     Queued,
@@ -49,9 +50,11 @@ impl ResponseStatus {
 
 /// The response object (`object: "response"`), with the OpenAI echo fields (spec decision 11).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Response {
     pub id: String,
     /// Always `response`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "response")))]
     pub object: String,
     /// Unix seconds.
     pub created_at: i64,
@@ -97,6 +100,7 @@ pub struct Response {
 
 /// `incomplete_details`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IncompleteDetails {
     /// `max_output_tokens`, or `max_steps` when the step budget ran out.
     pub reason: String,
@@ -104,6 +108,7 @@ pub struct IncompleteDetails {
 
 /// A run-level error (`response.error`): `code` is a string here (spec decision 10).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorInfo {
     pub message: String,
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +119,7 @@ pub struct ErrorInfo {
 
 /// Token usage summed over every step of a run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -131,6 +137,7 @@ pub struct Usage {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InputTokensDetails {
     /// OpenAI's name for cache reads.
     #[serde(default)]
@@ -145,11 +152,13 @@ pub struct InputTokensDetails {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OutputTokensDetails {
     pub reasoning_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolCallDetails {
     #[serde(default)]
     pub invocation: u64,
@@ -160,6 +169,7 @@ pub struct ToolCallDetails {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cost {
     pub currency: String,
     pub input_cost: f64,
@@ -178,26 +188,32 @@ pub struct Cost {
 
 /// `POST …/{id}/cancel` acknowledgement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CancelAck {
     pub response_id: String,
     /// Always `cancelling`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "cancelling")))]
     pub status: String,
 }
 
 /// `GET …/{id}/files`: the files a response delivered with `share_file`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ResponseFileList {
     /// Always `list`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "list")))]
     pub object: String,
     pub data: Vec<ResponseFile>,
 }
 
 /// One shared file (`ResponseFile`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ResponseFile {
     /// Scoped to the parent response; distinct from the response id.
     pub id: String,
     /// Always `file`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "file")))]
     pub object: String,
     pub filename: String,
     pub bytes: u64,
@@ -207,16 +223,20 @@ pub struct ResponseFile {
 
 /// `GET /v1/models`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelList {
     /// Always `list`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "list")))]
     pub object: String,
     pub data: Vec<Model>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Model {
     pub id: String,
     /// Always `model`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "model")))]
     pub object: String,
     pub created: i64,
     pub owned_by: String,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use protocol::response::{CancelAck, Model, ModelList};
+use protocol::response::{CancelAck, Model, ModelList, ResponseFile, ResponseFileList};
 use serde_json::{Value, json};
 
 use crate::auth::Project;
@@ -96,21 +96,22 @@ pub async fn files(
     State(state): State<AppState>,
     Project(project): Project,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<ResponseFileList>, ApiError> {
     let files = state.engine.list_files(&project, &id).await?;
-    let data: Vec<serde_json::Value> = files
+    let data = files
         .into_iter()
-        .map(|file| {
-            serde_json::json!({
-                "id": file.id,
-                "object": "file",
-                "filename": file.filename,
-                "bytes": file.bytes,
-                "created_at": file.created_at,
-            })
+        .map(|file| ResponseFile {
+            id: file.id,
+            object: "file".to_owned(),
+            filename: file.filename,
+            bytes: file.bytes,
+            created_at: file.created_at,
         })
         .collect();
-    Ok(Json(serde_json::json!({"object": "list", "data": data})).into_response())
+    Ok(Json(ResponseFileList {
+        object: "list".to_owned(),
+        data,
+    }))
 }
 
 /// `GET /v1/{agent|responses}/{id}/files/{file_id}/content`: the bytes, with the file's
@@ -208,8 +209,8 @@ pub async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// `GET /openapi.json`.
-pub async fn openapi() -> Json<Value> {
+/// `GET /openapi.json` (built once per process).
+pub async fn openapi() -> Json<&'static Value> {
     Json(crate::openapi::document())
 }
 

@@ -5,7 +5,8 @@
 //! [`json`] (the strict body extractor), [`sse`] (the SSE writer), [`error`] (the code table),
 //! [`config`] (defaults < file < env < flags), [`builtins`] (the built-in tools from the
 //! `fetch`, `search` and `sandbox` crates, assembled), [`metrics`] (the registry `GET /metrics`
-//! encodes), [`openapi`], [`state`].
+//! encodes), [`openapi`] (`/openapi.json`, built from the route table and the protocol types'
+//! JSON Schemas), [`state`].
 //!
 //! ```no_run
 //! # async fn demo(config: agentd_server::config::Config) -> Result<(), agentd_server::ServerError> {

@@ -1,28 +1,121 @@
-//! The route table: path -> handler, and nothing else.
+//! The route table: method and path -> endpoint -> handler, and nothing else. The router and
+//! the OpenAPI document (`openapi`) are both built from [`table`], so a route cannot be served
+//! without being documented.
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers;
 use crate::state::AppState;
 
-/// Every API route, served under both `/v1/agent` and `/v1/responses` (spec decision 1).
-pub fn routes() -> Router<AppState> {
-    let mut router = Router::new()
-        .route("/health", get(handlers::health))
-        .route("/metrics", get(handlers::metrics))
-        .route("/openapi.json", get(handlers::openapi))
-        .route("/v1/models", get(handlers::models));
-    for base in ["/v1/agent", "/v1/responses"] {
-        router = router
-            .route(base, post(handlers::create))
-            .route(&format!("{base}/{{id}}"), get(handlers::retrieve))
-            .route(&format!("{base}/{{id}}/cancel"), post(handlers::cancel))
-            .route(&format!("{base}/{{id}}/files"), get(handlers::files))
-            .route(
-                &format!("{base}/{{id}}/files/{{file_id}}/content"),
-                get(handlers::file_content),
-            );
+/// The API is served under both prefixes (spec decision 1).
+pub const API_BASES: [&str; 2] = ["/v1/agent", "/v1/responses"];
+
+/// What a route serves: one handler each (`handler`), one operation each in the OpenAPI
+/// document (`openapi::operations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Health,
+    Metrics,
+    OpenApi,
+    Models,
+    Create,
+    Retrieve,
+    Cancel,
+    Files,
+    FileContent,
+}
+
+/// The HTTP methods the table uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+}
+
+impl Method {
+    /// The lowercase name, as an OpenAPI path item key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "get",
+            Method::Post => "post",
+        }
     }
-    router.fallback(handlers::not_found)
+
+    fn filter(self) -> MethodFilter {
+        match self {
+            Method::Get => MethodFilter::GET,
+            Method::Post => MethodFilter::POST,
+        }
+    }
+}
+
+/// One row of the table. Path parameters are written `{name}`, as axum and OpenAPI both read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub method: Method,
+    pub path: String,
+    pub endpoint: Endpoint,
+}
+
+/// Every route the server answers (anything else is the `not_found` fallback).
+pub fn table() -> Vec<Route> {
+    let route = |method, path: &str, endpoint| Route {
+        method,
+        path: path.to_owned(),
+        endpoint,
+    };
+    let mut table = vec![
+        route(Method::Get, "/health", Endpoint::Health),
+        route(Method::Get, "/metrics", Endpoint::Metrics),
+        route(Method::Get, "/openapi.json", Endpoint::OpenApi),
+        route(Method::Get, "/v1/models", Endpoint::Models),
+    ];
+    for base in API_BASES {
+        table.extend([
+            route(Method::Post, base, Endpoint::Create),
+            route(Method::Get, &format!("{base}/{{id}}"), Endpoint::Retrieve),
+            route(
+                Method::Post,
+                &format!("{base}/{{id}}/cancel"),
+                Endpoint::Cancel,
+            ),
+            route(
+                Method::Get,
+                &format!("{base}/{{id}}/files"),
+                Endpoint::Files,
+            ),
+            route(
+                Method::Get,
+                &format!("{base}/{{id}}/files/{{file_id}}/content"),
+                Endpoint::FileContent,
+            ),
+        ]);
+    }
+    table
+}
+
+/// The router built from [`table`].
+pub fn routes() -> Router<AppState> {
+    table()
+        .into_iter()
+        .fold(Router::new(), |router, route| {
+            router.route(&route.path, handler(route.method, route.endpoint))
+        })
+        .fallback(handlers::not_found)
+}
+
+fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
+    let method = method.filter();
+    match endpoint {
+        Endpoint::Health => on(method, handlers::health),
+        Endpoint::Metrics => on(method, handlers::metrics),
+        Endpoint::OpenApi => on(method, handlers::openapi),
+        Endpoint::Models => on(method, handlers::models),
+        Endpoint::Create => on(method, handlers::create),
+        Endpoint::Retrieve => on(method, handlers::retrieve),
+        Endpoint::Cancel => on(method, handlers::cancel),
+        Endpoint::Files => on(method, handlers::files),
+        Endpoint::FileContent => on(method, handlers::file_content),
+    }
 }

@@ -1,0 +1,252 @@
+//! One OpenAPI operation per [`Endpoint`]: what it does, its parameters, its request body, its
+//! answers and the error statuses it can give (each the JSON error envelope).
+
+use serde_json::{Map, Value, json};
+
+use super::schemas::Schemas;
+use crate::routes::{Endpoint, Route};
+
+/// The operation object of one route.
+pub fn operation(route: &Route, schemas: &Schemas) -> Value {
+    let spec = spec(route.endpoint, schemas);
+    let mut parameters = path_parameters(&route.path);
+    parameters.extend(spec.query);
+    let mut responses = Map::new();
+    responses.insert("200".to_owned(), spec.ok);
+    for (status, why) in spec.errors {
+        responses.insert(
+            status.to_string(),
+            json!({"description": why, "content": {"application/json": {"schema": schemas.error}}}),
+        );
+    }
+    let mut operation = json!({
+        "operationId": operation_id(route),
+        "summary": spec.summary,
+        "responses": responses,
+    });
+    if !parameters.is_empty() {
+        operation["parameters"] = Value::Array(parameters);
+    }
+    if let Some(body) = spec.body {
+        operation["requestBody"] = body;
+    }
+    if !spec.authenticated {
+        // No key needed: overrides the document's default security requirement.
+        operation["security"] = json!([]);
+    }
+    operation
+}
+
+/// What differs between endpoints.
+struct Spec {
+    summary: &'static str,
+    authenticated: bool,
+    query: Vec<Value>,
+    body: Option<Value>,
+    ok: Value,
+    errors: Vec<(u16, &'static str)>,
+}
+
+const UNAUTHORIZED: (u16, &str) = (
+    401,
+    "Missing or unknown API key (only when the server has keys)",
+);
+const NOT_FOUND: (u16, &str) = (404, "No such response (or another project's)");
+const INTERNAL: (u16, &str) = (500, "The store failed; the request may be retried");
+const BAD_PATH: (u16, &str) = (400, "A path parameter is not valid UTF-8");
+
+fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
+    match endpoint {
+        Endpoint::Health => Spec {
+            summary: "Liveness: 200 once the server accepts requests",
+            authenticated: false,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer(
+                "The server is up",
+                json!({"type": "object", "properties": {"status": {"const": "ok"}}, "required": ["status"]}),
+            ),
+            errors: Vec::new(),
+        },
+        Endpoint::Metrics => Spec {
+            summary: "Prometheus metrics (text exposition format)",
+            authenticated: false,
+            query: Vec::new(),
+            body: None,
+            ok: json!({"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}),
+            errors: vec![INTERNAL],
+        },
+        Endpoint::OpenApi => Spec {
+            summary: "This OpenAPI document",
+            authenticated: false,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The OpenAPI 3.1 document", json!({"type": "object"})),
+            errors: Vec::new(),
+        },
+        Endpoint::Models => Spec {
+            summary: "The models of the configured providers",
+            authenticated: false,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The model list", schemas.model_list.clone()),
+            errors: Vec::new(),
+        },
+        Endpoint::Create => Spec {
+            summary: "Create a response: run the agent loop",
+            authenticated: true,
+            query: Vec::new(),
+            body: Some(json!({
+                "required": true,
+                "description": "Unknown fields anywhere are refused (400 naming the field in `param`); limits are checked after parsing (400 too).",
+                "content": {"application/json": {"schema": schemas.create_request}},
+            })),
+            ok: response_or_stream(
+                "The finished response; with `background: true`, the queued response at once; \
+                 with `stream: true`, the run's events as they happen",
+                schemas,
+            ),
+            errors: vec![
+                (
+                    400,
+                    "Invalid request (`param` names the field), an unconfigured model, or a continuation that does not fit",
+                ),
+                UNAUTHORIZED,
+                (404, "The run ended without a response"),
+                (413, "The body is larger than 32 MiB"),
+                (
+                    424,
+                    "An MCP server could not be reached or listed when the run started (a stream or a background run ends `failed` instead)",
+                ),
+                (429, "Too many background runs are waiting in this project"),
+                INTERNAL,
+                (
+                    501,
+                    "The request asks for a capability that is not built yet",
+                ),
+            ],
+        },
+        Endpoint::Retrieve => Spec {
+            summary: "Retrieve a response; with `stream=true`, replay its events and follow the run",
+            authenticated: true,
+            query: vec![
+                json!({"name": "stream", "in": "query", "required": false,
+                       "description": "`true`: answer with the run's events (the stored log, then the live run until it ends)",
+                       "schema": {"type": "boolean"}}),
+                json!({"name": "starting_after", "in": "query", "required": false,
+                       "description": "With `stream=true`: only the events after this `sequence_number`",
+                       "schema": {"type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991_u64}}),
+            ],
+            body: None,
+            ok: response_or_stream(
+                "The response as stored now; with `stream=true`, its events",
+                schemas,
+            ),
+            errors: vec![
+                (
+                    400,
+                    "`stream` or `starting_after` is invalid (`param` names it), or a path parameter is not valid UTF-8",
+                ),
+                UNAUTHORIZED,
+                NOT_FOUND,
+                INTERNAL,
+            ],
+        },
+        Endpoint::Cancel => Spec {
+            summary: "Cancel a queued or running response",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The run is being cancelled", schemas.cancel_ack.clone()),
+            errors: vec![
+                (
+                    400,
+                    "The run has already ended, or a path parameter is not valid UTF-8",
+                ),
+                UNAUTHORIZED,
+                NOT_FOUND,
+                INTERNAL,
+            ],
+        },
+        Endpoint::Files => Spec {
+            summary: "List the files a response shared (`share_file`)",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The files", schemas.file_list.clone()),
+            errors: vec![BAD_PATH, UNAUTHORIZED, NOT_FOUND, INTERNAL],
+        },
+        Endpoint::FileContent => Spec {
+            summary: "Download a shared file",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json!({
+                "description": "The file's bytes, with its content type and `Content-Disposition: attachment`",
+                "content": {"*/*": {"schema": {}}},
+            }),
+            errors: vec![
+                BAD_PATH,
+                UNAUTHORIZED,
+                (404, "No such response or file (or another project's)"),
+                INTERNAL,
+            ],
+        },
+    }
+}
+
+fn json_answer(description: &str, schema: Value) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": schema}}})
+}
+
+/// A response object as JSON, or the run's events as server-sent events.
+fn response_or_stream(description: &str, schemas: &Schemas) -> Value {
+    json!({
+        "description": description,
+        "content": {
+            "application/json": {"schema": schemas.response},
+            "text/event-stream": {
+                "schema": {
+                    "type": "string",
+                    "description": "One `data: <json>` frame per event (no `event:` lines, no `[DONE]`); `:` comment lines keep a quiet stream open. Each frame's JSON is described by `x-sse-data`.",
+                },
+                "x-sse-data": schemas.stream_event,
+            },
+        },
+    })
+}
+
+/// The `{name}` segments of a path, as required string parameters.
+fn path_parameters(path: &str) -> Vec<Value> {
+    path.split('/')
+        .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| {
+            let mut parameter =
+                json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}});
+            let description = match name {
+                "id" => Some("The response id (`resp_…`)"),
+                "file_id" => Some("A file id from the response's file list"),
+                _ => None,
+            };
+            if let Some(description) = description {
+                parameter["description"] = description.into();
+            }
+            parameter
+        })
+        .collect()
+}
+
+/// `post /v1/agent/{id}/cancel` -> `post_v1_agent_id_cancel`: unique because the table has one
+/// row per method and path.
+fn operation_id(route: &Route) -> String {
+    let mut id = route.method.as_str().to_owned();
+    for word in route
+        .path
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty())
+    {
+        id.push('_');
+        id.push_str(word);
+    }
+    id
+}
