@@ -10,8 +10,6 @@ use rmcp::model::ErrorData;
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
-use crate::sse::SseError;
-
 /// The most of a server-supplied text (a JSON-RPC error message, an unexpected answer) kept
 /// in an error message.
 const MAX_MESSAGE_CHARS: usize = 300;
@@ -254,6 +252,31 @@ pub(crate) fn from_initialize(
             from_initialize(fallback, limits, closed)
         }
         other => McpError::Protocol(format!("initialize failed: {other}")),
+    }
+}
+
+/// Why the SSE transport failed. Carries no header value, token or body.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum SseError {
+    #[error("{}", .0)]
+    Mcp(McpError),
+    /// An event (or one unfinished line) grew past the cap.
+    #[error("an SSE event is larger than the size cap")]
+    TooLarge,
+    /// The stream ended.
+    #[error("the SSE stream ended")]
+    Closed,
+}
+
+impl SseError {
+    pub(crate) fn to_mcp(&self, limits: Limits) -> McpError {
+        match self {
+            SseError::Mcp(e) => e.clone(),
+            SseError::TooLarge => McpError::TooLarge(limits.max_response_bytes),
+            SseError::Closed => McpError::Unreachable(
+                "the MCP server closed its SSE stream (legacy HTTP+SSE transport)".to_owned(),
+            ),
+        }
     }
 }
 

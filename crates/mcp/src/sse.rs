@@ -23,35 +23,10 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 
-use crate::errors::{Failure, Limits, from_reqwest, http_error};
+use crate::errors::{Failure, Limits, SseError, from_reqwest, http_error};
 
 /// How long the probe waits for the `endpoint` event.
 const ENDPOINT_WAIT: Duration = Duration::from_secs(5);
-
-/// Why the SSE transport failed. Carries no header value, token or body.
-#[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum SseError {
-    #[error("{}", .0)]
-    Mcp(McpError),
-    /// An event (or one unfinished line) grew past the cap.
-    #[error("an SSE event is larger than the size cap")]
-    TooLarge,
-    /// The stream ended.
-    #[error("the SSE stream ended")]
-    Closed,
-}
-
-impl SseError {
-    pub(crate) fn to_mcp(&self, limits: Limits) -> McpError {
-        match self {
-            SseError::Mcp(e) => e.clone(),
-            SseError::TooLarge => McpError::TooLarge(limits.max_response_bytes),
-            SseError::Closed => McpError::Unreachable(
-                "the MCP server closed its SSE stream (legacy HTTP+SSE transport)".to_owned(),
-            ),
-        }
-    }
-}
 
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq)]

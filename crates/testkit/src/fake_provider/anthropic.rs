@@ -11,7 +11,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Event, Part, Turn, raw_slot, split_arguments, split_words, with_raw};
+use super::render::{Event, Part, Turn, raw_slot, with_raw};
+use super::reply::{split_arguments, split_words};
 
 /// Anthropic's error envelope, with the error type it documents for each status.
 pub(super) fn error_body(status: u16, message: &str) -> Value {

@@ -9,7 +9,8 @@
 
 use serde_json::{Value, json};
 
-use super::{CREATED, Event, Part, ScriptedCall, Turn, split_arguments};
+use super::render::{CREATED, Event, Part, Turn};
+use super::reply::{ScriptedCall, split_arguments};
 
 /// The OpenAI error envelope.
 pub(super) fn error_body(status: u16, message: &str) -> Value {

@@ -13,7 +13,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Event, Part, Turn, raw_slot, with_raw};
+use super::render::{Event, Part, Turn, raw_slot, with_raw};
 
 /// Google's error envelope, with the canonical status of each HTTP code.
 pub(super) fn error_body(status: u16, message: &str) -> Value {

@@ -15,7 +15,8 @@ use axum::response::Response;
 use providers::WireApi;
 use serde_json::{Value, json};
 
-use super::{CREATED, error_response, json_response, query_param};
+use super::errors::error_response;
+use super::render::{CREATED, json_response, query_param};
 
 /// The list of `models` in `wire`'s shape, paginated as `query` asks.
 pub(super) fn list(wire: WireApi, models: &[String], query: Option<&str>) -> Response {

@@ -13,7 +13,8 @@
 
 use serde_json::{Value, json};
 
-use super::{CREATED, Event, Part, Thought, Turn, split_arguments};
+use super::render::{CREATED, Event, Part, Turn};
+use super::reply::{ScriptedCall, Thought, split_arguments, split_words};
 
 /// Numbers the events of one stream.
 struct Sequence {
@@ -103,7 +104,7 @@ fn message_item(turn: &Turn<'_>, text: Option<&str>) -> Value {
         "content": content})
 }
 
-fn call_item(turn: &Turn<'_>, k: usize, call: &super::ScriptedCall, done: bool) -> Value {
+fn call_item(turn: &Turn<'_>, k: usize, call: &ScriptedCall, done: bool) -> Value {
     let (status, arguments) = if done {
         ("completed", call.arguments.as_str())
     } else {
@@ -181,7 +182,7 @@ pub(super) fn stream(turn: &Turn<'_>) -> Vec<Event> {
                 ),
                 Part::Content,
             );
-            for piece in super::split_words(summary) {
+            for piece in split_words(summary) {
                 seq.push(
                     with(
                         "response.reasoning_summary_text.delta",
