@@ -1,7 +1,8 @@
 //! The hosted-tool port: built-in tools the service runs itself (`web_search`, `fetch_url`, …).
 //!
-//! The `tools` crate implements [`HostedTools`], which turns one `tools[]` entry of a request
-//! into a [`HostedTool`] configured for that request (filters, budgets). The engine offers its
+//! The server's `Builtins` implements [`HostedTools`] over the `fetch`, `search` and `sandbox`
+//! crates: it turns one `tools[]` entry of a request into a [`HostedTool`] configured for that
+//! request (filters, budgets). The engine offers its
 //! [`HostedTool::spec`] to the model under its fixed name, calls it with the model's arguments,
 //! puts the returned items in the output, gives the model the returned text, and counts the
 //! invocations in `usage.tool_calls_details`. A failing call is never an error of the run: the
@@ -103,7 +104,7 @@ pub enum HostedError {
     Unavailable(String),
 }
 
-/// Builds the hosted tools a request asks for (implemented by the `tools` crate).
+/// Builds the hosted tools a request asks for (implemented by the server's `Builtins`).
 pub trait HostedTools: Send + Sync {
     /// The tools `tools[index]` gives the model (one entry may bring several: `sandbox`
     /// brings `execute`, `read`, `write`, …), or an empty list when it is not a kind this

@@ -181,8 +181,7 @@ pub struct TokenUsage {
     pub output_tokens: u64,
     pub cached_input_tokens: u64,
     pub reasoning_tokens: u64,
-    /// Input tokens written to the upstream's prompt cache (Anthropic's cache writes), counted
-    /// in `input_tokens` too.
+    /// Input tokens the upstream wrote to its prompt cache, counted in `input_tokens` too.
     pub cache_write_tokens: u64,
 }
 
