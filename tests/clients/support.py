@@ -117,6 +117,20 @@ EXTRA_EVENT_TYPES = {
     "response.content_part.done",
     "response.function_call_arguments.delta",
     "response.function_call_arguments.done",
+    "response.mcp_call_arguments.delta",
+    "response.mcp_call_arguments.done",
+    "response.mcp_call.in_progress",
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+    "response.mcp_list_tools.in_progress",
+    "response.mcp_list_tools.completed",
+    "response.mcp_list_tools.failed",
+}
+
+# OpenAI-parity fields the Perplexity SDK does not declare on an item (spec decision 11): a
+# message's `phase` (`commentary` / `final_answer`, Open Responses 2026-04-24).
+OPENAI_PARITY_FIELDS: Mapping[str, set[str]] = {
+    "MessageOutputItemOutput": {"phase"},
 }
 
 
@@ -138,7 +152,8 @@ def exact(item: Any, cls: type[BaseModel]) -> Any:
     assert type(item) is cls, (
         f"{getattr(item, 'type', '?')} parsed as {type(item).__name__}, not {cls.__name__}"
     )
-    assert not item.model_extra, f"{cls.__name__} has fields the SDK does not declare: {item.model_extra}"
+    undeclared = set(item.model_extra or {}) - OPENAI_PARITY_FIELDS.get(cls.__name__, set())
+    assert not undeclared, f"{cls.__name__} has fields the SDK does not declare: {item.model_extra}"
     return item
 
 
@@ -147,6 +162,9 @@ def revalidated(event: Any) -> Any:
 
     The strict Perplexity client cannot read a stream with OpenAI-parity events outside its
     catalogue (`response.content_part.*`, spec §7.1: ignorable), so streams are read with the
-    default client and each catalogued event is validated here."""
+    default client and each catalogued event is validated here; the known extras are handed back
+    as they came."""
+    if event.type in EXTRA_EVENT_TYPES:
+        return event
     cls = PPLX_EVENT_CLASSES[event.type]
     return cls.model_validate(event.to_dict(mode="json"))

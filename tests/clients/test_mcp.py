@@ -730,7 +730,17 @@ def test_openai_stream_discovery_failure_raises(
         for event in oai.responses.create(model=MODEL, input="x", tools=[tool], stream=True):
             seen.append(event)
     assert '"down"' in raised.value.message
-    assert [event.type for event in seen] == ["response.created", "response.in_progress"]
+    # The failed listing is an `mcp_list_tools` item with its error, as OpenAI sends it.
+    assert [event.type for event in seen] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.failed",
+        "response.output_item.done",
+    ]
+    assert seen[-1].item.type == "mcp_list_tools"
+    assert '"down"' in (seen[-1].item.error or "")
     assert fake.requests() == []
 
 

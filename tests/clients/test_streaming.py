@@ -158,9 +158,16 @@ def test_function_call_stream_then_streamed_continuation(
     assert "response.output_text.delta" not in types
     added = events[types.index("response.output_item.added")].item
     assert added.type == "function_call"
-    # [migration-notes] (spec §4.7): output_item.added for a function_call already carries these.
+    # [migration-notes] (spec §4.7): output_item.added for a function_call already carries these;
+    # the arguments follow as `response.function_call_arguments.delta` events (OpenAI's order).
     assert (added.call_id, added.name) == ("call_Ku9yfMSIZWrJBGm2wqCaFF0G", "get_order_status")
-    assert json.loads(added.arguments) == json.loads(ORDER_ARGUMENTS)
+    streamed = "".join(
+        e.delta for e in events if e.type == "response.function_call_arguments.delta"
+    )
+    assert json.loads(streamed) == json.loads(ORDER_ARGUMENTS)
+    arguments_done = next(e for e in events if e.type == "response.function_call_arguments.done")
+    assert json.loads(arguments_done.arguments) == json.loads(ORDER_ARGUMENTS)
+    assert arguments_done.item_id == added.id
     done = events[types.index("response.output_item.done")].item
     if sdk == "openai":
         assert isinstance(done, ResponseFunctionToolCall)
@@ -251,17 +258,26 @@ def test_background_run_polled_and_cancelled_through_the_sdks(
     fake.script({"text_chunks": CHUNKS, "delay_ms": 3000})
     created = pplx.responses.create(model=MODEL, input="Where is my order?", background=True)
     assert created.status == "queued"
+    # Spec decision 8: the answer is the response object (plus `response_id`), with its final
+    # status once the run has stopped, which both SDK families read.
     ack = pplx.responses.cancel(created.id)
-    assert ack.status == "cancelling"
+    assert ack.status == "cancelled"
     assert ack.response_id == created.id
-    for _ in range(200):
-        final = oai.responses.retrieve(created.id)
-        if final.status not in ("queued", "in_progress"):
-            break
-        time.sleep(0.05)
+    final = oai.responses.retrieve(created.id)
     assert final.status == "cancelled"
+    # Cancelling again answers the same response, through the OpenAI SDK's Response type too.
+    again = oai.responses.cancel(created.id)
+    assert again.id == created.id
+    assert again.status == "cancelled"
+    assert again.object == "response"
+    # A run that completed cannot be cancelled.
+    fake.reset()
+    fake.script({"text": "done"})
+    done = pplx.responses.create(model=MODEL, input="Where is my order?")
     with pytest.raises(perplexity.BadRequestError):
-        pplx.responses.cancel(created.id)
+        pplx.responses.cancel(done.id)
+    with pytest.raises(openai.BadRequestError):
+        oai.responses.cancel(done.id)
     with pytest.raises(perplexity.NotFoundError):
         pplx.responses.cancel("resp_does_not_exist")
     # The run may have been cancelled before or after it reached the model.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use protocol::request::CreateRequest;
-use protocol::response::{CancelAck, Response};
+use protocol::response::{CancelAck, Response, ResponseStatus};
 use tokio::sync::watch;
 
 use crate::config::EngineConfig;
@@ -21,6 +21,19 @@ use crate::presets::apply_preset;
 use crate::run::Finished;
 use crate::store::{JobRecord, JobState, ResponseRecord};
 use crate::{jobs, recovery, response, retention, runner};
+
+/// How long a cancel waits for the run to stop before it answers `cancelling`.
+pub const CANCEL_WAIT: Duration = Duration::from_secs(3);
+/// How often a waiting cancel looks at the run's status.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// The cancel answer: the response object with its `response_id`.
+fn cancel_answer(response: Response) -> CancelAck {
+    CancelAck {
+        response_id: response.id.clone(),
+        response,
+    }
+}
 
 /// Runs agent requests. Cheap to clone.
 #[derive(Clone)]
@@ -154,30 +167,46 @@ impl Engine {
         })
     }
 
-    /// Asks a run to stop. The run ends `cancelled` shortly after; the answer is only the
-    /// acknowledgement (spec decision 8).
+    /// Stops a run and answers the response object (spec decision 8): the run is asked to stop,
+    /// and the answer waits up to [`CANCEL_WAIT`] for it to end, so its status is `cancelled`
+    /// whenever it can be and `cancelling` only while it is still stopping. Cancelling a
+    /// cancelled response answers it again; other ended runs are 400.
     pub async fn cancel(&self, project_id: &str, id: &str) -> Result<CancelAck, EngineError> {
-        let record = self
-            .core
-            .store
+        let store = &self.core.store;
+        let record = store
             .get_response(project_id, id)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("response \"{id}\" not found")))?;
-        if record.response.status.is_terminal() {
-            return Err(EngineError::NotCancellable(format!(
-                "response \"{id}\" has already ended with status {} and cannot be cancelled",
-                record.response.status.as_str()
-            )));
+        match record.response.status {
+            ResponseStatus::Cancelled => return Ok(cancel_answer(record.response)),
+            status if status.is_terminal() => {
+                return Err(EngineError::NotCancellable(format!(
+                    "response \"{id}\" has already ended with status {} and cannot be cancelled",
+                    status.as_str()
+                )));
+            }
+            _ => {}
         }
         if let Some(live) = self.core.live.get(id) {
             live.cancel.cancel();
         }
         // A job still waiting for a worker is taken out of the queue and ended now.
         jobs::cancel_queued(&self.core, id).await?;
-        Ok(CancelAck {
-            response_id: id.to_owned(),
-            status: "cancelling".to_owned(),
-        })
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        let mut response = record.response;
+        loop {
+            if let Some(current) = store.get_response(project_id, id).await? {
+                response = current.response;
+            }
+            if response.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(CANCEL_POLL).await;
+        }
+        if !response.status.is_terminal() {
+            response.status = ResponseStatus::Cancelling;
+        }
+        Ok(cancel_answer(response))
     }
 
     /// Replays a run's events after `starting_after` (all when `None`), then follows the run

@@ -145,6 +145,16 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
+/// The structured output a turn must produce (the engine checks the final answer too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutputFormat {
+    /// Any JSON object.
+    JsonObject,
+    /// JSON matching a schema.
+    JsonSchema(JsonSchemaFormat),
+}
+
 /// One model turn to run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ModelRequest {
@@ -158,10 +168,22 @@ pub struct ModelRequest {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub max_output_tokens: Option<u32>,
-    pub response_format: Option<JsonSchemaFormat>,
+    /// `text.format` / `response_format`.
+    pub output_format: Option<OutputFormat>,
     /// `reasoning.effort` as given by the caller.
     pub reasoning_effort: Option<String>,
+    /// `reasoning.summary` as given by the caller (`auto`, `concise`, `detailed`).
+    pub reasoning_summary: Option<String>,
+    /// `text.verbosity` (`low`, `medium`, `high`).
+    pub verbosity: Option<String>,
     pub prompt_cache_key: Option<String>,
+    /// `service_tier`, `user` and `safety_identifier`, for upstreams that take them.
+    pub service_tier: Option<String>,
+    pub user: Option<String>,
+    pub safety_identifier: Option<String>,
+    /// Logprobs of the output tokens: `Some(n)` asks for them with the `n` most likely
+    /// alternatives of each token (`Some(0)`: the chosen tokens only).
+    pub logprobs: Option<u32>,
 }
 
 impl ModelRequest {
@@ -183,6 +205,26 @@ pub struct TokenUsage {
     pub reasoning_tokens: u64,
     /// Input tokens the upstream wrote to its prompt cache, counted in `input_tokens` too.
     pub cache_write_tokens: u64,
+}
+
+/// The log probability of one output token, with the most likely alternatives.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    pub token: String,
+    pub logprob: f64,
+    #[serde(default)]
+    pub bytes: Vec<u8>,
+    #[serde(default)]
+    pub top_logprobs: Vec<TopLogprob>,
+}
+
+/// One alternative of a token.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TopLogprob {
+    pub token: String,
+    pub logprob: f64,
+    #[serde(default)]
+    pub bytes: Vec<u8>,
 }
 
 /// Why the upstream stopped this turn.
@@ -211,6 +253,8 @@ pub enum ModelEvent {
         arguments: String,
         thought_signature: Option<String>,
     },
+    /// The logprobs of the text delta that follows (adapters send them just before it).
+    Logprobs(Vec<TokenLogprob>),
     /// A finished reasoning block of this turn (kept in the transcript, not shown as output).
     Reasoning(Reasoning),
     /// Token usage (may arrive once, at the end).

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use protocol::input::InputItem;
+use protocol::options::OutputFormat;
 use protocol::request::{CreateRequest, Tool};
 use protocol::response::ResponseStatus;
 
@@ -25,7 +26,7 @@ pub struct RunPlan {
     pub models: Vec<(String, ResolvedModel)>,
     /// The operator's prices (`usage.cost`).
     pub prices: Arc<Prices>,
-    /// `response_format.json_schema`, compiled: the final answer must match it.
+    /// `text.format` / `response_format` as a compiled schema: the final answer must match it.
     pub output_schema: Option<jsonschema::Validator>,
     pub registry: Registry,
     /// The transcript the run starts from (previous transcript + this request's input).
@@ -128,19 +129,20 @@ pub(crate) fn plan(
         core.hosted.as_ref(),
     )?;
     let max_steps = request.max_steps.unwrap_or(core.config.default_max_steps);
-    let output_schema = match request
-        .response_format
-        .as_ref()
-        .and_then(|format| format.json_schema.as_ref())
-    {
-        Some(format) => Some(jsonschema::validator_for(&format.schema).map_err(|err| {
+    let output_schema = match request.output_format() {
+        Some(OutputFormat::JsonSchema(format)) => Some(&format.schema).cloned(),
+        Some(OutputFormat::JsonObject) => Some(serde_json::json!({"type": "object"})),
+        None => None,
+    }
+    .map(|schema| {
+        jsonschema::validator_for(&schema).map_err(|err| {
             EngineError::invalid(
-                "response_format.json_schema.schema",
+                request.output_format_param(),
                 format!("the schema is not a valid JSON Schema: {err}"),
             )
-        })?),
-        None => None,
-    };
+        })
+    })
+    .transpose()?;
     let plan = RunPlan {
         prices: core.config.prices.clone(),
         output_schema,
@@ -202,6 +204,10 @@ fn check_models(plan: &RunPlan) -> Result<(), EngineError> {
         &plan.transcript,
         true,
         plan.request.max_output_tokens,
+        request::Step {
+            number: 1,
+            of: plan.max_steps,
+        },
     );
     for (id, model) in &plan.models {
         let mut request = preview.clone();

@@ -1,11 +1,15 @@
 //! The response object at the start of a run: the request echoed (OpenAI's echo fields
 //! included, tool secrets removed), status `in_progress` or `queued`.
 
-use protocol::request::{CreateRequest, ToolChoice, ToolChoiceMode, Truncation};
+use protocol::options::OutputFormat;
+use protocol::request::{
+    CreateRequest, EmptyFormat, TextConfig, TextFormat, TextJsonSchema, ToolChoice, ToolChoiceMode,
+    Truncation,
+};
 use protocol::response::{Response, ResponseStatus};
-use serde_json::json;
 
 use crate::ids::new_id;
+use crate::request::DEFAULT_FORMAT_NAME;
 use crate::tools;
 
 /// The response object at the start of a run, echoing the request.
@@ -34,22 +38,22 @@ pub(crate) fn initial(
         max_output_tokens: request.effective_max_output_tokens(),
         max_tool_calls: request.max_tool_calls,
         max_steps: request.max_steps,
-        temperature: request.temperature,
-        top_p: request.top_p,
+        temperature: request.temperature.unwrap_or(1.0),
+        top_p: request.top_p.unwrap_or(1.0),
         tool_choice: request
             .tool_choice
             .clone()
             .unwrap_or(ToolChoice::Mode(ToolChoiceMode::Auto)),
-        tools: tools::redact(request.tools.as_deref().unwrap_or_default()),
+        tools: tools::echo(request.tools.as_deref().unwrap_or_default()),
         parallel_tool_calls: request.parallel_tool_calls.unwrap_or(true),
         truncation: request.truncation.unwrap_or(Truncation::Disabled),
         background,
         store: request.store.unwrap_or(true),
-        service_tier: request.service_tier,
-        text: request
-            .text
-            .clone()
-            .unwrap_or_else(|| json!({"format": {"type": "text"}})),
+        service_tier: request
+            .service_tier
+            .map_or("default", |tier| tier.as_str())
+            .to_owned(),
+        text: text_in_effect(request),
         metadata: request.metadata.clone().unwrap_or_default(),
         previous_response_id: request.previous_response_id.clone(),
         prompt_cache_key: request.prompt_cache_key.clone(),
@@ -60,6 +64,27 @@ pub(crate) fn initial(
         safety_identifier: request.safety_identifier.clone(),
         frequency_penalty: 0.0,
         presence_penalty: 0.0,
-        top_logprobs: 0,
+        top_logprobs: request.top_logprobs.unwrap_or(0),
+    }
+}
+
+/// `text` as applied: the request's, with the format in effect (`response_format` shows as its
+/// `text.format` equivalent; plain text when nothing asks for structure).
+fn text_in_effect(request: &CreateRequest) -> TextConfig {
+    let format = match request.output_format() {
+        Some(OutputFormat::JsonObject) => TextFormat::JsonObject(EmptyFormat {}),
+        Some(OutputFormat::JsonSchema(format)) => TextFormat::JsonSchema(TextJsonSchema {
+            name: format
+                .name
+                .unwrap_or_else(|| DEFAULT_FORMAT_NAME.to_owned()),
+            schema: format.schema,
+            description: format.description,
+            strict: format.strict,
+        }),
+        None => TextFormat::Text(EmptyFormat {}),
+    };
+    TextConfig {
+        format: Some(format),
+        verbosity: request.text.as_ref().and_then(|text| text.verbosity),
     }
 }

@@ -381,6 +381,14 @@ impl Registry {
         found
     }
 
+    /// Whether `name` is a custom function whose calls need no check of their arguments
+    /// (no `strict` schema): its arguments can be streamed to the caller as they arrive.
+    pub fn is_unchecked_function(&self, name: &str) -> bool {
+        self.by_name
+            .get(name)
+            .is_some_and(|i| self.functions[*i].validator.is_none())
+    }
+
     /// Checks one function call of the model. `Err` is the error text the model gets back.
     pub fn check_call(&self, name: &str, arguments: &str) -> Result<(), String> {
         let Some(def) = self.by_name.get(name).map(|i| &self.functions[*i]) else {
@@ -512,6 +520,21 @@ pub fn redact(tools: &[Tool]) -> Vec<Tool> {
                 Tool::Mcp(mcp)
             }
             other => other.clone(),
+        })
+        .collect()
+}
+
+/// The tools as a response echoes them: secrets removed, and each function's `strict` as it is
+/// applied (arguments are checked against the schema only with `strict: true`).
+pub fn echo(tools: &[Tool]) -> Vec<Tool> {
+    redact(tools)
+        .into_iter()
+        .map(|tool| match tool {
+            Tool::Function(mut function) => {
+                function.strict = Some(function.strict.unwrap_or(false));
+                Tool::Function(function)
+            }
+            other => other,
         })
         .collect()
 }

@@ -12,6 +12,8 @@ extern crate agentd_engine as engine;
 
 #[path = "engine/common.rs"]
 mod common;
+#[path = "engine/conformance.rs"]
+mod conformance;
 #[path = "engine/mcp.rs"]
 mod mcp;
 #[path = "engine/outcomes.rs"]

@@ -70,6 +70,61 @@ pub enum EventData {
         #[serde(default)]
         logprobs: Vec<Value>,
     },
+    /// A piece of a function call's arguments, while the model writes them.
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionCallArgumentsDelta {
+        item_id: String,
+        output_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.function_call_arguments.done")]
+    FunctionCallArgumentsDone {
+        item_id: String,
+        output_index: usize,
+        arguments: String,
+    },
+    #[serde(rename = "response.mcp_call_arguments.delta")]
+    McpCallArgumentsDelta {
+        item_id: String,
+        output_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.mcp_call_arguments.done")]
+    McpCallArgumentsDone {
+        item_id: String,
+        output_index: usize,
+        arguments: String,
+    },
+    #[serde(rename = "response.mcp_call.in_progress")]
+    McpCallInProgress {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_call.completed")]
+    McpCallCompleted {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_call.failed")]
+    McpCallFailed {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_list_tools.in_progress")]
+    McpListToolsInProgress {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_list_tools.completed")]
+    McpListToolsCompleted {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_list_tools.failed")]
+    McpListToolsFailed {
+        item_id: String,
+        output_index: usize,
+    },
     #[serde(rename = "response.reasoning.started")]
     ReasoningStarted {
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -38,6 +38,7 @@ impl Input {
                 content: MessageContent::Text(text),
                 id: None,
                 status: None,
+                phase: None,
             })],
             Input::Items(items) => items,
         }
@@ -120,6 +121,10 @@ pub struct InputMessage {
     pub id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// An assistant message's phase (`commentary` or `final_answer`), as output messages carry
+    /// it; history only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<crate::output::MessagePhase>,
 }
 
 /// Message content: a string or a list of parts.

@@ -44,6 +44,7 @@
 pub mod error;
 pub mod events;
 pub mod input;
+pub mod options;
 pub mod output;
 pub mod request;
 pub mod response;

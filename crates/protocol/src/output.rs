@@ -62,6 +62,19 @@ pub struct OutputMessage {
     #[cfg_attr(feature = "schema", schemars(extend("const" = "assistant")))]
     pub role: String,
     pub content: Vec<OutputContent>,
+    /// `commentary` for text written between tool calls, `final_answer` for the answer; known
+    /// once the turn that wrote it has ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<MessagePhase>,
+}
+
+/// What an assistant message is: intermediate commentary or the final answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MessagePhase {
+    Commentary,
+    FinalAnswer,
 }
 
 impl OutputMessage {

@@ -71,16 +71,20 @@ pub struct CreateRequest {
     /// Skills the model may load with `load_skill`; any skill switches the sandbox on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<Vec<Skill>>,
-    /// OpenAI extra: text output configuration (accepted and echoed).
+    /// OpenAI's text output configuration: `format` is applied like `response_format`,
+    /// `verbosity` goes to the upstreams that take it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<Value>,
-    /// OpenAI extra (accepted and echoed).
+    pub text: Option<TextConfig>,
+    /// Extra output to include (OpenAI's `include`; see `validate.rs` for what each value does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include: Option<Vec<String>>,
-    /// OpenAI extra (accepted and echoed).
+    /// How many most likely tokens to report with each output token's logprob (0..=20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u32>,
+    /// OpenAI's end-user id: sent to OpenAI-wire upstreams, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
-    /// OpenAI extra (accepted and echoed).
+    /// OpenAI's safety identifier: sent to OpenAI-wire upstreams, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety_identifier: Option<String>,
 }
@@ -169,6 +173,84 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
+/// `text`: OpenAI's text output configuration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TextConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<TextFormat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<Verbosity>,
+}
+
+/// `text.format`: plain text, any JSON object, or JSON matching a schema.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TextFormat {
+    Text(EmptyFormat),
+    JsonObject(EmptyFormat),
+    JsonSchema(TextJsonSchema),
+}
+
+impl<'de> Deserialize<'de> for TextFormat {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = strict::object(deserializer, "a text format object")?;
+        let tag = strict::take_tag(&mut map, None)?;
+        let value = Value::Object(map);
+        match tag.as_str() {
+            "text" => strict::from_value(value).map(TextFormat::Text),
+            "json_object" => strict::from_value(value).map(TextFormat::JsonObject),
+            "json_schema" => strict::from_value(value).map(TextFormat::JsonSchema),
+            other => Err(strict::unknown_tag(
+                "text format",
+                other,
+                &["text", "json_object", "json_schema"],
+            )),
+        }
+    }
+}
+
+/// A format without parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EmptyFormat {}
+
+/// `text.format` of type `json_schema` (the Responses API's flat shape).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TextJsonSchema {
+    pub name: String,
+    pub schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+}
+
+/// `text.verbosity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Verbosity {
+    Low,
+    Medium,
+    High,
+}
+
+impl Verbosity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verbosity::Low => "low",
+            Verbosity::Medium => "medium",
+            Verbosity::High => "high",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
@@ -197,6 +279,18 @@ pub enum ServiceTier {
     Flex,
     Priority,
     Fast,
+}
+
+impl ServiceTier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceTier::Auto => "auto",
+            ServiceTier::Default => "default",
+            ServiceTier::Flex => "flex",
+            ServiceTier::Priority => "priority",
+            ServiceTier::Fast => "fast",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::output::OutputItem;
-use crate::request::{Reasoning, ServiceTier, Tool, ToolChoice, Truncation};
+use crate::request::{Reasoning, TextConfig, Tool, ToolChoice, Truncation};
 
-/// Run status. `cancelling` exists only in the cancel acknowledgement ([`CancelAck`]).
+/// Run status. `cancelling` exists only in the answer to a cancel ([`CancelAck`]) while the
+/// run is still stopping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
@@ -20,6 +21,7 @@ pub enum ResponseStatus {
     Cancelled,
     RequiresAction,
     Incomplete,
+    Cancelling,
 }
 
 impl ResponseStatus {
@@ -44,6 +46,7 @@ impl ResponseStatus {
             ResponseStatus::Cancelled => "cancelled",
             ResponseStatus::RequiresAction => "requires_action",
             ResponseStatus::Incomplete => "incomplete",
+            ResponseStatus::Cancelling => "cancelling",
         }
     }
 }
@@ -70,8 +73,10 @@ pub struct Response {
     pub max_output_tokens: Option<u32>,
     pub max_tool_calls: Option<u32>,
     pub max_steps: Option<u32>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
+    /// The value in effect (1 when the request gave none, as OpenAI echoes it).
+    pub temperature: f64,
+    /// The value in effect (1 when the request gave none).
+    pub top_p: f64,
     pub tool_choice: ToolChoice,
     /// The request's tools with secrets (`authorization`, `headers`) removed.
     pub tools: Vec<Tool>,
@@ -79,8 +84,9 @@ pub struct Response {
     pub truncation: Truncation,
     pub background: bool,
     pub store: bool,
-    pub service_tier: Option<ServiceTier>,
-    pub text: Value,
+    /// The request's tier, `default` when it gave none.
+    pub service_tier: String,
+    pub text: TextConfig,
     pub metadata: BTreeMap<String, String>,
     pub previous_response_id: Option<String>,
     pub prompt_cache_key: Option<String>,
@@ -91,7 +97,7 @@ pub struct Response {
     pub preset: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub safety_identifier: Option<String>,
     pub frequency_penalty: f64,
     pub presence_penalty: f64,
@@ -186,14 +192,16 @@ pub struct Cost {
     pub tool_calls_cost_details: Option<serde_json::Map<String, Value>>,
 }
 
-/// `POST …/{id}/cancel` acknowledgement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The answer to `POST …/{id}/cancel`: the response object itself, plus `response_id` (the
+/// Perplexity SDK reads `{response_id, status}`, the OpenAI SDKs a `Response`). `status` is
+/// `cancelled` when the run stopped within the server's short wait, `cancelling` while it is
+/// still stopping (spec decision 8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CancelAck {
     pub response_id: String,
-    /// Always `cancelling`.
-    #[cfg_attr(feature = "schema", schemars(extend("const" = "cancelling")))]
-    pub status: String,
+    #[serde(flatten)]
+    pub response: Response,
 }
 
 /// `GET …/{id}/files`: the files a response delivered with `share_file`.

@@ -198,7 +198,6 @@ const SONAR_PARAMETERS: &[(&str, &str)] = &[
     ("top_k", ""),
     ("n", ""),
     ("logprobs", ""),
-    ("top_logprobs", ""),
     (
         "web_search_options",
         "configure the web_search tool instead",

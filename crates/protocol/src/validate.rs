@@ -139,7 +139,7 @@ impl CreateRequest {
         if let Some(skills) = &self.skills {
             check_skills(skills)?;
         }
-        Ok(())
+        self.check_options()
     }
 
     /// `max_output_tokens` as applied: values below 16 are raised to 16.

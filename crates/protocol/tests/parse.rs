@@ -83,7 +83,6 @@ fn removed_sonar_parameters_are_refused_as_unsupported() {
         ("top_k", "5"),
         ("n", "1"),
         ("logprobs", "true"),
-        ("top_logprobs", "2"),
         ("web_search_options", "{\"search_context_size\":\"high\"}"),
         ("search_language_filter", "[\"en\"]"),
         ("return_videos", "true"),
@@ -236,8 +235,89 @@ fn request_fields_round_trip_under_their_sdk_names() {
       "service_tier":"priority","profile":{"type":"custom","id":"prof_1","version":"1"},
       "skills":[{"type":"builtin","name":"office"},{"type":"inline","name":"n","description":"d","instructions":"i"},{"type":"custom","id":"s","version":"1"}],
       "text":{"format":{"type":"text"}},"include":["x"],"user":"u","safety_identifier":"s"}"#;
-    let req = CreateRequest::parse(json.as_bytes()).expect("parses");
+    let mut req = CreateRequest::parse(json.as_bytes()).expect("parses");
     let expected: serde_json::Value = serde_json::from_str(json).expect("JSON");
     assert_eq!(serde_json::to_value(&req).expect("serializes"), expected);
+    // The fields this server refuses (see `options_are_applied_or_refused_by_name`) aside, the
+    // request is valid.
+    req.truncation = None;
+    req.profile = None;
+    req.skills = None;
+    req.include = None;
+    req.text = None;
     req.validate().expect("valid");
+}
+
+/// Every optional field is applied or refused with a 400 naming it (spec decision 9).
+#[test]
+fn options_are_applied_or_refused_by_name() {
+    let check = |extra: &str| {
+        let body = format!(r#"{{"model":"openai/gpt-5.4","input":"x",{extra}}}"#);
+        CreateRequest::parse(body.as_bytes())
+            .expect("parses")
+            .validate()
+            .err()
+            .map(|err| (err.param.unwrap_or_default(), err.message))
+    };
+    let refused = [
+        (r#""truncation":"auto""#, "truncation"),
+        (r#""profile":{"type":"custom","id":"p"}"#, "profile"),
+        (r#""skills":[{"type":"builtin","name":"office"}]"#, "skills"),
+        (
+            r#""include":["reasoning.encrypted_content","file_search_call.results"]"#,
+            "include[1]",
+        ),
+        (r#""top_logprobs":21"#, "top_logprobs"),
+        (r#""max_tool_calls":0"#, "max_tool_calls"),
+        (r#""language_preference":"German""#, "language_preference"),
+        (
+            r#""text":{"format":{"type":"json_object"}},"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object"}}}"#,
+            "text.format",
+        ),
+        (
+            r#""text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"}}},"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"array"}}}"#,
+            "text.format",
+        ),
+    ];
+    for (extra, param) in refused {
+        let (got, message) = check(extra).unwrap_or_else(|| panic!("accepted: {extra}"));
+        assert_eq!(got, param, "{extra}: {message}");
+    }
+    let accepted = [
+        r#""truncation":"disabled""#,
+        r#""include":["message.output_text.logprobs","reasoning.encrypted_content"],"top_logprobs":20"#,
+        r#""language_preference":"de","step_budget_reminder":true,"max_tool_calls":1"#,
+        r#""text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"},"strict":true},"verbosity":"low"},"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"}}}"#,
+        r#""text":{"format":{"type":"json_object"}}"#,
+        r#""service_tier":"flex","user":"u","safety_identifier":"s""#,
+    ];
+    for extra in accepted {
+        assert_eq!(check(extra), None, "{extra}");
+    }
+}
+
+#[test]
+fn text_format_is_typed_and_strict() {
+    for (body, param) in [
+        (
+            r#"{"input":"x","text":{"format":{"type":"xml"}}}"#,
+            "text.format.type",
+        ),
+        (
+            r#"{"input":"x","text":{"format":{"type":"json_schema","schema":{}}}}"#,
+            "text.format",
+        ),
+        (
+            r#"{"input":"x","text":{"format":{"type":"text","extra":1}}}"#,
+            "text.format.extra",
+        ),
+        (
+            r#"{"input":"x","text":{"verbosity":"loud"}}"#,
+            "text.verbosity",
+        ),
+        (r#"{"input":"x","text":{"other":1}}"#, "text.other"),
+    ] {
+        let err = CreateRequest::parse(body.as_bytes()).expect_err(body);
+        assert_eq!(err.param.as_deref(), Some(param), "{body}: {}", err.message);
+    }
 }

@@ -265,6 +265,7 @@ fn base64_images_are_at_most_50_mb() {
         }]),
         id: None,
         status: None,
+        phase: None,
     })]);
     let err = req.validate().expect_err("too large");
     assert_eq!(err.param.as_deref(), Some("input[0].content[0].image_url"));
@@ -334,9 +335,9 @@ fn values_at_the_edge_of_each_limit_pass() {
         json!({"tools": [function("f")], "tool_choice": {"type": "required"}}),
         json!({"tool_choice": {"type": "required"}}),
         json!({"tool_choice": "required"}),
-        // A preset brings web_search; skills bring the sandbox.
+        // A preset brings web_search. (Skills and profiles are refused as unsupported: see
+        // parse.rs `options_are_applied_or_refused_by_name`.)
         json!({"model": null, "preset": "pro-search", "tool_choice": {"type": "web_search"}}),
-        json!({"skills": [{"type": "builtin", "name": "office"}], "tool_choice": {"type": "sandbox"}}),
         json!({"response_format": {"type": "json_schema",
             "json_schema": {"name": "n".repeat(64), "schema": {"type": "object"}}}}),
         json!({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}}),
@@ -348,14 +349,6 @@ fn values_at_the_edge_of_each_limit_pass() {
         json!({"input": [{"role": "user", "content": [
             {"type": "input_file", "file_url": "https://example.com/a.pdf"},
             {"type": "input_file", "file_data": "JVBERi0=", "filename": "a.pdf"}]}]}),
-        json!({"profile": {"type": "custom", "id": "p_1"}}),
-        json!({"skills": [
-            {"type": "builtin", "name": "office/xlsx"},
-            {"type": "custom", "id": "skill_1", "version": "3"},
-            inline_skill("release-notes-2", &"d".repeat(1024), &"i".repeat(65_536)),
-            inline_skill("a", "d", &"i".repeat(65_536)),
-            inline_skill("b", "d", &"i".repeat(65_536)),
-            inline_skill("c", "d", &"i".repeat(65_536))]}),
     ];
     for case in cases {
         assert_accepted(case);

@@ -175,10 +175,10 @@ fn output_items_refuse_missing_required_fields() {
 }
 
 /// A full response object, as agentd sends it (SDK fields plus the OpenAI echo fields).
-const RESPONSE: &str = r#"{"id":"resp_1","object":"response","created_at":1756800000,"completed_at":1756800004,"status":"completed","model":"openai/gpt-5.4","output":[{"type":"search_results","queries":["q"],"results":[{"id":1,"url":"https://example.com","title":"Example","snippet":"…","source":"web"}]},{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hi [1].","annotations":[],"logprobs":[]}]}],"usage":{"input_tokens":150,"output_tokens":200,"total_tokens":350,"input_tokens_details":{"cached_tokens":50,"cache_creation_input_tokens":0,"cache_read_input_tokens":50,"cache_write_tokens":0},"output_tokens_details":{"reasoning_tokens":12},"tool_calls_details":{"search_web":{"invocation":2,"cost_usd":0.01,"token_usage":[{"model":"openai/gpt-5.4","input_tokens":1,"output_tokens":2,"input_tokens_details":{"cached_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}]},"sandbox":{"invocation":1,"cost_usd":0.0}},"cost":{"currency":"USD","input_cost":0.00826,"output_cost":0.0063,"cache_creation_cost":0.0,"cache_read_cost":0.0,"tool_calls_cost":0.0025,"total_cost":0.01706,"tool_calls_cost_details":{}}},"error":null,"incomplete_details":null,"instructions":"Be brief.","max_output_tokens":512,"max_tool_calls":null,"max_steps":10,"temperature":0.2,"top_p":null,"tool_choice":"auto","tools":[{"type":"web_search"}],"parallel_tool_calls":true,"truncation":"disabled","background":false,"store":true,"service_tier":"auto","text":{"format":{"type":"text"}},"metadata":{"k":"v"},"previous_response_id":null,"prompt_cache_key":"pck","reasoning":{"effort":"low"},"effort":"low","preset":"fast","user":"u1","safety_identifier":"s1","frequency_penalty":0.0,"presence_penalty":0.0,"top_logprobs":0}"#;
+const RESPONSE: &str = r#"{"id":"resp_1","object":"response","created_at":1756800000,"completed_at":1756800004,"status":"completed","model":"openai/gpt-5.4","output":[{"type":"search_results","queries":["q"],"results":[{"id":1,"url":"https://example.com","title":"Example","snippet":"…","source":"web"}]},{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hi [1].","annotations":[],"logprobs":[]}]}],"usage":{"input_tokens":150,"output_tokens":200,"total_tokens":350,"input_tokens_details":{"cached_tokens":50,"cache_creation_input_tokens":0,"cache_read_input_tokens":50,"cache_write_tokens":0},"output_tokens_details":{"reasoning_tokens":12},"tool_calls_details":{"search_web":{"invocation":2,"cost_usd":0.01,"token_usage":[{"model":"openai/gpt-5.4","input_tokens":1,"output_tokens":2,"input_tokens_details":{"cached_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}]},"sandbox":{"invocation":1,"cost_usd":0.0}},"cost":{"currency":"USD","input_cost":0.00826,"output_cost":0.0063,"cache_creation_cost":0.0,"cache_read_cost":0.0,"tool_calls_cost":0.0025,"total_cost":0.01706,"tool_calls_cost_details":{}}},"error":null,"incomplete_details":null,"instructions":"Be brief.","max_output_tokens":512,"max_tool_calls":null,"max_steps":10,"temperature":0.2,"top_p":1.0,"tool_choice":"auto","tools":[{"type":"web_search"}],"parallel_tool_calls":true,"truncation":"disabled","background":false,"store":true,"service_tier":"auto","text":{"format":{"type":"text"}},"metadata":{"k":"v"},"previous_response_id":null,"prompt_cache_key":"pck","reasoning":{"effort":"low"},"effort":"low","preset":"fast","user":"u1","safety_identifier":"s1","frequency_penalty":0.0,"presence_penalty":0.0,"top_logprobs":0}"#;
 
 /// A failed response object with the optional fields left out.
-const FAILED_RESPONSE: &str = r#"{"id":"resp_2","object":"response","created_at":1756800000,"completed_at":1756800001,"status":"failed","model":"openai/gpt-5.4","output":[],"usage":null,"error":{"message":"Model overloaded","type":"server_error","code":"overloaded"},"incomplete_details":null,"instructions":null,"max_output_tokens":null,"max_tool_calls":null,"max_steps":null,"temperature":null,"top_p":null,"tool_choice":{"type":"function","name":"f"},"tools":[],"parallel_tool_calls":true,"truncation":"disabled","background":true,"store":false,"service_tier":null,"text":{},"metadata":{},"previous_response_id":"resp_0","prompt_cache_key":null,"reasoning":null,"frequency_penalty":0.0,"presence_penalty":0.0,"top_logprobs":0}"#;
+const FAILED_RESPONSE: &str = r#"{"id":"resp_2","object":"response","created_at":1756800000,"completed_at":1756800001,"status":"failed","model":"openai/gpt-5.4","output":[],"usage":null,"error":{"message":"Model overloaded","type":"server_error","code":"overloaded"},"incomplete_details":null,"instructions":null,"max_output_tokens":null,"max_tool_calls":null,"max_steps":null,"temperature":1.0,"top_p":1.0,"tool_choice":{"type":"function","name":"f"},"tools":[],"parallel_tool_calls":true,"truncation":"disabled","background":true,"store":false,"service_tier":"default","text":{},"metadata":{},"previous_response_id":"resp_0","prompt_cache_key":null,"reasoning":null,"safety_identifier":null,"frequency_penalty":0.0,"presence_penalty":0.0,"top_logprobs":0}"#;
 
 #[test]
 fn response_object_round_trips_exactly() {
@@ -227,6 +227,16 @@ fn event_type(event: &EventData) -> &'static str {
         EventData::OutputTextDone { .. } => "response.output_text.done",
         EventData::ContentPartAdded { .. } => "response.content_part.added",
         EventData::ContentPartDone { .. } => "response.content_part.done",
+        EventData::FunctionCallArgumentsDelta { .. } => "response.function_call_arguments.delta",
+        EventData::FunctionCallArgumentsDone { .. } => "response.function_call_arguments.done",
+        EventData::McpCallArgumentsDelta { .. } => "response.mcp_call_arguments.delta",
+        EventData::McpCallArgumentsDone { .. } => "response.mcp_call_arguments.done",
+        EventData::McpCallInProgress { .. } => "response.mcp_call.in_progress",
+        EventData::McpCallCompleted { .. } => "response.mcp_call.completed",
+        EventData::McpCallFailed { .. } => "response.mcp_call.failed",
+        EventData::McpListToolsInProgress { .. } => "response.mcp_list_tools.in_progress",
+        EventData::McpListToolsCompleted { .. } => "response.mcp_list_tools.completed",
+        EventData::McpListToolsFailed { .. } => "response.mcp_list_tools.failed",
         EventData::ReasoningStarted { .. } => "response.reasoning.started",
         EventData::SearchQueries { .. } => "response.reasoning.search_queries",
         EventData::SearchResults { .. } => "response.reasoning.search_results",
@@ -271,6 +281,16 @@ const EVENTS: &[&str] = &[
     r#"{"type":"response.output_text.done","sequence_number":13,"item_id":"msg_1","output_index":1,"content_index":0,"text":"The Transformer relies on attention.","logprobs":[]}"#,
     r#"{"type":"response.content_part.added","sequence_number":13,"item_id":"msg_1","output_index":1,"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}}"#,
     r#"{"type":"response.content_part.done","sequence_number":13,"item_id":"msg_1","output_index":1,"content_index":0,"part":{"type":"output_text","text":"Done.","annotations":[],"logprobs":[]}}"#,
+    r#"{"type":"response.function_call_arguments.delta","sequence_number":14,"item_id":"fc_1","output_index":2,"delta":"{\"a\":"}"#,
+    r#"{"type":"response.function_call_arguments.done","sequence_number":14,"item_id":"fc_1","output_index":2,"arguments":"{\"a\":1}"}"#,
+    r#"{"type":"response.mcp_call_arguments.delta","sequence_number":14,"item_id":"mcp_1","output_index":3,"delta":"{}"}"#,
+    r#"{"type":"response.mcp_call_arguments.done","sequence_number":14,"item_id":"mcp_1","output_index":3,"arguments":"{}"}"#,
+    r#"{"type":"response.mcp_call.in_progress","sequence_number":14,"item_id":"mcp_1","output_index":3}"#,
+    r#"{"type":"response.mcp_call.completed","sequence_number":14,"item_id":"mcp_1","output_index":3}"#,
+    r#"{"type":"response.mcp_call.failed","sequence_number":14,"item_id":"mcp_1","output_index":3}"#,
+    r#"{"type":"response.mcp_list_tools.in_progress","sequence_number":14,"item_id":"mcpl_1","output_index":0}"#,
+    r#"{"type":"response.mcp_list_tools.completed","sequence_number":14,"item_id":"mcpl_1","output_index":0}"#,
+    r#"{"type":"response.mcp_list_tools.failed","sequence_number":14,"item_id":"mcpl_1","output_index":0}"#,
     r#"{"type":"response.skill.loaded","sequence_number":14,"name":"office/pdf"}"#,
     r#"{"type":"response.sandbox.results","sequence_number":15,"results":[{"stdout":"1\n"}]}"#,
     r#"{"type":"response.completed","sequence_number":16,"response":@RESPONSE@}"#,
@@ -334,6 +354,17 @@ fn every_event_type_has_fixtures() {
         "response.content_part.added",
         "response.content_part.done",
         "error",
+        // OpenAI's argument and MCP progress events.
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
     ]
     .into_iter()
     .collect();

@@ -48,6 +48,7 @@ pub mod config;
 mod error;
 pub mod gemini;
 mod http;
+mod logprobs;
 pub mod models;
 mod redact;
 pub mod registry;

@@ -8,7 +8,7 @@ use agentd_providers::{
 };
 use engine::model::{
     ContentPart, FinishReason, JsonSchemaFormat, ModelClient, ModelError, ModelEvent, ModelMessage,
-    ModelRequest, ModelStream, ModelToolChoice, TokenUsage, ToolCall, ToolSpec,
+    ModelRequest, ModelStream, ModelToolChoice, OutputFormat, TokenUsage, ToolCall, ToolSpec,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -208,14 +208,15 @@ async fn the_request_is_mapped_to_chat_completions() -> TestResult {
         temperature: Some(0.2),
         top_p: None,
         max_output_tokens: Some(256),
-        response_format: Some(JsonSchemaFormat {
+        output_format: Some(OutputFormat::JsonSchema(JsonSchemaFormat {
             name: "status".into(),
             schema: json!({"type": "object"}),
             description: None,
             strict: Some(true),
-        }),
+        })),
         reasoning_effort: Some("low".into()),
         prompt_cache_key: Some("conv-7".into()),
+        ..ModelRequest::default()
     };
     collect(client(&fake)?.stream(request).await?).await;
 

@@ -428,6 +428,8 @@ struct Outcome {
     /// Assembled by index.
     calls: Vec<Call>,
     reasoning: Vec<Reasoning>,
+    /// Logprobs of the text, in order.
+    logprobs: Vec<engine::model::TokenLogprob>,
     usage: Option<TokenUsage>,
     finish: Option<FinishReason>,
     /// The `Err` item that ended the stream.
@@ -493,6 +495,7 @@ fn take(outcome: &mut Outcome, item: Result<ModelEvent, ModelError>) -> TestResu
             }
         }
         Ok(ModelEvent::Reasoning(block)) => outcome.reasoning.push(block),
+        Ok(ModelEvent::Logprobs(tokens)) => outcome.logprobs.extend(tokens),
         Ok(ModelEvent::Usage(usage)) => {
             if outcome.usage.replace(usage).is_some() {
                 return Err("two Usage events in one turn".into());

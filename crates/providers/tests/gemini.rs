@@ -14,7 +14,7 @@ use std::time::Duration;
 use agentd_providers::{ClientOptions, GeminiClient, ProviderConfig, ProvidersError, WireApi};
 use engine::model::{
     ContentPart, FinishReason, JsonSchemaFormat, ModelClient, ModelError, ModelEvent, ModelMessage,
-    ModelRequest, ModelStream, ModelToolChoice, TokenUsage, ToolCall, ToolSpec,
+    ModelRequest, ModelStream, ModelToolChoice, OutputFormat, TokenUsage, ToolCall, ToolSpec,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -652,12 +652,12 @@ async fn structured_output_and_generation_settings_are_mapped() -> TestResult {
         temperature: Some(0.2),
         top_p: Some(0.95),
         max_output_tokens: Some(256),
-        response_format: Some(JsonSchemaFormat {
+        output_format: Some(OutputFormat::JsonSchema(JsonSchemaFormat {
             name: "status".into(),
             schema: schema.clone(),
             description: None,
             strict: Some(true),
-        }),
+        })),
         reasoning_effort: Some("low".into()),
         prompt_cache_key: Some("conv-7".into()),
         ..hello("gemini-2.5-flash")

@@ -15,7 +15,7 @@ use std::time::Duration;
 use agentd_providers::{ClientOptions, ProviderConfig, ProvidersError, ResponsesClient, WireApi};
 use engine::model::{
     ContentPart, FinishReason, JsonSchemaFormat, ModelClient, ModelError, ModelEvent, ModelMessage,
-    ModelRequest, ModelStream, ModelToolChoice, TokenUsage, ToolCall, ToolSpec,
+    ModelRequest, ModelStream, ModelToolChoice, OutputFormat, TokenUsage, ToolCall, ToolSpec,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -568,14 +568,15 @@ async fn a_continuation_is_sent_as_instructions_and_input_items() -> TestResult 
         temperature: Some(0.2),
         top_p: None,
         max_output_tokens: Some(256),
-        response_format: Some(JsonSchemaFormat {
+        output_format: Some(OutputFormat::JsonSchema(JsonSchemaFormat {
             name: "status".into(),
             schema: json!({"type": "object"}),
             description: None,
             strict: Some(true),
-        }),
+        })),
         reasoning_effort: Some("low".into()),
         prompt_cache_key: Some("conv-7".into()),
+        ..ModelRequest::default()
     };
     let events = collect(client(&upstream)?.stream(request).await?).await;
     assert_eq!(

@@ -236,10 +236,25 @@ async fn several_calls_in_one_turn_are_all_handed_back() {
         })
         .collect();
     assert_eq!(added.len(), 2);
-    assert_eq!(
-        added[1]["item"]["arguments"], r#"{"order_id":"B"}"#,
-        "added carries the arguments"
-    );
+    // The arguments stream as argument events; `.done` carries them whole.
+    let done: Vec<&Value> = transcript
+        .events
+        .iter()
+        .filter(|e| e["type"] == "response.function_call_arguments.done")
+        .collect();
+    assert_eq!(done.len(), 2);
+    assert_eq!(done[1]["arguments"], r#"{"order_id":"B"}"#);
+    assert_eq!(done[1]["item_id"], added[1]["item"]["id"]);
+    let streamed: String = transcript
+        .events
+        .iter()
+        .filter(|e| {
+            e["type"] == "response.function_call_arguments.delta"
+                && e["item_id"] == added[1]["item"]["id"]
+        })
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, r#"{"order_id":"B"}"#);
 }
 
 #[tokio::test]
@@ -728,7 +743,7 @@ async fn openai_extras_are_accepted_and_echoed() {
     let (status, body) = app
         .post(
             "/v1/responses",
-            json!({"model": MODEL, "input": "?", "metadata": {"team": "search"}, "truncation": "auto",
+            json!({"model": MODEL, "input": "?", "metadata": {"team": "search"}, "truncation": "disabled",
                    "text": {"format": {"type": "text"}, "verbosity": "low"}, "parallel_tool_calls": false,
                    "stream_options": {"include_usage": true}, "include": [], "user": "u-1",
                    "safety_identifier": "s-1", "service_tier": "auto", "reasoning": {"effort": "low"}}),
@@ -736,7 +751,7 @@ async fn openai_extras_are_accepted_and_echoed() {
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["metadata"], json!({"team": "search"}));
-    assert_eq!(body["truncation"], "auto");
+    assert_eq!(body["truncation"], "disabled");
     assert_eq!(body["text"]["verbosity"], "low");
     assert_eq!(body["parallel_tool_calls"], false);
     assert_eq!(body["user"], "u-1");

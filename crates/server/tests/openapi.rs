@@ -483,7 +483,10 @@ async fn background_and_cancel_answers_validate_against_the_document() {
     let (status, ack) = app
         .post(&format!("/v1/responses/{id}/cancel"), json!({}))
         .await;
-    assert_eq!(ack, json!({"response_id": id, "status": "cancelling"}));
+    // The answer is the response object itself, once the run has stopped.
+    assert_eq!(ack["response_id"], id);
+    assert_eq!(ack["id"], id);
+    assert_eq!(ack["status"], "cancelled", "{ack}");
     doc.check("post", "/v1/responses/{id}/cancel", status, &ack);
     gate.open();
     let cancelled = app.wait_terminal(id).await;
@@ -493,7 +496,19 @@ async fn background_and_cancel_answers_validate_against_the_document() {
     assert_eq!(events.terminal()["type"], "response.cancelled");
     doc.check_stream("get", "/v1/responses/{id}", &events);
 
-    let (status, ended) = app.post(&format!("/v1/agent/{id}/cancel"), json!({})).await;
+    // Cancelling it again answers it again; a run that completed cannot be cancelled.
+    let (status, again) = app.post(&format!("/v1/agent/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["status"], "cancelled");
+    doc.check("post", "/v1/agent/{id}/cancel", status, &again);
+    app.fake.push(Reply::text("done"));
+    let (_, completed) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "?"}))
+        .await;
+    let done = completed["id"].as_str().unwrap();
+    let (status, ended) = app
+        .post(&format!("/v1/agent/{done}/cancel"), json!({}))
+        .await;
     assert_eq!(status, 400, "{ended}");
     doc.check("post", "/v1/agent/{id}/cancel", status, &ended);
 }
@@ -600,7 +615,7 @@ fn accepted_requests() -> Vec<Value> {
         json!({"model": MODEL, "input": "?", "tool_choice": {"type": "function", "name": "get_order_status"}}),
         json!({"models": [MODEL, "anthropic/claude-sonnet-4-6"], "input": "?", "max_steps": 3, "max_tool_calls": 4,
                "step_budget_reminder": true, "language_preference": "fr", "preset": "pro-search", "effort": "high"}),
-        json!({"model": MODEL, "input": "?", "metadata": {"team": "search"}, "truncation": "auto",
+        json!({"model": MODEL, "input": "?", "metadata": {"team": "search"}, "truncation": "disabled",
                "text": {"format": {"type": "text"}, "verbosity": "low"}, "parallel_tool_calls": false,
                "stream_options": {"include_usage": true, "include_obfuscation": false}, "include": [], "user": "u-1",
                "safety_identifier": "s-1", "service_tier": "auto", "reasoning": {"effort": "low", "summary": "auto"},

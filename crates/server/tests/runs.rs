@@ -160,7 +160,11 @@ async fn cancel_stops_a_slow_foreground_run_promptly() {
     let started = tokio::time::Instant::now();
     let (status, ack) = app.post(&format!("/v1/agent/{id}/cancel"), json!({})).await;
     assert_eq!(status, 200, "{ack}");
-    assert_eq!(ack, json!({"response_id": id, "status": "cancelling"}));
+    // The answer waits for the run to stop: the response object, cancelled.
+    assert_eq!(ack["response_id"], id);
+    assert_eq!(ack["id"], id);
+    assert_eq!(ack["object"], "response");
+    assert_eq!(ack["status"], "cancelled", "{ack}");
     while let Some(chunk) = rest.chunk().await.unwrap() {
         raw.push_str(&String::from_utf8_lossy(&chunk));
     }
@@ -184,13 +188,25 @@ async fn cancel_stops_a_slow_foreground_run_promptly() {
         "the upstream stream was closed"
     );
 
-    let (status, error) = app.post(&format!("/v1/agent/{id}/cancel"), json!({})).await;
+    // Cancelling a cancelled response again answers it again.
+    let (status, again) = app.post(&format!("/v1/agent/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 200, "cancelling a cancelled run again: {again}");
+    assert_eq!(again["status"], "cancelled");
+    // A run that ended otherwise cannot be cancelled.
+    app.fake.push(Reply::text("done"));
+    let (_, completed) = app
+        .post("/v1/agent", json!({"model": MODEL, "input": "?"}))
+        .await;
+    let done = completed["id"].as_str().unwrap();
+    let (status, error) = app
+        .post(&format!("/v1/agent/{done}/cancel"), json!({}))
+        .await;
     assert_eq!(status, 400, "cancelling an ended run: {error}");
     assert!(
         error["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("cancelled")
+            .contains("completed")
     );
     let (status, _) = app.post("/v1/responses/resp_nope/cancel", json!({})).await;
     assert_eq!(status, 404);

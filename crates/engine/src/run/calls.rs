@@ -1,6 +1,7 @@
 //! Where each call of a turn goes, in the model's order: an MCP tool (run now, or an approval
 //! request), `tool_search`, a built-in tool (run after the MCP calls), or a custom function
-//! (handed back to the caller, or refused back to the model when it fails the checks).
+//! (handed back to the caller, or refused back to the model when it fails the checks). Calls
+//! beyond `max_tool_calls` are refused back to the model, whatever their kind.
 
 use protocol::events::EventData;
 use protocol::input::{FunctionCallInput, FunctionCallOutput, FunctionOutput, InputItem};
@@ -10,13 +11,24 @@ use crate::ids::new_id;
 use crate::model::ToolCall;
 use crate::tools::Target;
 
-use super::state::{Machine, StepCalls};
+use super::state::{Machine, OpenCall, StepCalls};
 
 impl Machine {
     /// Routes a turn's calls; returns what is left to run.
-    pub(super) fn route_calls(&mut self, calls: Vec<ToolCall>) -> StepCalls {
+    pub(super) fn route_calls(&mut self, calls: Vec<(ToolCall, Option<OpenCall>)>) -> StepCalls {
         let mut step = StepCalls::default();
-        for call in calls {
+        for (call, open) in calls {
+            if !self.tool_calls_left() {
+                let cap = self.response.max_tool_calls.unwrap_or_default();
+                self.refuse_call(
+                    call,
+                    format!(
+                        "error: this response allows at most {cap} tool calls (max_tool_calls) and they are used up; answer without calling tools"
+                    ),
+                );
+                continue;
+            }
+            self.tool_calls += 1;
             match self.plan.registry.resolve(&call.name) {
                 Some(Target::Mcp { server, tool }) => {
                     let needs_approval = server.needs_approval(tool);
@@ -36,7 +48,7 @@ impl Machine {
                     match self.plan.registry.check_call(&call.name, &call.arguments) {
                         Ok(()) => {
                             self.push_function_call(&call);
-                            self.hand_back(call);
+                            self.hand_back(call, open);
                             step.handed_back += 1;
                         }
                         Err(problem) => self.refuse_call(call, problem),
@@ -81,26 +93,55 @@ impl Machine {
         self.push_call_result(call, problem);
     }
 
-    /// Emits a `function_call` item for the caller to execute.
-    fn hand_back(&mut self, call: ToolCall) {
-        let index = self.response.output.len();
-        let mut item = FunctionCall {
-            id: new_id("fc"),
+    /// Completes a `function_call` item for the caller to execute: the one opened while its
+    /// arguments streamed, or a new one with its arguments in one piece.
+    fn hand_back(&mut self, call: ToolCall, open: Option<OpenCall>) {
+        let open = match open {
+            Some(open) => open,
+            None => {
+                let open = OpenCall {
+                    index: self.response.output.len(),
+                    item_id: new_id("fc"),
+                };
+                let item = OutputItem::FunctionCall(FunctionCall {
+                    id: open.item_id.clone(),
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: String::new(),
+                    status: OutputStatus::InProgress,
+                    thought_signature: call.thought_signature.clone(),
+                });
+                self.response.output.push(item.clone());
+                self.emit(EventData::OutputItemAdded {
+                    output_index: open.index,
+                    item,
+                });
+                self.emit(EventData::FunctionCallArgumentsDelta {
+                    item_id: open.item_id.clone(),
+                    output_index: open.index,
+                    delta: call.arguments.clone(),
+                });
+                open
+            }
+        };
+        self.emit(EventData::FunctionCallArgumentsDone {
+            item_id: open.item_id.clone(),
+            output_index: open.index,
+            arguments: call.arguments.clone(),
+        });
+        let item = OutputItem::FunctionCall(FunctionCall {
+            id: open.item_id,
             call_id: call.id,
             name: call.name,
             arguments: call.arguments,
-            status: OutputStatus::InProgress,
+            status: OutputStatus::Completed,
             thought_signature: call.thought_signature,
-        };
-        self.emit(EventData::OutputItemAdded {
-            output_index: index,
-            item: OutputItem::FunctionCall(item.clone()),
         });
-        item.status = OutputStatus::Completed;
-        let item = OutputItem::FunctionCall(item);
-        self.response.output.push(item.clone());
+        if let Some(slot) = self.response.output.get_mut(open.index) {
+            *slot = item.clone();
+        }
         self.emit(EventData::OutputItemDone {
-            output_index: index,
+            output_index: open.index,
             item,
         });
     }

@@ -9,7 +9,6 @@
 //! The last step is asked with tools disabled so the run ends with an answer.
 
 use protocol::events::EventData;
-use protocol::output::OutputStatus;
 use protocol::response::ResponseStatus;
 
 use crate::code::Code;
@@ -32,7 +31,7 @@ impl Machine {
             (phase, Input::Cancelled) => {
                 if let Phase::Asking { turn, .. } = phase {
                     // A turn being streamed keeps what it wrote, marked incomplete.
-                    self.close_message(turn, OutputStatus::Incomplete);
+                    self.abandon_turn(turn);
                 }
                 self.finish(Outcome::Cancelled);
             }
@@ -156,13 +155,18 @@ impl Machine {
             }
             None => None,
         };
-        let last = self.step >= self.plan.max_steps.max(1);
+        let max_steps = self.plan.max_steps.max(1);
+        let last = self.step >= max_steps;
         let request = request::build(
             &self.plan.request,
             &self.plan.registry,
             &self.transcript,
-            !last,
+            !last && self.tool_calls_left(),
             remaining,
+            request::Step {
+                number: self.step,
+                of: max_steps,
+            },
         );
         self.ask_model(self.active_model, request);
     }
@@ -219,7 +223,7 @@ impl Machine {
             self.ask_model(attempt + 1, request);
             return;
         }
-        self.close_message(turn, OutputStatus::Incomplete);
+        self.abandon_turn(turn);
         self.finish(Outcome::Failed(provider_failure(err)));
     }
 

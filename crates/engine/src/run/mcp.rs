@@ -94,6 +94,16 @@ impl Machine {
                     let message = format!(
                         "MCP server \"{label}\" ({host}) failed during tool discovery: {err}"
                     );
+                    self.emit_list(
+                        McpListTools {
+                            id: new_id("mcpl"),
+                            server_label: label,
+                            tools: Vec::new(),
+                            error: Some(message.clone()),
+                            connector_id: None,
+                        },
+                        false,
+                    );
                     return Err(RunFailure::new(Code::ExternalConnector, message));
                 }
             }
@@ -169,8 +179,39 @@ impl Machine {
         let list = self.list_item(server);
         if previous.as_ref() != Some(&list.tools) {
             self.transcript.push(InputItem::McpListTools(list.clone()));
-            self.emit_item(OutputItem::McpListTools(list));
+            self.emit_list(list, true);
         }
+    }
+
+    /// Emits an `mcp_list_tools` item: added, in progress, completed (or failed), done.
+    fn emit_list(&mut self, list: McpListTools, listed: bool) {
+        let index = self.response.output.len();
+        let item_id = list.id.clone();
+        let item = OutputItem::McpListTools(list);
+        self.response.output.push(item.clone());
+        self.emit(EventData::OutputItemAdded {
+            output_index: index,
+            item: item.clone(),
+        });
+        self.emit(EventData::McpListToolsInProgress {
+            item_id: item_id.clone(),
+            output_index: index,
+        });
+        self.emit(if listed {
+            EventData::McpListToolsCompleted {
+                item_id,
+                output_index: index,
+            }
+        } else {
+            EventData::McpListToolsFailed {
+                item_id,
+                output_index: index,
+            }
+        });
+        self.emit(EventData::OutputItemDone {
+            output_index: index,
+            item,
+        });
     }
 
     /// Opens the approved calls of a continuation, to run before the first step.
@@ -232,7 +273,9 @@ impl Machine {
         self.emit_item(OutputItem::McpApprovalRequest(request));
     }
 
-    /// Emits `output_item.added` for an MCP call about to run; returns its output index.
+    /// Emits `output_item.added` for an MCP call about to run, then its progress and arguments
+    /// (`mcp_call.in_progress`, `mcp_call_arguments.delta` and `.done`); returns its output
+    /// index.
     pub(super) fn open_mcp_call(
         &mut self,
         label: &str,
@@ -240,8 +283,9 @@ impl Machine {
         arguments: &str,
         approval_request_id: Option<String>,
     ) -> usize {
+        let item_id = new_id("mcp");
         let item = OutputItem::McpCall(McpCall {
-            id: new_id("mcp"),
+            id: item_id.clone(),
             server_label: label.to_owned(),
             name: tool.to_owned(),
             arguments: arguments.to_owned(),
@@ -255,6 +299,20 @@ impl Machine {
         self.emit(EventData::OutputItemAdded {
             output_index: index,
             item,
+        });
+        self.emit(EventData::McpCallInProgress {
+            item_id: item_id.clone(),
+            output_index: index,
+        });
+        self.emit(EventData::McpCallArgumentsDelta {
+            item_id: item_id.clone(),
+            output_index: index,
+            delta: arguments.to_owned(),
+        });
+        self.emit(EventData::McpCallArgumentsDone {
+            item_id,
+            output_index: index,
+            arguments: arguments.to_owned(),
         });
         index
     }
@@ -293,8 +351,20 @@ impl Machine {
                 Err(error) => item.error = Some(error),
             }
             self.transcript.push(InputItem::McpCall(item.clone()));
+            let (item_id, failed) = (item.id.clone(), item.error.is_some());
             let item = OutputItem::McpCall(item);
             self.response.output[index] = item.clone();
+            self.emit(if failed {
+                EventData::McpCallFailed {
+                    item_id,
+                    output_index: index,
+                }
+            } else {
+                EventData::McpCallCompleted {
+                    item_id,
+                    output_index: index,
+                }
+            });
             self.emit(EventData::OutputItemDone {
                 output_index: index,
                 item,

@@ -13,7 +13,7 @@ use protocol::response::{Response, Usage};
 use crate::clock::Clock;
 use crate::error::RunFailure;
 use crate::hosted::{HostedTool, Source};
-use crate::model::{FinishReason, ModelRequest, Reasoning, ToolCall};
+use crate::model::{FinishReason, ModelRequest, Reasoning, TokenLogprob, ToolCall};
 use crate::plan::RunPlan;
 
 use super::effects::Effect;
@@ -83,6 +83,8 @@ pub(crate) struct Machine {
     pub(super) active_model: usize,
     /// Steps begun so far.
     pub(super) step: u32,
+    /// Tool calls of every kind made so far (`max_tool_calls` caps them).
+    pub(super) tool_calls: u32,
     pub(super) phase: Phase,
     /// Set when the run failed before the model was asked (a plain request answers it as an
     /// HTTP error).
@@ -95,12 +97,30 @@ pub(crate) struct Machine {
 /// What a turn has produced so far.
 #[derive(Default)]
 pub(super) struct TurnState {
-    /// The message being streamed: (output index, item id, text so far).
-    pub(super) message: Option<(usize, String, String)>,
+    /// The message being streamed.
+    pub(super) message: Option<OpenMessage>,
     pub(super) calls: Vec<PartialCall>,
     /// Reasoning blocks, kept in the transcript ahead of the turn's text and calls.
     pub(super) reasoning: Vec<Reasoning>,
     pub(super) finish: Option<FinishReason>,
+    /// Logprobs the upstream sent for the text delta that comes next.
+    pub(super) pending_logprobs: Vec<TokenLogprob>,
+}
+
+/// The turn's `message` item while it streams.
+pub(super) struct OpenMessage {
+    pub(super) index: usize,
+    pub(super) id: String,
+    pub(super) text: String,
+    /// The logprobs of `text`, when the request asked for them.
+    pub(super) logprobs: Vec<serde_json::Value>,
+}
+
+/// A call's `function_call` item opened while the model streams its arguments.
+#[derive(Debug, Clone)]
+pub(super) struct OpenCall {
+    pub(super) index: usize,
+    pub(super) item_id: String,
 }
 
 impl TurnState {
@@ -117,6 +137,8 @@ pub(super) struct PartialCall {
     pub(super) name: String,
     pub(super) arguments: String,
     pub(super) thought_signature: Option<String>,
+    /// Its item, when it was opened as the arguments streamed.
+    pub(super) open: Option<OpenCall>,
 }
 
 impl Machine {
@@ -131,6 +153,7 @@ impl Machine {
             next_source: 1,
             active_model: 0,
             step: 0,
+            tool_calls: 0,
             phase: Phase::Created,
             start_error: None,
             clock,
@@ -162,6 +185,13 @@ impl Machine {
 
     pub(super) fn emit(&mut self, data: EventData) {
         self.effects.push(Effect::Emit(data));
+    }
+
+    /// Whether `max_tool_calls` leaves room for another tool call.
+    pub(super) fn tool_calls_left(&self) -> bool {
+        self.response
+            .max_tool_calls
+            .is_none_or(|cap| self.tool_calls < cap)
     }
 
     /// Adds a finished item to the output (`output_item.added` then `.done`).

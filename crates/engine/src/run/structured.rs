@@ -15,7 +15,10 @@ impl Machine {
         let failed = |message: String| {
             RunFailure::new(
                 Code::StructuredOutput,
-                format!("the model's answer does not match response_format: {message}"),
+                format!(
+                    "the model's answer does not match the requested output format ({}): {message}",
+                    self.plan.request.output_format_param()
+                ),
             )
         };
         let value: serde_json::Value = serde_json::from_str(text.unwrap_or_default().trim())

@@ -1,21 +1,24 @@
-//! One model turn: text deltas forwarded as they arrive (one `message` item per turn), tool-call
-//! pieces assembled, reasoning blocks and usage kept, and the `models` fallback chain (a model
-//! that fails before producing any output hands the turn to the next one; the model that
-//! answers becomes the run's model).
+//! One model turn: text deltas forwarded as they arrive (one `message` item per turn, with
+//! logprobs when asked for), tool-call pieces assembled (a custom function's arguments stream
+//! as `response.function_call_arguments.delta` when nothing needs the whole call first),
+//! reasoning blocks and usage kept. The message's phase is known at the end: `commentary` when
+//! the turn also called tools, `final_answer` otherwise.
 
 use protocol::events::EventData;
 use protocol::input::{InputItem, InputMessage, MessageContent, Role};
-use protocol::output::{OutputContent, OutputItem, OutputMessage, OutputStatus, OutputText};
+use protocol::output::{
+    FunctionCall, MessagePhase, OutputContent, OutputItem, OutputMessage, OutputStatus, OutputText,
+};
 
 use crate::citations::citations;
 use crate::code::Code;
 use crate::error::RunFailure;
 use crate::ids::{new_call_id, new_id};
-use crate::model::{FinishReason, ModelError, ModelEvent, ToolCall};
+use crate::model::{FinishReason, ModelError, ModelEvent, TokenLogprob, ToolCall};
 use crate::transcript;
 
 use super::effects::Effect;
-use super::state::{Machine, PartialCall, TurnState};
+use super::state::{Machine, OpenCall, OpenMessage, PartialCall, TurnState};
 
 /// What a finished turn asks for.
 pub(super) enum TurnEnd {
@@ -23,30 +26,17 @@ pub(super) enum TurnEnd {
     OutOfTokens,
     /// A final answer (its text, if any).
     Answer(Option<String>),
-    /// Tool calls, in the model's order.
-    Calls(Vec<ToolCall>),
+    /// Tool calls, in the model's order, with the items opened while they streamed.
+    Calls(Vec<(ToolCall, Option<OpenCall>)>),
 }
 
 impl Machine {
     pub(super) fn model_event(&mut self, turn: &mut TurnState, event: ModelEvent) {
         match event {
-            ModelEvent::TextDelta(delta) => {
-                if delta.is_empty() {
-                    return;
-                }
-                if turn.message.is_none() {
-                    turn.message = Some(self.open_message());
-                }
-                if let Some((index, item_id, text)) = &mut turn.message {
-                    text.push_str(&delta);
-                    let (output_index, item_id) = (*index, item_id.clone());
-                    self.emit(EventData::OutputTextDelta {
-                        item_id,
-                        output_index,
-                        content_index: 0,
-                        delta,
-                        logprobs: Vec::new(),
-                    });
+            ModelEvent::TextDelta(delta) => self.text_delta(turn, delta),
+            ModelEvent::Logprobs(tokens) => {
+                if self.plan.request.wants_logprobs() {
+                    turn.pending_logprobs.extend(tokens);
                 }
             }
             ModelEvent::ToolCallDelta {
@@ -70,6 +60,7 @@ impl Machine {
                 if thought_signature.is_some() {
                     call.thought_signature = thought_signature;
                 }
+                self.stream_call(&mut turn.calls[index], &arguments);
             }
             ModelEvent::Usage(usage) => {
                 let total = &mut self.usage;
@@ -87,21 +78,93 @@ impl Machine {
         }
     }
 
+    fn text_delta(&mut self, turn: &mut TurnState, delta: String) {
+        if delta.is_empty() {
+            return;
+        }
+        if turn.message.is_none() {
+            turn.message = Some(self.open_message());
+        }
+        let logprobs = logprob_values(std::mem::take(&mut turn.pending_logprobs));
+        if let Some(message) = &mut turn.message {
+            message.text.push_str(&delta);
+            message.logprobs.extend(logprobs.iter().cloned());
+            let (output_index, item_id) = (message.index, message.id.clone());
+            self.emit(EventData::OutputTextDelta {
+                item_id,
+                output_index,
+                content_index: 0,
+                delta,
+                logprobs,
+            });
+        }
+    }
+
+    /// Streams a custom function call's arguments as they arrive: its item opens once its name
+    /// is known to be a function whose arguments need no check first (no `strict` schema) and
+    /// no `max_tool_calls` cap may refuse it.
+    fn stream_call(&mut self, call: &mut PartialCall, piece: &str) {
+        if let Some(open) = &call.open {
+            if !piece.is_empty() {
+                self.emit(EventData::FunctionCallArgumentsDelta {
+                    item_id: open.item_id.clone(),
+                    output_index: open.index,
+                    delta: piece.to_owned(),
+                });
+            }
+            return;
+        }
+        if call.name.is_empty()
+            || self.response.max_tool_calls.is_some()
+            || !self.plan.registry.is_unchecked_function(&call.name)
+        {
+            return;
+        }
+        let call_id = call.id.get_or_insert_with(new_call_id).clone();
+        let open = OpenCall {
+            index: self.response.output.len(),
+            item_id: new_id("fc"),
+        };
+        let item = OutputItem::FunctionCall(FunctionCall {
+            id: open.item_id.clone(),
+            call_id,
+            name: call.name.clone(),
+            arguments: String::new(),
+            status: OutputStatus::InProgress,
+            thought_signature: None,
+        });
+        self.response.output.push(item.clone());
+        self.emit(EventData::OutputItemAdded {
+            output_index: open.index,
+            item,
+        });
+        if !call.arguments.is_empty() {
+            self.emit(EventData::FunctionCallArgumentsDelta {
+                item_id: open.item_id.clone(),
+                output_index: open.index,
+                delta: call.arguments.clone(),
+            });
+        }
+        call.open = Some(open);
+    }
+
     /// The turn's stream ended: the model that answered becomes the run's model, the turn's
     /// reasoning and text go into the transcript, and what the turn asks for is returned.
     pub(super) fn end_turn(&mut self, attempt: usize, turn: TurnState) -> TurnEnd {
-        let status = if matches!(turn.finish, Some(FinishReason::Length)) {
-            OutputStatus::Incomplete
-        } else {
-            OutputStatus::Completed
-        };
+        let cut = matches!(turn.finish, Some(FinishReason::Length));
         let TurnState {
             message,
             calls,
             reasoning,
-            finish,
+            ..
         } = turn;
-        let text = message.map(|message| self.close_open(message, status));
+        let calls: Vec<PartialCall> = calls.into_iter().filter(|c| !c.name.is_empty()).collect();
+        let (status, phase) = match (cut, calls.is_empty()) {
+            (true, _) => (OutputStatus::Incomplete, None),
+            (false, true) => (OutputStatus::Completed, Some(MessagePhase::FinalAnswer)),
+            (false, false) => (OutputStatus::Completed, Some(MessagePhase::Commentary)),
+        };
+        let text = message.map(|message| self.close_open(message, status, phase));
         self.active_model = attempt;
         if let Some((id, _)) = self.plan.models.get(attempt) {
             self.response.model = id.clone();
@@ -118,32 +181,47 @@ impl Machine {
                 content: MessageContent::Text(text.clone()),
                 id: None,
                 status: None,
+                phase,
             }));
         }
-        if matches!(finish, Some(FinishReason::Length)) {
+        if cut {
+            self.close_calls(calls);
             return TurnEnd::OutOfTokens;
         }
-        let calls: Vec<ToolCall> = calls
-            .into_iter()
-            .filter(|c| !c.name.is_empty())
-            .map(assemble)
-            .collect();
         if calls.is_empty() {
             TurnEnd::Answer(text)
         } else {
-            TurnEnd::Calls(calls)
+            TurnEnd::Calls(calls.into_iter().map(assemble).collect())
         }
     }
 
-    /// Closes the turn's message, if it has one, with `status`.
-    pub(super) fn close_message(&mut self, turn: TurnState, status: OutputStatus) {
+    /// Ends a turn that will not go on (cancelled, failed): its message and the calls opened
+    /// while they streamed are closed `incomplete`.
+    pub(super) fn abandon_turn(&mut self, turn: TurnState) {
         if let Some(message) = turn.message {
-            self.close_open(message, status);
+            self.close_open(message, OutputStatus::Incomplete, None);
+        }
+        self.close_calls(turn.calls);
+    }
+
+    /// Closes the items of calls that will not be handed back, `incomplete`.
+    fn close_calls(&mut self, calls: Vec<PartialCall>) {
+        for call in calls {
+            let Some(open) = call.open else { continue };
+            if let Some(OutputItem::FunctionCall(item)) = self.response.output.get_mut(open.index) {
+                item.arguments = call.arguments;
+                item.status = OutputStatus::Incomplete;
+                let item = OutputItem::FunctionCall(item.clone());
+                self.emit(EventData::OutputItemDone {
+                    output_index: open.index,
+                    item,
+                });
+            }
         }
     }
 
     /// Opens the turn's `message` item (`output_item.added`, `content_part.added`).
-    fn open_message(&mut self) -> (usize, String, String) {
+    fn open_message(&mut self) -> OpenMessage {
         let index = self.response.output.len();
         let id = new_id("msg");
         let item = OutputItem::Message(OutputMessage {
@@ -151,6 +229,7 @@ impl Machine {
             status: OutputStatus::InProgress,
             role: "assistant".to_owned(),
             content: Vec::new(),
+            phase: None,
         });
         self.response.output.push(item.clone());
         self.emit(EventData::OutputItemAdded {
@@ -163,38 +242,51 @@ impl Machine {
             content_index: 0,
             part: text_part(""),
         });
-        (index, id, String::new())
+        OpenMessage {
+            index,
+            id,
+            text: String::new(),
+            logprobs: Vec::new(),
+        }
     }
 
-    /// Completes a message item with its text and citations; returns the text.
+    /// Completes a message item with its text, citations and phase; returns the text.
     fn close_open(
         &mut self,
-        (index, item_id, text): (usize, String, String),
+        message: OpenMessage,
         status: OutputStatus,
+        phase: Option<MessagePhase>,
     ) -> String {
+        let OpenMessage {
+            index,
+            id,
+            text,
+            logprobs,
+        } = message;
         let part = OutputContent::OutputText(OutputText {
             text: text.clone(),
             annotations: citations(&text, &self.sources),
-            logprobs: Vec::new(),
+            logprobs: logprobs.clone(),
         });
         self.emit(EventData::OutputTextDone {
-            item_id: item_id.clone(),
+            item_id: id.clone(),
             output_index: index,
             content_index: 0,
             text: text.clone(),
-            logprobs: Vec::new(),
+            logprobs,
         });
         self.emit(EventData::ContentPartDone {
-            item_id: item_id.clone(),
+            item_id: id.clone(),
             output_index: index,
             content_index: 0,
             part: part.clone(),
         });
         let item = OutputItem::Message(OutputMessage {
-            id: item_id,
+            id,
             status,
             role: "assistant".to_owned(),
             content: vec![part],
+            phase,
         });
         if let Some(slot) = self.response.output.get_mut(index) {
             *slot = item.clone();
@@ -215,9 +307,17 @@ fn text_part(text: &str) -> OutputContent {
     })
 }
 
+/// Logprobs as the wire carries them (OpenAI's `{token, logprob, bytes, top_logprobs}`).
+fn logprob_values(tokens: Vec<TokenLogprob>) -> Vec<serde_json::Value> {
+    tokens
+        .into_iter()
+        .filter_map(|token| serde_json::to_value(token).ok())
+        .collect()
+}
+
 /// A call as the model made it; an upstream that gave no id gets one, empty arguments are `{}`.
-fn assemble(call: PartialCall) -> ToolCall {
-    ToolCall {
+fn assemble(call: PartialCall) -> (ToolCall, Option<OpenCall>) {
+    let tool_call = ToolCall {
         id: call.id.unwrap_or_else(new_call_id),
         name: call.name,
         arguments: if call.arguments.trim().is_empty() {
@@ -226,7 +326,8 @@ fn assemble(call: PartialCall) -> ToolCall {
             call.arguments
         },
         thought_signature: call.thought_signature,
-    }
+    };
+    (tool_call, call.open)
 }
 
 /// A provider failure as the run's error. Adapters keep secrets out of their messages.

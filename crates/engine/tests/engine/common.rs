@@ -47,6 +47,8 @@ pub struct StoreState {
 #[derive(Default)]
 pub struct MemoryStore {
     pub state: Mutex<StoreState>,
+    /// When set, `end_run` waits for this gate (a slow final write).
+    pub end_gate: Mutex<Option<Arc<Notify>>>,
 }
 
 impl MemoryStore {
@@ -86,6 +88,10 @@ impl ResponseStore for MemoryStore {
         record: &ResponseRecord,
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
+        let gate = self.end_gate.lock().unwrap().clone();
+        if let Some(gate) = gate {
+            gate.notified().await;
+        }
         let mut state = self.lock();
         state
             .events

@@ -45,7 +45,11 @@ async fn a_discovery_failure_fails_the_run_before_the_model_is_asked() {
     );
     assert!(h.model("m").requests().is_empty());
 
-    // Streamed, the same failure is a `response.failed` event.
+    let lists = items(&response, "mcp_list_tools");
+    assert_eq!(lists.len(), 1);
+    assert!(lists[0]["error"].as_str().unwrap().contains("HTTP 401"));
+
+    // Streamed, the same failure is a failed `mcp_list_tools` item and `response.failed`.
     let events = h
         .stream(
             json!({"model": "fake/m", "input": "x", "stream": true, "tools": [server(json!({}))]}),
@@ -56,6 +60,10 @@ async fn a_discovery_failure_fails_the_run_before_the_model_is_asked() {
         [
             "response.created",
             "response.in_progress",
+            "response.output_item.added",
+            "response.mcp_list_tools.in_progress",
+            "response.mcp_list_tools.failed",
+            "response.output_item.done",
             "response.failed"
         ]
     );

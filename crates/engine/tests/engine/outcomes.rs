@@ -207,8 +207,10 @@ async fn a_cancel_stops_a_streaming_turn_and_keeps_what_it_wrote() {
             break;
         }
     }
+    // The answer waits for the run to stop: the response object, already cancelled.
     let ack = h.engine.cancel(PROJECT, &id).await.unwrap();
-    assert_eq!(ack.status, "cancelling");
+    assert_eq!(ack.response_id, id);
+    assert_eq!(ack.response.status, ResponseStatus::Cancelled);
     let finished = handle.finish().await.unwrap();
     assert_eq!(finished.response.status, ResponseStatus::Cancelled);
     let response = serde_json::to_value(&finished.response).unwrap();
@@ -216,8 +218,57 @@ async fn a_cancel_stops_a_streaming_turn_and_keeps_what_it_wrote() {
     assert_eq!(response["output"][0]["content"][0]["text"], "partial");
     let stored = h.store.events_of(&id);
     assert_eq!(stored.last().unwrap()["type"], "response.cancelled");
-    // Cancelling an ended run is refused.
-    assert!(h.engine.cancel(PROJECT, &id).await.is_err());
+    // Cancelling it again answers it again; cancelling a run that completed is refused.
+    let again = h.engine.cancel(PROJECT, &id).await.unwrap();
+    assert_eq!(again.response.status, ResponseStatus::Cancelled);
+    h.model("m").push(Turn::text("done"));
+    let (completed, _) = h.run(json!({"model": "fake/m", "input": "x"})).await;
+    let refused = h
+        .engine
+        .cancel(PROJECT, completed["id"].as_str().unwrap())
+        .await;
+    assert!(
+        matches!(refused, Err(engine::EngineError::NotCancellable(_))),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_queued_run_is_cancelled_at_once() {
+    let h = Harness::new();
+    let handle = h
+        .engine
+        .start(
+            PROJECT,
+            request(json!({"model": "fake/m", "input": "x", "background": true})),
+        )
+        .await
+        .unwrap();
+    // No workers run here: the job waits in the queue, and the cancel ends it itself.
+    let ack = h.engine.cancel(PROJECT, &handle.id).await.unwrap();
+    assert_eq!(ack.response.status, ResponseStatus::Cancelled);
+    assert!(h.model("m").requests().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_that_has_not_stopped_within_the_wait_is_answered_cancelling() {
+    let h = Harness::new();
+    let gate = Arc::new(Notify::new());
+    // The run's final write hangs: the run cannot have ended when the cancel's wait is over.
+    *h.store.end_gate.lock().unwrap() = Some(gate.clone());
+    h.model("m")
+        .push(Turn::Stream(vec![Step::Wait(Arc::new(Notify::new()))]));
+    let handle = h
+        .engine
+        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+        .await
+        .unwrap();
+    let ack = h.engine.cancel(PROJECT, &handle.id).await.unwrap();
+    assert_eq!(ack.response.status, ResponseStatus::Cancelling);
+    assert_eq!(serde_json::to_value(&ack).unwrap()["status"], "cancelling");
+    gate.notify_one();
+    let finished = handle.finish().await.unwrap();
+    assert_eq!(finished.response.status, ResponseStatus::Cancelled);
 }
 
 #[tokio::test]

@@ -31,15 +31,20 @@
 //! - Reasoning blocks of earlier turns that Anthropic made (thinking with its signature, or
 //!   redacted thinking) go first in their assistant turn, as the API requires when thinking is
 //!   on; blocks of other upstreams, and unsigned ones, are left out.
-//! - Not sent: `response_format` (Messages has no JSON-schema output mode), `prompt_cache_key`
-//!   (Anthropic caches by `cache_control` breakpoints instead), tools' `strict` flag, and the
-//!   thought signatures of tool calls (those are Gemini's; Anthropic signs thinking blocks).
+//! - A structured output (`text.format` / `response_format`) is asked for in the system text:
+//!   "answer with only a JSON object (matching this JSON Schema: …)". The Messages API has no
+//!   output-format parameter every model takes; the engine checks the final answer either way.
+//! - `user` goes as `metadata.user_id`.
+//! - Not sent: `prompt_cache_key` (Anthropic caches by `cache_control` breakpoints instead),
+//!   `verbosity`, `service_tier`, `safety_identifier`, `reasoning.summary`, tools' `strict` flag,
+//!   and the thought signatures of tool calls (those are Gemini's; Anthropic signs thinking
+//!   blocks). Logprobs are refused before the run ([`check`]): Anthropic returns none.
 
 use std::borrow::Cow;
 
 use engine::model::{
-    ContentPart, ModelMessage, ModelRequest, ModelToolChoice, Reasoning, ToolCall, ToolSpec,
-    Unsupported,
+    ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat, Reasoning, ToolCall,
+    ToolSpec, Unsupported,
 };
 use serde::{Deserialize, Serialize};
 
@@ -76,7 +81,15 @@ pub(crate) struct MessagesRequest<'a> {
     top_p: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata<'a>>,
     stream: bool,
+}
+
+/// `metadata`: the end user's id.
+#[derive(Debug, Serialize)]
+struct Metadata<'a> {
+    user_id: &'a str,
 }
 
 /// `{"type": "enabled", "budget_tokens": N}`.
@@ -143,6 +156,13 @@ impl<'a> MessagesRequest<'a> {
             )
         };
         let (max_tokens, budget) = token_caps(request);
+        let system = match (
+            system,
+            request.output_format.as_ref().map(format_instruction),
+        ) {
+            (Some(system), Some(format)) => Some(format!("{system}\n\n{format}")),
+            (system, format) => system.or(format),
+        };
         MessagesRequest {
             model: &request.model,
             max_tokens,
@@ -156,8 +176,22 @@ impl<'a> MessagesRequest<'a> {
                 kind: "enabled",
                 budget_tokens,
             }),
+            metadata: request.user.as_deref().map(|user_id| Metadata { user_id }),
             stream: true,
         }
+    }
+}
+
+/// The system text that asks for a structured output.
+fn format_instruction(format: &OutputFormat) -> String {
+    match format {
+        OutputFormat::JsonObject => {
+            "Answer with only a JSON object: no prose, no code fences.".to_owned()
+        }
+        OutputFormat::JsonSchema(format) => format!(
+            "Answer with only a JSON value matching this JSON Schema (\"{}\"), no prose and no code fences:\n{}",
+            format.name, format.schema
+        ),
     }
 }
 
@@ -358,6 +392,13 @@ const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/w
 pub(crate) fn check(request: &ModelRequest) -> Result<(), Unsupported> {
     for part in request.user_parts() {
         check_part(part)?;
+    }
+    if let Some(n) = request.logprobs {
+        let param = if n > 0 { "top_logprobs" } else { "include" };
+        return Err(Unsupported::new(
+            param,
+            "Anthropic models return no logprobs: leave out top_logprobs and message.output_text.logprobs",
+        ));
     }
     if token_caps(request).1.is_some() {
         let effort = request.reasoning_effort.as_deref().unwrap_or_default();

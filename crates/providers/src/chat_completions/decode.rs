@@ -43,6 +43,10 @@ impl SseDecoder for Decoder {
         }
         // n > 1 is never requested; a server that sends extra choices anyway is ignored there.
         for choice in chunk.choices.into_iter().filter(|choice| choice.index == 0) {
+            // The logprobs of this chunk's text go just before it.
+            if let Some(tokens) = choice.logprobs.and_then(|l| l.into_tokens()) {
+                out.push(ModelEvent::Logprobs(tokens));
+            }
             if let Some(delta) = choice.delta {
                 if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
                     out.push(ModelEvent::TextDelta(text));
@@ -99,6 +103,9 @@ pub(crate) fn completion_events(body: &[u8]) -> Result<Vec<ModelEvent>, ModelErr
         ));
     };
     let mut out = Vec::new();
+    if let Some(tokens) = choice.logprobs.and_then(|l| l.into_tokens()) {
+        out.push(ModelEvent::Logprobs(tokens));
+    }
     if let Some(text) = choice.message.content.filter(|text| !text.is_empty()) {
         out.push(ModelEvent::TextDelta(text));
     }

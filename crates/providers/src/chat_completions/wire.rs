@@ -4,7 +4,7 @@
 //! OpenAI-compatible servers with extras (reasoning text, citations…) parse too.
 
 use engine::model::{
-    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice, ToolCall, ToolSpec,
+    ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat, ToolCall, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +33,19 @@ pub(crate) struct ChatRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    verbosity: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_tier: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    safety_identifier: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u32>,
     stream: bool,
     stream_options: StreamOptions,
 }
@@ -58,9 +70,15 @@ impl<'a> From<&'a ModelRequest> for ChatRequest<'a> {
             temperature: request.temperature,
             top_p: request.top_p,
             max_completion_tokens: request.max_output_tokens,
-            response_format: request.response_format.as_ref().map(ResponseFormat::from),
+            response_format: request.output_format.as_ref().map(ResponseFormat::from),
             reasoning_effort: request.reasoning_effort.as_deref(),
+            verbosity: request.verbosity.as_deref(),
             prompt_cache_key: request.prompt_cache_key.as_deref(),
+            service_tier: request.service_tier.as_deref(),
+            user: request.user.as_deref(),
+            safety_identifier: request.safety_identifier.as_deref(),
+            logprobs: request.logprobs.map(|_| true),
+            top_logprobs: request.logprobs.filter(|n| *n > 0),
             stream: true,
             stream_options: StreamOptions {
                 include_usage: true,
@@ -294,9 +312,10 @@ impl<'a> From<&'a ModelToolChoice> for ToolChoice<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct ResponseFormat<'a> {
-    r#type: &'static str,
-    json_schema: JsonSchema<'a>,
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResponseFormat<'a> {
+    JsonSchema { json_schema: JsonSchema<'a> },
+    JsonObject,
 }
 
 #[derive(Debug, Serialize)]
@@ -309,15 +328,17 @@ struct JsonSchema<'a> {
     strict: Option<bool>,
 }
 
-impl<'a> From<&'a JsonSchemaFormat> for ResponseFormat<'a> {
-    fn from(format: &'a JsonSchemaFormat) -> Self {
-        ResponseFormat {
-            r#type: "json_schema",
-            json_schema: JsonSchema {
-                name: &format.name,
-                schema: &format.schema,
-                description: format.description.as_deref(),
-                strict: format.strict,
+impl<'a> From<&'a OutputFormat> for ResponseFormat<'a> {
+    fn from(format: &'a OutputFormat) -> Self {
+        match format {
+            OutputFormat::JsonObject => ResponseFormat::JsonObject,
+            OutputFormat::JsonSchema(format) => ResponseFormat::JsonSchema {
+                json_schema: JsonSchema {
+                    name: &format.name,
+                    schema: &format.schema,
+                    description: format.description.as_deref(),
+                    strict: format.strict,
+                },
             },
         }
     }
@@ -359,6 +380,8 @@ pub(crate) struct ChunkChoice {
     pub(crate) delta: Option<Delta>,
     #[serde(default)]
     pub(crate) finish_reason: Option<String>,
+    #[serde(default)]
+    pub(crate) logprobs: Option<crate::logprobs::Logprobs>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -430,6 +453,8 @@ pub(crate) struct CompletionChoice {
     pub(crate) message: CompletionMessage,
     #[serde(default)]
     pub(crate) finish_reason: Option<String>,
+    #[serde(default)]
+    pub(crate) logprobs: Option<crate::logprobs::Logprobs>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -455,6 +480,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use engine::model::JsonSchemaFormat;
 
     fn body(request: &ModelRequest) -> serde_json::Value {
         serde_json::to_value(ChatRequest::from(request)).unwrap_or_default()
@@ -595,14 +621,19 @@ mod tests {
             temperature: Some(0.5),
             top_p: Some(0.9),
             max_output_tokens: Some(100),
-            response_format: Some(JsonSchemaFormat {
+            output_format: Some(OutputFormat::JsonSchema(JsonSchemaFormat {
                 name: "answer".into(),
                 schema: json!({"type": "object"}),
                 description: None,
                 strict: Some(true),
-            }),
+            })),
             reasoning_effort: Some("low".into()),
+            verbosity: Some("low".into()),
             prompt_cache_key: Some("conv-1".into()),
+            service_tier: Some("flex".into()),
+            user: Some("u-1".into()),
+            safety_identifier: Some("s-1".into()),
+            logprobs: Some(3),
             ..ModelRequest::default()
         };
         let body = body(&request);
@@ -627,6 +658,20 @@ mod tests {
         );
         assert_eq!(body["reasoning_effort"], json!("low"));
         assert_eq!(body["prompt_cache_key"], json!("conv-1"));
+        assert_eq!(body["verbosity"], json!("low"));
+        assert_eq!(body["service_tier"], json!("flex"));
+        assert_eq!(body["user"], json!("u-1"));
+        assert_eq!(body["safety_identifier"], json!("s-1"));
+        assert_eq!(body["logprobs"], json!(true));
+        assert_eq!(body["top_logprobs"], json!(3));
+        // A JSON object, and no logprobs unless asked.
+        let plain = super::tests::body(&ModelRequest {
+            output_format: Some(OutputFormat::JsonObject),
+            ..ModelRequest::default()
+        });
+        assert_eq!(plain["response_format"], json!({"type": "json_object"}));
+        assert!(plain.get("logprobs").is_none() && plain.get("top_logprobs").is_none());
+        assert!(plain.get("user").is_none() && plain.get("service_tier").is_none());
     }
 
     #[test]

@@ -30,8 +30,8 @@
 //!   known, since a wrong field is a 400: see [`thinking_config`].
 
 use engine::model::{
-    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice, Reasoning,
-    ToolCall, ToolSpec, Unsupported,
+    ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat, Reasoning, ToolCall,
+    ToolSpec, Unsupported,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -342,6 +342,13 @@ fn readable(mime_type: &str) -> bool {
 /// What Gemini cannot take, found before the turn is sent: inline data of a type it does not
 /// read, or whose type cannot be told (bare base64 without a file name it can come from).
 pub(crate) fn check(request: &ModelRequest) -> Result<(), Unsupported> {
+    if let Some(n) = request.logprobs {
+        let param = if n > 0 { "top_logprobs" } else { "include" };
+        return Err(Unsupported::new(
+            param,
+            "agentd does not read Gemini's logprobs yet: leave out top_logprobs and message.output_text.logprobs",
+        ));
+    }
     for part in request.user_parts() {
         let (mime_type, what) = match part {
             ContentPart::ImageUrl { url, .. } => match split_data_url(url) {
@@ -508,15 +515,15 @@ struct GenerationConfig<'a> {
 impl<'a> GenerationConfig<'a> {
     /// `None` when nothing is set, so the field is left out.
     fn from_request(request: &'a ModelRequest) -> Option<Self> {
-        let schema = request
-            .response_format
-            .as_ref()
-            .map(|format: &JsonSchemaFormat| &format.schema);
+        let schema = match &request.output_format {
+            Some(OutputFormat::JsonSchema(format)) => Some(&format.schema),
+            _ => None,
+        };
         let config = GenerationConfig {
             temperature: request.temperature,
             top_p: request.top_p,
             max_output_tokens: request.max_output_tokens,
-            response_mime_type: schema.map(|_| "application/json"),
+            response_mime_type: request.output_format.as_ref().map(|_| "application/json"),
             response_json_schema: schema,
             thinking_config: request
                 .reasoning_effort
@@ -712,6 +719,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use engine::model::JsonSchemaFormat;
 
     fn body(request: &ModelRequest) -> serde_json::Value {
         serde_json::to_value(GenerateRequest::from(request)).unwrap_or_default()
@@ -1034,12 +1042,12 @@ mod tests {
             temperature: Some(0.5),
             top_p: Some(0.9),
             max_output_tokens: Some(100),
-            response_format: Some(JsonSchemaFormat {
+            output_format: Some(OutputFormat::JsonSchema(JsonSchemaFormat {
                 name: "out".into(),
                 schema: json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
                 description: None,
                 strict: Some(true),
-            }),
+            })),
             reasoning_effort: Some("medium".into()),
             ..ModelRequest::default()
         };

@@ -77,7 +77,15 @@ impl SseDecoder for Decoder {
             StreamEvent::TextDelta {
                 output_index,
                 delta,
+                logprobs,
             } => {
+                if let Some(tokens) = (crate::logprobs::Logprobs {
+                    content: Some(logprobs),
+                })
+                .into_tokens()
+                {
+                    out.push(ModelEvent::Logprobs(tokens));
+                }
                 match output_index {
                     Some(output_index) => {
                         self.texts.insert(output_index);

@@ -9,7 +9,7 @@
 //! before the turn they belong to; see [`wants_reasoning`] for when.
 
 use engine::model::{
-    ContentPart, JsonSchemaFormat, ModelMessage, ModelRequest, ModelToolChoice,
+    ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat,
     Reasoning as ReasoningBlock, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,16 @@ pub(crate) struct ResponsesRequest<'a> {
     reasoning: Option<Reasoning<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
-    /// `["reasoning.encrypted_content"]` for reasoning models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_tier: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    safety_identifier: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u32>,
+    /// `reasoning.encrypted_content` for reasoning models, `message.output_text.logprobs` when
+    /// logprobs are asked for.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     include: Vec<&'static str>,
     /// Always `false`: agentd keeps its own transcript and resends it every turn, so nothing
@@ -84,18 +93,31 @@ impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
             temperature: request.temperature,
             top_p: request.top_p,
             max_output_tokens: request.max_output_tokens,
-            text: request.response_format.as_ref().map(|format| TextConfig {
-                format: TextFormat::from(format),
+            text: (request.output_format.is_some() || request.verbosity.is_some()).then(|| {
+                TextConfig {
+                    format: request.output_format.as_ref().map(TextFormat::from),
+                    verbosity: request.verbosity.as_deref(),
+                }
             }),
-            reasoning: request
-                .reasoning_effort
-                .as_deref()
-                .map(|effort| Reasoning { effort }),
+            reasoning: (request.reasoning_effort.is_some() || request.reasoning_summary.is_some())
+                .then_some(Reasoning {
+                    effort: request.reasoning_effort.as_deref(),
+                    summary: request.reasoning_summary.as_deref(),
+                }),
             prompt_cache_key: request.prompt_cache_key.as_deref(),
-            include: if wants_reasoning(request) {
-                vec!["reasoning.encrypted_content"]
-            } else {
-                Vec::new()
+            service_tier: request.service_tier.as_deref(),
+            user: request.user.as_deref(),
+            safety_identifier: request.safety_identifier.as_deref(),
+            top_logprobs: request.logprobs.filter(|n| *n > 0),
+            include: {
+                let mut include = Vec::new();
+                if wants_reasoning(request) {
+                    include.push("reasoning.encrypted_content");
+                }
+                if request.logprobs.is_some() {
+                    include.push("message.output_text.logprobs");
+                }
+                include
             },
             store: false,
             stream: true,
@@ -320,36 +342,47 @@ impl<'a> From<&'a ModelToolChoice> for ToolChoice<'a> {
 
 #[derive(Debug, Serialize)]
 struct TextConfig<'a> {
-    format: TextFormat<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<TextFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verbosity: Option<&'a str>,
 }
 
 /// `text.format`: unlike Chat Completions, the schema fields sit beside `type`.
 #[derive(Debug, Serialize)]
-struct TextFormat<'a> {
-    r#type: &'static str,
-    name: &'a str,
-    schema: &'a serde_json::Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    description: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    strict: Option<bool>,
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TextFormat<'a> {
+    JsonSchema {
+        name: &'a str,
+        schema: &'a serde_json::Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        strict: Option<bool>,
+    },
+    JsonObject,
 }
 
-impl<'a> From<&'a JsonSchemaFormat> for TextFormat<'a> {
-    fn from(format: &'a JsonSchemaFormat) -> Self {
-        TextFormat {
-            r#type: "json_schema",
-            name: &format.name,
-            schema: &format.schema,
-            description: format.description.as_deref(),
-            strict: format.strict,
+impl<'a> From<&'a OutputFormat> for TextFormat<'a> {
+    fn from(format: &'a OutputFormat) -> Self {
+        match format {
+            OutputFormat::JsonObject => TextFormat::JsonObject,
+            OutputFormat::JsonSchema(format) => TextFormat::JsonSchema {
+                name: &format.name,
+                schema: &format.schema,
+                description: format.description.as_deref(),
+                strict: format.strict,
+            },
         }
     }
 }
 
 #[derive(Debug, Serialize)]
 struct Reasoning<'a> {
-    effort: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -377,6 +410,9 @@ pub(crate) enum StreamEvent {
         #[serde(default)]
         output_index: Option<usize>,
         delta: String,
+        /// With `include: ["message.output_text.logprobs"]`: this delta's tokens.
+        #[serde(default)]
+        logprobs: Vec<crate::logprobs::WireLogprob>,
     },
     #[serde(rename = "response.output_text.done")]
     TextDone {
@@ -540,6 +576,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use engine::model::JsonSchemaFormat;
 
     fn body(request: &ModelRequest) -> serde_json::Value {
         serde_json::to_value(ResponsesRequest::from(request)).unwrap_or_default()
@@ -719,14 +756,20 @@ mod tests {
             temperature: Some(0.5),
             top_p: Some(0.9),
             max_output_tokens: Some(100),
-            response_format: Some(JsonSchemaFormat {
+            output_format: Some(OutputFormat::JsonSchema(JsonSchemaFormat {
                 name: "answer".into(),
                 schema: json!({"type": "object"}),
                 description: Some("The answer".into()),
                 strict: Some(true),
-            }),
+            })),
             reasoning_effort: Some("low".into()),
+            reasoning_summary: Some("auto".into()),
+            verbosity: Some("high".into()),
             prompt_cache_key: Some("conv-1".into()),
+            service_tier: Some("priority".into()),
+            user: Some("u-1".into()),
+            safety_identifier: Some("s-1".into()),
+            logprobs: Some(2),
         };
         let body = body(&request);
         assert_eq!(
@@ -746,11 +789,32 @@ mod tests {
         assert_eq!(body["max_output_tokens"], json!(100));
         assert_eq!(
             body["text"],
-            json!({"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "description": "The answer", "strict": true}})
+            json!({"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "description": "The answer", "strict": true}, "verbosity": "high"})
         );
-        assert_eq!(body["reasoning"], json!({"effort": "low"}));
+        assert_eq!(
+            body["reasoning"],
+            json!({"effort": "low", "summary": "auto"})
+        );
         assert_eq!(body["prompt_cache_key"], json!("conv-1"));
         assert_eq!(body["store"], json!(false));
+        assert_eq!(body["service_tier"], json!("priority"));
+        assert_eq!(body["user"], json!("u-1"));
+        assert_eq!(body["safety_identifier"], json!("s-1"));
+        assert_eq!(body["top_logprobs"], json!(2));
+        assert_eq!(
+            body["include"],
+            json!([
+                "reasoning.encrypted_content",
+                "message.output_text.logprobs"
+            ])
+        );
+        let plain = super::tests::body(&ModelRequest {
+            model: "m".into(),
+            output_format: Some(OutputFormat::JsonObject),
+            ..ModelRequest::default()
+        });
+        assert_eq!(plain["text"], json!({"format": {"type": "json_object"}}));
+        assert!(plain.get("include").is_none() && plain.get("top_logprobs").is_none());
     }
 
     #[test]
