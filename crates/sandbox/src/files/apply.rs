@@ -9,7 +9,8 @@ use protocol::output::{OutputItem, SandboxApplyPatch};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{FileLimits, Shared, fsio, outcome, parse, patch, resolve_named, spec};
+use super::common::{FileLimits, Shared, outcome, parse, resolve_named, spec};
+use super::{fsio, patch};
 use crate::workspace::{Workspace, describe_io};
 
 pub(super) struct ApplyPatch(pub(super) Shared);

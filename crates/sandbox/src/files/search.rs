@@ -8,7 +8,8 @@ use protocol::output::{OutputItem, SandboxFileMatches};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{FileLimits, Shared, cut_line, fsio, glob, outcome, parse, resolve_named, spec};
+use super::common::{FileLimits, Shared, cut_line, outcome, parse, resolve_named, spec};
+use super::{fsio, glob};
 use crate::workspace::{MOUNT, Workspace, describe_io, sandbox_path_of};
 
 /// The most characters of one matching line `grep` shows.

@@ -8,7 +8,8 @@ use protocol::output::{OutputItem, ShareFile};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Shared, failed, fsio, given_path, outcome, parse, resolve, spec};
+use super::common::{Shared, failed, given_path, outcome, parse, resolve, spec};
+use super::fsio;
 
 pub(super) struct Share(pub(super) Shared);
 

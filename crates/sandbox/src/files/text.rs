@@ -6,10 +6,10 @@ use protocol::output::{OutputItem, SandboxEditFile, SandboxReadFile, SandboxWrit
 use serde::Deserialize;
 use serde_json::json;
 
-use super::fsio::{self, Written};
-use super::{
+use super::common::{
     FileLimits, MAX_LINE_CHARS, Shared, cut_line, failed, given_path, outcome, parse, resolve, spec,
 };
+use super::fsio::{self, Written};
 use crate::workspace::Workspace;
 
 pub(super) struct Write(pub(super) Shared);
