@@ -16,6 +16,7 @@ use protocol::output::{OutputItem, SandboxLanguage, SandboxResult, SandboxResult
 use serde_json::{Value, json};
 
 use crate::isolation::{Isolation, Limits, RunOutput, RunRequest, RunStatus};
+use crate::slots::Slots;
 use crate::workspace::Workspaces;
 
 /// The tool's name as the model sees it.
@@ -36,19 +37,34 @@ pub struct Execute {
     /// The conversations' workspaces, shared with the file tools.
     workspaces: Arc<Workspaces>,
     limits: Limits,
+    /// The cap on executions running at once, shared by every request (this tool is built
+    /// once per process).
+    slots: Slots,
 }
 
 impl Execute {
+    /// The tool with the machine-sized default cap on concurrent executions
+    /// ([`crate::slots::default_max`]); see [`Execute::with_slots`].
     pub fn new(
         isolation: Result<Arc<dyn Isolation>, String>,
         workspaces: Arc<Workspaces>,
         limits: Limits,
     ) -> Execute {
+        let slots = Slots::new(
+            crate::slots::default_max(limits.memory_mb),
+            std::time::Duration::from_secs(60),
+        );
         Execute {
             isolation,
             workspaces,
             limits,
+            slots,
         }
+    }
+
+    /// The same tool with another cap on concurrent executions.
+    pub fn with_slots(self, slots: Slots) -> Execute {
+        Execute { slots, ..self }
     }
 }
 
@@ -176,12 +192,16 @@ impl Execute {
             argv: argv.into_iter().chain([arguments.code.clone()]).collect(),
             limits: self.limits.clone(),
         };
-        // The run is a task of its own holding the workspace lock: when this call is
-        // dropped (the response cancelled), the run still ends within its limits, its cgroup
-        // is removed, and no file tool touches the workspace while its processes live.
+        // The run is a task of its own holding the workspace lock and its slot: when this
+        // call is dropped (the response cancelled), the run still ends within its limits, its
+        // cgroup is removed, and no file tool touches the workspace while its processes live.
+        // The lock comes first, so a call waiting for its conversation's previous execution
+        // holds no slot.
         let guard = workspace.lock_owned().await;
+        let slot = self.slots.acquire().await?;
         let run = tokio::spawn(async move {
             let output = isolation.run(request).await;
+            drop(slot);
             drop(guard);
             output
         });

@@ -11,6 +11,7 @@
 //! - [`isolation`]: the [`Isolation`] port that runs one program in isolation, and its
 //!   bubblewrap adapter [`Bwrap`]; code never runs unisolated.
 //! - [`execute`]: the `execute` tool over an [`Isolation`].
+//! - [`slots`]: the cap on executions running at once.
 //!
 //! # Example
 //! ```
@@ -37,8 +38,10 @@
 pub mod execute;
 pub mod files;
 pub mod isolation;
+pub mod slots;
 pub mod workspace;
 
 pub use execute::Execute;
 pub use isolation::{Bwrap, Isolation, Limits, RunOutput, RunRequest, RunStatus};
+pub use slots::Slots;
 pub use workspace::{Workspace, Workspaces};

@@ -1,0 +1,198 @@
+//! Regression tests of the hardening review (issue 13): the cap on concurrent executions,
+//! the workspace disk quota, a sandbox whose processes are stopped from inside, and the
+//! second isolation layer. Real runs need `bwrap` (`.ci/run` installs it).
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers outside #[test] fns fail the test on setup errors and wrong shapes"
+)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use engine::hosted::{CallContext, EventSink, FileSink, HostedTool, SharedFile, ToolOutcome};
+use protocol::events::EventData;
+use protocol::output::{OutputItem, SandboxResults};
+use sandbox::{Execute, Isolation, Limits, RunOutput, RunRequest, RunStatus, Slots, Workspaces};
+
+#[derive(Default)]
+struct Events(Mutex<Vec<EventData>>);
+
+impl EventSink for Events {
+    fn emit(&self, event: EventData) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+struct NoFiles;
+
+#[async_trait::async_trait]
+impl FileSink for NoFiles {
+    async fn share(&self, _: &str, _: &str, _: Vec<u8>) -> Result<SharedFile, String> {
+        Err("no files in this test".into())
+    }
+}
+
+/// Calls `execute` in a conversation; the outcome and its `sandbox_results` item.
+async fn call(execute: &Execute, conversation: &str, code: &str) -> (ToolOutcome, SandboxResults) {
+    let events = Events::default();
+    let arguments = serde_json::json!({"language": "bash", "code": code}).to_string();
+    let outcome = execute
+        .call(
+            &arguments,
+            CallContext {
+                events: &events,
+                next_source: 1,
+                call_id: "call_1",
+                conversation,
+                project_id: "proj_test",
+                files: &NoFiles,
+            },
+        )
+        .await;
+    let item = match outcome.items.as_slice() {
+        [OutputItem::SandboxResults(item)] => item.clone(),
+        other => panic!("expected one sandbox_results item, got {other:?}"),
+    };
+    (outcome, item)
+}
+
+/// Waits (bounded) until `check` holds.
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..2000 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// An isolation that counts the runs inside it and keeps each one until the test lets one go.
+struct Gate {
+    running: AtomicUsize,
+    most: AtomicUsize,
+    finished: AtomicUsize,
+    release: tokio::sync::Semaphore,
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate {
+            running: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            release: tokio::sync::Semaphore::new(0),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Isolation for Gate {
+    async fn run(&self, _: RunRequest) -> RunOutput {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        let permit = self.release.acquire().await.unwrap();
+        permit.forget();
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        RunOutput {
+            status: RunStatus::Completed,
+            exit_code: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            stdout_truncated: false,
+            stderr_truncated: false,
+            duration_ms: 0,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_executions_never_exceed_the_cap() {
+    const CAP: usize = 3;
+    const EXTRA: usize = 4;
+    let root = tempfile::tempdir().unwrap();
+    let workspaces = Arc::new(Workspaces::new(
+        root.path().to_path_buf(),
+        Duration::from_secs(3600),
+    ));
+    let gate = Arc::new(Gate::default());
+    let execute = Arc::new(
+        Execute::new(
+            Ok(gate.clone() as Arc<dyn Isolation>),
+            workspaces,
+            Limits::default(),
+        )
+        .with_slots(Slots::new(CAP, Duration::from_secs(600))),
+    );
+    // Every call in a conversation of its own: only the cap keeps them apart.
+    let calls: Vec<_> = (0..CAP + EXTRA)
+        .map(|n| {
+            let execute = execute.clone();
+            tokio::spawn(async move { call(&execute, &format!("resp_{n}"), "true").await })
+        })
+        .collect();
+    eventually("the cap to fill", || {
+        gate.running.load(Ordering::SeqCst) == CAP
+    })
+    .await;
+    // Let the runs go one at a time; each frees a slot for one waiting call.
+    for done in 1..=CAP + EXTRA {
+        gate.release.add_permits(1);
+        eventually("a run to finish", || {
+            gate.finished.load(Ordering::SeqCst) == done
+        })
+        .await;
+        assert!(gate.most.load(Ordering::SeqCst) <= CAP);
+    }
+    for call in calls {
+        let (_, item) = call.await.unwrap();
+        assert_eq!(item.results[0].exit_code, 0);
+    }
+    assert_eq!(gate.most.load(Ordering::SeqCst), CAP);
+}
+
+#[tokio::test]
+async fn a_call_that_finds_no_free_slot_in_time_is_told_the_limit() {
+    let root = tempfile::tempdir().unwrap();
+    let workspaces = Arc::new(Workspaces::new(
+        root.path().to_path_buf(),
+        Duration::from_secs(3600),
+    ));
+    let gate = Arc::new(Gate::default());
+    let execute = Arc::new(
+        Execute::new(
+            Ok(gate.clone() as Arc<dyn Isolation>),
+            workspaces,
+            Limits::default(),
+        )
+        .with_slots(Slots::new(1, Duration::from_millis(200))),
+    );
+    let first = {
+        let execute = execute.clone();
+        tokio::spawn(async move { call(&execute, "resp_a", "true").await })
+    };
+    eventually("the first run to start", || {
+        gate.running.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let (outcome, item) = call(&execute, "resp_b", "true").await;
+    assert_eq!(item.status, protocol::output::SandboxStatus::Failed);
+    assert!(
+        outcome
+            .model_text
+            .contains("tools.sandbox.max_concurrent_executions = 1"),
+        "{}",
+        outcome.model_text
+    );
+    assert!(outcome.model_text.contains("not run"));
+    gate.release.add_permits(1);
+    first.await.unwrap();
+    assert_eq!(
+        gate.finished.load(Ordering::SeqCst),
+        1,
+        "the refused call never ran"
+    );
+}
