@@ -35,9 +35,12 @@
 //! run that floods more than [`FLOOD_FACTOR`] times that is stopped.
 //!
 //! `bwrap --json-status-fd` tells a program's own exit (`exit-code`) from a set-up failure
-//! of the sandbox (no `exit-code`; bwrap's message is on stderr).
+//! of the sandbox (no `exit-code`; bwrap's message is on stderr), and names the sandbox's
+//! init process (`child-pid`): a run whose processes are all stopped, or whose init is, is
+//! killed at once rather than at its time limit (see [`stopped`]).
 
 pub(crate) mod cgroup;
+mod stopped;
 
 use std::ffi::OsString;
 use std::io;
@@ -626,24 +629,41 @@ impl Bwrap {
                 flood.clone(),
             ))
         });
+        // bwrap's first status record names the sandbox's init (its host pid), which the
+        // stop watch follows.
+        let (init_tx, init_rx) = tokio::sync::oneshot::channel::<u32>();
         let status_reader = tokio::spawn(async move {
             let mut text = Vec::new();
             let mut buf = [0u8; 4096];
+            let mut init_tx = Some(init_tx);
             loop {
                 match status_rx.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) if text.len() < 64 << 10 => text.extend_from_slice(&buf[..n]),
                     Ok(_) => {}
                 }
+                if init_tx.is_some()
+                    && let Some(pid) = status_number(&text, "child-pid")
+                    && let Some(tx) = init_tx.take()
+                {
+                    let _ = tx.send(pid);
+                }
             }
             text
         });
+        let stop_watch = async {
+            match init_rx.await {
+                Ok(init) => stopped::watch(init).await,
+                Err(_) => std::future::pending().await,
+            }
+        };
 
         enum End {
             Exited(std::process::ExitStatus),
             WaitFailed(io::Error),
             TimedOut,
             Flood,
+            Stopped(stopped::Stopped),
         }
         let end = tokio::select! {
             status = child.wait() => match status {
@@ -652,6 +672,7 @@ impl Bwrap {
             },
             () = tokio::time::sleep(limits.timeout) => End::TimedOut,
             () = flood.notified() => End::Flood,
+            stopped = stop_watch => End::Stopped(stopped),
         };
         if !matches!(end, End::Exited(_)) {
             // Killing bwrap takes its pid namespace, and so every process of the run, down.
@@ -692,6 +713,10 @@ impl Bwrap {
                 note(&format!(
                     "[killed: the run printed more than {flood_limit} bytes on one stream]"
                 ));
+                (RunStatus::Failed, program_exit.unwrap_or(137))
+            }
+            End::Stopped(stopped) => {
+                note(stopped.note());
                 (RunStatus::Failed, program_exit.unwrap_or(137))
             }
             End::WaitFailed(err) => {
@@ -852,11 +877,17 @@ async fn collect(reader: Option<tokio::task::JoinHandle<Captured>>) -> Captured 
 
 /// The program's exit code from bwrap's `--json-status-fd` records (`{"exit-code": N}`).
 fn exit_code_from_status(text: &[u8]) -> Option<i32> {
+    status_number(text, "exit-code")
+}
+
+/// A number in bwrap's `--json-status-fd` records (`{"child-pid": N, …}`, `{"exit-code": N}`);
+/// a record still being written is not read.
+fn status_number<T: TryFrom<i64>>(text: &[u8], key: &str) -> Option<T> {
     serde_json::Deserializer::from_slice(text)
         .into_iter::<serde_json::Value>()
         .map_while(Result::ok)
-        .find_map(|record| record.get("exit-code").and_then(serde_json::Value::as_i64))
-        .and_then(|code| i32::try_from(code).ok())
+        .find_map(|record| record.get(key).and_then(serde_json::Value::as_i64))
+        .and_then(|value| T::try_from(value).ok())
 }
 
 /// An exit status as a shell reports it.

@@ -196,3 +196,73 @@ async fn a_call_that_finds_no_free_slot_in_time_is_told_the_limit() {
         "the refused call never ran"
     );
 }
+
+/// The probed sandbox, shared by the tests of this file.
+async fn bwrap() -> Arc<sandbox::Bwrap> {
+    static PROBED: tokio::sync::OnceCell<Arc<sandbox::Bwrap>> = tokio::sync::OnceCell::const_new();
+    PROBED
+        .get_or_init(|| async {
+            match sandbox::Bwrap::probe().await {
+                Ok(bwrap) => Arc::new(bwrap),
+                Err(reason) => panic!("the sandbox does not work here: {reason}"),
+            }
+        })
+        .await
+        .clone()
+}
+
+fn limits() -> Limits {
+    Limits {
+        timeout: Duration::from_secs(120),
+        memory_mb: 256,
+        max_processes: 64,
+        max_file_bytes: 16 << 20,
+        max_output_bytes: 64 << 10,
+        network: false,
+    }
+}
+
+async fn run_bash(code: &str) -> RunOutput {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("ws");
+    std::fs::create_dir(&dir).unwrap();
+    bwrap()
+        .await
+        .run(RunRequest {
+            workspace_root: dir,
+            argv: vec!["bash".into(), "-c".into(), code.into()],
+            limits: limits(),
+        })
+        .await
+}
+
+#[tokio::test]
+async fn a_run_that_stops_itself_fails_at_once_and_says_why() {
+    // `kill -STOP 1` is ignored by the kernel (pid 1 of a namespace has no handler for it);
+    // the program then stops itself, which leaves no process that could continue it.
+    for code in [
+        "kill -STOP 1; kill -STOP $$; echo never",
+        "python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGSTOP)'",
+        "sleep 600 & kill -STOP -1; kill -STOP $$",
+    ] {
+        let output = run_bash(code).await;
+        assert_eq!(output.status, RunStatus::Failed, "{code}: {output:?}");
+        assert!(
+            output.stderr.contains("was stopped"),
+            "{code}: {}",
+            output.stderr
+        );
+        assert!(!output.stdout.contains("never"));
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_child_that_is_continued_is_left_alone() {
+    let output = run_bash(
+        "sleep 600 & child=$!; kill -STOP $child; sleep 1; kill -CONT $child; kill $child; \
+         wait; echo done",
+    )
+    .await;
+    assert_eq!(output.status, RunStatus::Completed, "{output:?}");
+    assert_eq!(output.stdout, "done\n");
+}
