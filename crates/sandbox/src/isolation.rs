@@ -40,6 +40,7 @@
 //! killed at once rather than at its time limit (see [`stopped`]).
 
 pub(crate) mod cgroup;
+mod seccomp;
 mod stopped;
 
 use std::ffi::OsString;
@@ -126,14 +127,21 @@ const ETC_ENTRIES: &[&str] = &[
 const ROOT_LINKS: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 
 /// The shell script that starts a run: joins the cgroups given as arguments, moves the
-/// status pipe (stdin) to fd 3, and execs the rest of its arguments.
-const LAUNCHER: &str = r#"n=$1; shift
+/// status pipe (stdin) to fd 3, opens the seccomp filter file (when one is given) as fd 4,
+/// and execs the rest of its arguments.
+const LAUNCHER: &str = r#"filter=$1; n=$2; shift 2
 while [ "$n" -gt 0 ]; do
   echo $$ > "$1" || { echo "sandbox: cannot join the cgroup $1" >&2; exit 125; }
   shift; n=$((n - 1))
 done
 exec 3>&0 </dev/null
+if [ -n "$filter" ]; then
+  exec 4<"$filter" || { echo "sandbox: cannot open the seccomp filter" >&2; exit 125; }
+fi
 exec "$@""#;
+
+/// The fd the seccomp filter reaches bwrap on (see [`LAUNCHER`]).
+const SECCOMP_FD: &str = "4";
 
 /// Runs one program in isolation.
 #[async_trait::async_trait]
@@ -225,6 +233,46 @@ impl RunOutput {
     }
 }
 
+/// Whether code may run when the second isolation layer (the seccomp filter inside
+/// bubblewrap) cannot be applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SecondLayer {
+    /// The sandbox is unavailable without it: code never runs with one wall only.
+    #[default]
+    Require,
+    /// Run without it (logged) when the kernel or architecture does not allow it.
+    Optional,
+}
+
+/// What [`Bwrap::probe_with`] sets up.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeOptions {
+    pub second_layer: SecondLayer,
+}
+
+/// The isolation layers a probed sandbox applies to every run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layers {
+    /// bubblewrap: namespaces, a read-only file system view, no capabilities.
+    pub namespaces: bool,
+    /// The seccomp filter inside bubblewrap (see [`seccomp`]).
+    pub seccomp: bool,
+}
+
+impl Layers {
+    /// `bubblewrap namespaces + seccomp filter`, for the start-up log and the server.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.namespaces {
+            parts.push("bubblewrap namespaces");
+        }
+        if self.seccomp {
+            parts.push("seccomp filter");
+        }
+        parts.join(" + ")
+    }
+}
+
 /// The bubblewrap back end. Build it with [`Bwrap::probe`].
 #[derive(Debug, Clone)]
 pub struct Bwrap {
@@ -239,6 +287,9 @@ pub struct Bwrap {
     cgroups: Option<Cgroups>,
     /// The file-system arguments that mirror the host's layout (`/bin`, `/lib`, `/etc/…`).
     layout: Vec<OsString>,
+    /// The compiled seccomp filter every run loads (`None`: the second layer is off, which
+    /// only [`SecondLayer::Optional`] allows).
+    seccomp: Option<Arc<[u8]>>,
 }
 
 impl Bwrap {
@@ -247,6 +298,12 @@ impl Bwrap {
     /// cannot work on this host (bwrap missing, user namespaces blocked by AppArmor or a
     /// container's seccomp profile, …); code must then not run at all.
     pub async fn probe() -> Result<Bwrap, String> {
+        Bwrap::probe_with(ProbeOptions::default()).await
+    }
+
+    /// [`Bwrap::probe`] with options. With [`SecondLayer::Require`] (the default), a
+    /// seccomp filter that cannot be built or loaded makes the probe fail: code never runs.
+    pub async fn probe_with(options: ProbeOptions) -> Result<Bwrap, String> {
         let bwrap = find_program("bwrap").ok_or_else(|| {
             "the sandbox needs bubblewrap, and `bwrap` is not installed (apt-get install bubblewrap)"
                 .to_owned()
@@ -301,16 +358,51 @@ impl Bwrap {
         let layout = tokio::task::spawn_blocking(host_layout)
             .await
             .map_err(|err| format!("sandbox probe: {err}"))?;
-        let sandbox = Bwrap {
+        let seccomp = match seccomp::program() {
+            Ok(program) => Some(Arc::from(program)),
+            Err(reason) => match options.second_layer {
+                SecondLayer::Require => {
+                    return Err(format!(
+                        "the sandbox's second layer (a seccomp filter) is required \
+                         (tools.sandbox.second_layer = \"require\") and cannot be built: {reason}"
+                    ));
+                }
+                SecondLayer::Optional => {
+                    tracing::warn!(%reason, "sandbox: running without the seccomp filter");
+                    None
+                }
+            },
+        };
+        let mut sandbox = Bwrap {
             bwrap,
             prlimit,
             setpriv,
             staging,
             cgroups,
             layout,
+            seccomp,
         };
-        sandbox.self_test().await?;
+        match sandbox.self_test().await {
+            Ok(()) => {}
+            Err(reason)
+                if sandbox.seccomp.is_some() && options.second_layer == SecondLayer::Optional =>
+            {
+                tracing::warn!(%reason, "sandbox: the seccomp filter does not load here; running without it");
+                sandbox.seccomp = None;
+                sandbox.self_test().await?;
+            }
+            Err(reason) => return Err(reason),
+        }
+        tracing::info!(layers = %sandbox.layers().describe(), "sandbox isolation layers");
         Ok(sandbox)
+    }
+
+    /// The layers every run gets.
+    pub fn layers(&self) -> Layers {
+        Layers {
+            namespaces: true,
+            seccomp: self.seccomp.is_some(),
+        }
     }
 
     /// How memory and processes are limited, for the start-up log.
@@ -339,10 +431,13 @@ impl Bwrap {
         tokio::fs::create_dir(&dir)
             .await
             .map_err(|err| format!("sandbox probe: cannot create {}: {err}", dir.display()))?;
+        // Prints 4, then the seccomp mode the program runs under (2: a filter).
+        let program = "import re\nprint(2+2)\nstatus = open('/proc/self/status').read()\n\
+                       print(re.search(r'Seccomp:\\s*(\\d+)', status).group(1))";
         let output = self
             .run(RunRequest {
                 workspace_root: dir.clone(),
-                argv: vec!["python3".into(), "-c".into(), "print(2+2)".into()],
+                argv: vec!["python3".into(), "-c".into(), program.into()],
                 limits: Limits {
                     timeout: Duration::from_secs(30),
                     memory_mb: 256,
@@ -351,10 +446,18 @@ impl Bwrap {
             })
             .await;
         let _ = tokio::fs::remove_dir_all(&dir).await;
+        let lines: Vec<&str> = output.stdout.lines().collect();
         if output.status == RunStatus::Completed
             && output.exit_code == 0
-            && output.stdout.trim() == "4"
+            && lines.first() == Some(&"4")
         {
+            let filtered = lines.get(1) == Some(&"2");
+            if self.seccomp.is_some() && !filtered {
+                return Err(format!(
+                    "the sandbox's seccomp filter is not in force in a test run (seccomp mode {})",
+                    lines.get(1).unwrap_or(&"unknown")
+                ));
+            }
             return Ok(());
         }
         let detail = output.stderr.trim();
@@ -384,13 +487,21 @@ impl Bwrap {
     }
 
     /// The whole command line of a run, from `sh` to the program.
-    fn command_line(&self, request: &RunRequest, procs: &[PathBuf]) -> Vec<OsString> {
+    fn command_line(
+        &self,
+        request: &RunRequest,
+        procs: &[PathBuf],
+        seccomp_file: Option<&Path>,
+    ) -> Vec<OsString> {
         let limits = &request.limits;
         let memory_bytes = limits.memory_mb.saturating_mul(1 << 20);
         let mut args: Vec<OsString> = vec![
             "-c".into(),
             LAUNCHER.into(),
             "agentd-sandbox".into(),
+            seccomp_file
+                .map(|path| path.as_os_str().to_owned())
+                .unwrap_or_default(),
             procs.len().to_string().into(),
         ];
         args.extend(procs.iter().map(|path| path.as_os_str().to_owned()));
@@ -496,6 +607,10 @@ impl Bwrap {
             ]
             .map(str::to_owned),
         );
+        if seccomp_file.is_some() {
+            flags.push("--seccomp".into());
+            flags.push(SECCOMP_FD.into());
+        }
         args.extend(flags.into_iter().map(OsString::from));
         args.extend(self.layout.iter().cloned());
         args.extend(
@@ -586,6 +701,26 @@ impl Bwrap {
         started: Instant,
     ) -> Result<RunOutput, String> {
         let limits = &request.limits;
+        // The filter goes to bwrap through a private file the launcher opens (removed when
+        // the run ends; bwrap has read it by then).
+        let seccomp_file = match &self.seccomp {
+            Some(program) => {
+                let program = Arc::clone(program);
+                let file =
+                    tokio::task::spawn_blocking(move || -> io::Result<tempfile::NamedTempFile> {
+                        let mut file = tempfile::Builder::new()
+                            .prefix("agentd-seccomp-")
+                            .tempfile()?;
+                        io::Write::write_all(&mut file, &program)?;
+                        Ok(file)
+                    })
+                    .await
+                    .map_err(|err| format!("sandbox: {err}"))?
+                    .map_err(|err| format!("sandbox: cannot write the seccomp filter: {err}"))?;
+                Some(file)
+            }
+            None => None,
+        };
         let (status_tx, mut status_rx) = tokio::net::unix::pipe::pipe()
             .map_err(|err| format!("sandbox: cannot create a pipe: {err}"))?;
         let status_fd = status_tx
@@ -593,7 +728,11 @@ impl Bwrap {
             .map_err(|err| format!("sandbox: cannot create a pipe: {err}"))?;
         let mut command = Command::new("/bin/sh");
         command
-            .args(self.command_line(request, procs))
+            .args(self.command_line(
+                request,
+                procs,
+                seccomp_file.as_ref().map(tempfile::NamedTempFile::path),
+            ))
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .current_dir("/")
@@ -1037,6 +1176,7 @@ mod tests {
             }),
             cgroups: None,
             layout: vec!["--symlink".into(), "usr/bin".into(), "/bin".into()],
+            seccomp: Some(Arc::from(vec![0u8; 8])),
         };
         let request = RunRequest {
             workspace_root: "/srv/ws/p/c".into(),
@@ -1048,13 +1188,16 @@ mod tests {
             },
         };
         let line: Vec<String> = bwrap
-            .command_line(&request, &[])
+            .command_line(&request, &[], Some(Path::new("/tmp/filter")))
             .into_iter()
             .map(|arg| arg.to_string_lossy().into_owned())
             .collect();
         let has = |arg: &str| line.iter().any(|item| item == arg);
         assert!(has("--unshare-all") && has("--disable-userns") && has("--clearenv"));
         assert!(has("--remount-ro"));
+        let seccomp = line.iter().position(|arg| arg == "--seccomp").unwrap();
+        assert_eq!(line[seccomp + 1], SECCOMP_FD);
+        assert!(has("/tmp/filter"), "the launcher opens the filter file");
         assert!(!has("--share-net"));
         assert!(
             has("--as=67108864") && has("--nproc=32"),
@@ -1081,7 +1224,7 @@ mod tests {
         };
         assert!(
             bwrap
-                .command_line(&networked, &[])
+                .command_line(&networked, &[], None)
                 .iter()
                 .any(|arg| arg == "--share-net")
         );

@@ -42,6 +42,8 @@ pub mod slots;
 pub mod workspace;
 
 pub use execute::Execute;
-pub use isolation::{Bwrap, Isolation, Limits, RunOutput, RunRequest, RunStatus};
+pub use isolation::{
+    Bwrap, Isolation, Layers, Limits, ProbeOptions, RunOutput, RunRequest, RunStatus, SecondLayer,
+};
 pub use slots::Slots;
 pub use workspace::{Workspace, Workspaces};

@@ -223,6 +223,10 @@ fn limits() -> Limits {
 }
 
 async fn run_bash(code: &str) -> RunOutput {
+    run(&["bash", "-c", code]).await
+}
+
+async fn run(argv: &[&str]) -> RunOutput {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("ws");
     std::fs::create_dir(&dir).unwrap();
@@ -230,7 +234,7 @@ async fn run_bash(code: &str) -> RunOutput {
         .await
         .run(RunRequest {
             workspace_root: dir,
-            argv: vec!["bash".into(), "-c".into(), code.into()],
+            argv: argv.iter().map(|arg| (*arg).to_owned()).collect(),
             limits: limits(),
         })
         .await
@@ -265,4 +269,52 @@ async fn a_stopped_child_that_is_continued_is_left_alone() {
     .await;
     assert_eq!(output.status, RunStatus::Completed, "{output:?}");
     assert_eq!(output.stdout, "done\n");
+}
+
+#[tokio::test]
+async fn the_probe_reports_the_seccomp_layer() {
+    let layers = bwrap().await.layers();
+    assert!(layers.namespaces && layers.seccomp, "{layers:?}");
+    assert_eq!(layers.describe(), "bubblewrap namespaces + seccomp filter");
+}
+
+#[tokio::test]
+async fn calls_the_seccomp_filter_denies_fail_inside_the_sandbox() {
+    // Each of these succeeds for an unprivileged process without the filter (`ptrace`
+    // with PTRACE_TRACEME, `io_uring_setup` with a zeroed 120-byte parameter block,
+    // `keyctl` joining a new session keyring), so EPERM comes from the filter.
+    let code = r#"
+import ctypes, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def errno_of(result):
+    return 0 if result >= 0 else ctypes.get_errno()
+print("ptrace", errno_of(libc.ptrace(0, 0, None, None)))
+params = ctypes.create_string_buffer(120)
+print("io_uring_setup", errno_of(libc.syscall(425, 1, params)))
+print("keyctl", errno_of(libc.syscall({keyctl}, 1, None)))
+print("mount", errno_of(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)))
+# Threads and processes still start (clone3 answers ENOSYS; the C library falls back).
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+print("spawn", subprocess.run(["true"]).returncode)
+"#
+    .replace(
+        "{keyctl}",
+        if cfg!(target_arch = "x86_64") {
+            "250"
+        } else {
+            "219"
+        },
+    );
+    let output = run(&["python3", "-c", &code]).await;
+    assert_eq!(output.status, RunStatus::Completed, "{output:?}");
+    let eperm = 1;
+    for call in ["ptrace", "io_uring_setup", "keyctl", "mount"] {
+        assert!(
+            output.stdout.contains(&format!("{call} {eperm}\n")),
+            "{call} was not denied: {}\n{}",
+            output.stdout,
+            output.stderr
+        );
+    }
+    assert!(output.stdout.contains("spawn 0\n"), "{output:?}");
 }
