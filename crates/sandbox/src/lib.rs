@@ -7,6 +7,7 @@
 //!
 //! # Layout
 //! - [`workspace`]: the per-conversation workspace directories and their confinement.
+//! - [`confine`]: file system access that stays below a directory handle (`openat2`).
 //! - [`files`]: the file tools, which work on the workspace directly from the host.
 //! - [`isolation`]: the [`Isolation`] port that runs one program in isolation, and its
 //!   bubblewrap adapter [`Bwrap`]; code never runs unisolated.
@@ -35,6 +36,7 @@
 //! # }
 //! ```
 
+pub mod confine;
 pub mod execute;
 pub mod files;
 pub mod isolation;

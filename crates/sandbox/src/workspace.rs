@@ -9,18 +9,21 @@
 //! # Confinement
 //! Code in the sandbox writes the workspace freely: it can leave symbolic links to anywhere
 //! (`ln -s /etc/passwd x`), links that are absolute in the sandbox's view (`/workspace/y`),
-//! hard links, FIFOs. The file tools run on the host, outside the sandbox, so every path they
-//! touch goes through [`Workspace::resolve`], which walks the path component by component
-//! under the workspace root, follows symbolic links itself as the sandbox would see them
-//! (an absolute target must lie under `/workspace`; a relative one must not climb above it)
-//! and returns a host path that contains no symbolic link at all. The file tools then open
-//! the last component with `O_NOFOLLOW`, refuse anything but regular files and directories,
-//! and write by renaming a fresh file into place, never into an existing inode (so a hard
-//! link cannot carry a write out of the workspace either).
-//!
-//! The resolved path stays symlink-free only while nothing in the sandbox runs: a tool holds
-//! [`Workspace::lock`] for the whole of its work, and `execute` holds it while code runs
-//! (and leaves no process behind).
+//! hard links, FIFOs, and it can change them at any moment. The file tools run on the host,
+//! outside the sandbox, so every path they touch goes through [`resolve_in`], which walks the
+//! path component by component from a handle of the workspace root ([`Root`]), follows
+//! symbolic links itself as the sandbox would see them (an absolute target must lie under
+//! `/workspace`; a relative one must not climb above it) and returns a path relative to the
+//! root that held no link when it was walked. Every operation on it then resolves it again
+//! in the kernel, below the root's handle and refusing any link on the way
+//! (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, see [`crate::confine`]), opens the last
+//! component with `O_NOFOLLOW`, refuses anything but regular files and directories, and
+//! writes by renaming a fresh file into place, never into an existing inode (so a hard link
+//! cannot carry a write out of the workspace either). A link swapped in between the walk and
+//! the operation makes the operation fail; it is never followed. This holds whatever runs in
+//! the workspace meanwhile; the tools still hold [`Workspace::lock`] for the whole of their
+//! work, and `execute` holds it while code runs, so calls of one conversation do not
+//! interleave.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -32,6 +35,9 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
+
+pub(crate) use crate::confine::describe_io;
+use crate::confine::{self, Root, describe_open};
 
 /// Where the workspace is mounted in the sandbox; the paths the model uses start with it (or
 /// are relative to it).
@@ -239,56 +245,14 @@ impl Workspace {
     /// Like [`Workspace::resolve`], but returns the path relative to the root (empty for
     /// the root itself).
     pub fn resolve_relative(&self, path: &str) -> Result<PathBuf, String> {
-        let mut pending: Vec<OsString> = sandbox_components(path)?;
-        // Components still to walk, last first, so a link's target can be pushed in front.
-        pending.reverse();
-        let mut done = PathBuf::new();
-        let mut hops = 0;
-        // Once a component is missing, nothing below it can be a link: walk lexically.
-        let mut missing = false;
-        while let Some(component) = pending.pop() {
-            if component == ".." {
-                if !done.pop() {
-                    return Err(format!("the path leads outside {MOUNT}"));
-                }
-                continue;
-            }
-            done.push(&component);
-            if missing {
-                continue;
-            }
-            let host = self.root.join(&done);
-            let meta = match std::fs::symlink_metadata(&host) {
-                Ok(meta) => meta,
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                    missing = true;
-                    continue;
-                }
-                Err(err) => return Err(describe_io(&err)),
-            };
-            if !meta.file_type().is_symlink() {
-                continue;
-            }
-            hops += 1;
-            if hops > MAX_SYMLINK_HOPS {
-                return Err("too many levels of symbolic links".to_owned());
-            }
-            let target = std::fs::read_link(&host).map_err(|err| describe_io(&err))?;
-            done.pop();
-            let target = target.to_string_lossy().into_owned();
-            if target.starts_with('/') {
-                let Some(below) = strip_mount(&target) else {
-                    return Err(format!(
-                        "a symbolic link in the path leads outside {MOUNT} (to {target})"
-                    ));
-                };
-                done = PathBuf::new();
-                pending.extend(split(below).into_iter().rev());
-            } else {
-                pending.extend(split(&target).into_iter().rev());
-            }
-        }
-        Ok(done)
+        resolve_in(&self.open_root()?, path)
+    }
+
+    /// A handle of the workspace root, which file operations start from (see
+    /// [`crate::confine`]).
+    pub fn open_root(&self) -> Result<Root, String> {
+        Root::open(&self.root)
+            .map_err(|err| format!("the workspace is not available: {}", describe_io(&err)))
     }
 
     /// The path the sandbox sees for a host path under the root (`/workspace/…`).
@@ -322,6 +286,62 @@ impl Workspace {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Confines a model-given path (see [`Workspace::resolve`]) below `root`: walks it one
+/// component at a time through the root's handle, following the workspace's links as the
+/// sandbox sees them. Returns the path relative to the root, which held no link when it was
+/// walked (every later operation refuses one that appeared since).
+pub fn resolve_in(root: &Root, path: &str) -> Result<PathBuf, String> {
+    let mut pending: Vec<OsString> = sandbox_components(path)?;
+    // Components still to walk, last first, so a link's target can be pushed in front.
+    pending.reverse();
+    let mut done = PathBuf::new();
+    let mut hops = 0;
+    // Once a component is missing, nothing below it can be a link: walk lexically.
+    let mut missing = false;
+    while let Some(component) = pending.pop() {
+        if component == ".." {
+            if !done.pop() {
+                return Err(format!("the path leads outside {MOUNT}"));
+            }
+            continue;
+        }
+        done.push(&component);
+        if missing {
+            continue;
+        }
+        let stat = match root.lstat(&done) {
+            Ok(stat) => stat,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                missing = true;
+                continue;
+            }
+            Err(err) => return Err(describe_open(&err)),
+        };
+        if confine::kind(&stat) != rustix::fs::FileType::Symlink {
+            continue;
+        }
+        hops += 1;
+        if hops > MAX_SYMLINK_HOPS {
+            return Err("too many levels of symbolic links".to_owned());
+        }
+        let target = root.read_link(&done).map_err(|err| describe_open(&err))?;
+        done.pop();
+        let target = target.to_string_lossy().into_owned();
+        if target.starts_with('/') {
+            let Some(below) = strip_mount(&target) else {
+                return Err(format!(
+                    "a symbolic link in the path leads outside {MOUNT} (to {target})"
+                ));
+            };
+            done = PathBuf::new();
+            pending.extend(split(below).into_iter().rev());
+        } else {
+            pending.extend(split(&target).into_iter().rev());
+        }
+    }
+    Ok(done)
 }
 
 /// `/workspace/…` for a path relative to the root.
@@ -365,23 +385,6 @@ fn split(path: &str) -> Vec<OsString> {
         .filter(|part| !part.is_empty() && *part != ".")
         .map(OsString::from)
         .collect()
-}
-
-/// An I/O error as the model reads it (without the host path).
-pub(crate) fn describe_io(err: &io::Error) -> String {
-    match err.kind() {
-        io::ErrorKind::NotFound => "no such file or directory".to_owned(),
-        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        io::ErrorKind::NotADirectory => "a path component is not a directory".to_owned(),
-        io::ErrorKind::IsADirectory => "is a directory".to_owned(),
-        _ => {
-            // `io::Error`'s display may name the host path; keep only the OS message.
-            match err.raw_os_error() {
-                Some(code) => io::Error::from_raw_os_error(code).to_string(),
-                None => err.kind().to_string(),
-            }
-        }
-    }
 }
 
 /// `ctr_` and 24 hex digits of SHA-256 over the project and conversation.

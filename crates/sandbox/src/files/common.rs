@@ -10,7 +10,8 @@ use protocol::output::OutputItem;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::workspace::{Workspace, Workspaces, describe_io, sandbox_path_of};
+use crate::confine::Root;
+use crate::workspace::{Workspaces, describe_io, resolve_in, sandbox_path_of};
 
 /// Sizes and caps of the file tools (the operator's `[sandbox]` configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,13 +57,13 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    /// Runs `work` on the blocking pool in the call's workspace, holding its lock (the guard
-    /// moves into the task, so the lock lasts as long as the work even if the call is
-    /// dropped).
+    /// Runs `work` on the blocking pool in the call's workspace, given the handle of its
+    /// root, holding its lock (the guard moves into the task, so the lock lasts as long as
+    /// the work even if the call is dropped).
     pub(super) async fn run<T: Send + 'static>(
         &self,
         context: &CallContext<'_>,
-        work: impl FnOnce(&Workspace, &FileLimits) -> Result<T, String> + Send + 'static,
+        work: impl FnOnce(&Root, &FileLimits) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         let workspace = self
             .workspaces
@@ -73,7 +74,7 @@ impl Shared {
         let limits = self.limits;
         let inner = Arc::clone(&workspace);
         let result = tokio::task::spawn_blocking(move || {
-            let result = work(&inner, &limits);
+            let result = inner.open_root().and_then(|root| work(&root, &limits));
             drop(guard);
             result
         })
@@ -123,19 +124,16 @@ pub(super) fn failed(path: &str, message: &str) -> String {
     }
 }
 
-/// Resolves a path: the host path and the path the sandbox sees.
-pub(super) fn resolve(workspace: &Workspace, path: &str) -> Result<(PathBuf, String), String> {
-    let relative = workspace.resolve_relative(path)?;
+/// Resolves a path: the path relative to the root and the path the sandbox sees.
+pub(super) fn resolve(root: &Root, path: &str) -> Result<(PathBuf, String), String> {
+    let relative = resolve_in(root, path)?;
     let shown = sandbox_path_of(&relative);
-    Ok((workspace.root.join(relative), shown))
+    Ok((relative, shown))
 }
 
 /// [`resolve`] for tools that touch several paths: the error names the path.
-pub(super) fn resolve_named(
-    workspace: &Workspace,
-    path: &str,
-) -> Result<(PathBuf, String), String> {
-    resolve(workspace, path).map_err(|message| format!("{path}: {message}"))
+pub(super) fn resolve_named(root: &Root, path: &str) -> Result<(PathBuf, String), String> {
+    resolve(root, path).map_err(|message| format!("{path}: {message}"))
 }
 
 /// Cuts `line` to `max` characters, marking the cut.
