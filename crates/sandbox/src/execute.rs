@@ -190,7 +190,10 @@ impl Execute {
         let request = RunRequest {
             workspace_root: workspace.root.clone(),
             argv: argv.into_iter().chain([arguments.code.clone()]).collect(),
-            limits: self.limits.clone(),
+            limits: Limits {
+                workspace_quota: self.workspaces.quota(),
+                ..self.limits.clone()
+            },
         };
         // The run is a task of its own holding the workspace lock and its slot: when this
         // call is dropped (the response cancelled), the run still ends within its limits, its

@@ -37,7 +37,7 @@
 //! `bwrap --json-status-fd` tells a program's own exit (`exit-code`) from a set-up failure
 //! of the sandbox (no `exit-code`; bwrap's message is on stderr), and names the sandbox's
 //! init process (`child-pid`): a run whose processes are all stopped, or whose init is, is
-//! killed at once rather than at its time limit (see [`stopped`]).
+//! killed at once rather than at its time limit (see `stopped.rs`).
 
 pub(crate) mod cgroup;
 mod seccomp;
@@ -56,6 +56,7 @@ use tokio::process::Command;
 use tokio::sync::Notify;
 
 use self::cgroup::{Cgroups, RunCgroup};
+use crate::quota::{self, Quota, QuotaMode};
 
 /// The unprivileged uid and gid code runs as (`nobody`/`nogroup`).
 pub const SANDBOX_UID: u32 = 65534;
@@ -179,6 +180,10 @@ pub struct Limits {
     /// (agentd itself, databases) and cloud metadata addresses: the network guard does not
     /// apply inside the sandbox.
     pub network: bool,
+    /// The workspace's disk quota (see [`crate::quota`]): in `Watch` mode the run is
+    /// measured and killed past it; either way no file may outgrow it (RLIMIT_FSIZE) and a
+    /// run that leaves the workspace full says so.
+    pub workspace_quota: Option<Quota>,
 }
 
 impl Default for Limits {
@@ -190,6 +195,7 @@ impl Default for Limits {
             max_file_bytes: 256 << 20,
             max_output_bytes: 1 << 20,
             network: false,
+            workspace_quota: None,
         }
     }
 }
@@ -255,7 +261,7 @@ pub struct ProbeOptions {
 pub struct Layers {
     /// bubblewrap: namespaces, a read-only file system view, no capabilities.
     pub namespaces: bool,
-    /// The seccomp filter inside bubblewrap (see [`seccomp`]).
+    /// The seccomp filter inside bubblewrap (`isolation/seccomp.rs`).
     pub seccomp: bool,
 }
 
@@ -537,7 +543,11 @@ impl Bwrap {
             .saturating_add(1)
             .saturating_mul(u64::try_from(cpus).unwrap_or(1));
         args.push(format!("--cpu={cpu_seconds}").into());
-        args.push(format!("--fsize={}", limits.max_file_bytes).into());
+        let max_file_bytes = match &limits.workspace_quota {
+            Some(quota) => limits.max_file_bytes.min(quota.bytes),
+            None => limits.max_file_bytes,
+        };
+        args.push(format!("--fsize={max_file_bytes}").into());
         args.push(format!("--nofile={MAX_OPEN_FILES}").into());
         args.push("--core=0".into());
         let cgroup_memory = self.cgroups.as_ref().is_some_and(Cgroups::limits_memory);
@@ -790,6 +800,14 @@ impl Bwrap {
             }
             text
         });
+        let quota_watch = async {
+            match limits.workspace_quota {
+                Some(quota) if quota.mode == QuotaMode::Watch => {
+                    watch_quota(request.workspace_root.clone(), quota.bytes).await;
+                }
+                _ => std::future::pending().await,
+            }
+        };
         let stop_watch = async {
             match init_rx.await {
                 Ok(init) => stopped::watch(init).await,
@@ -803,6 +821,7 @@ impl Bwrap {
             TimedOut,
             Flood,
             Stopped(stopped::Stopped),
+            QuotaExceeded,
         }
         let end = tokio::select! {
             status = child.wait() => match status {
@@ -812,6 +831,7 @@ impl Bwrap {
             () = tokio::time::sleep(limits.timeout) => End::TimedOut,
             () = flood.notified() => End::Flood,
             stopped = stop_watch => End::Stopped(stopped),
+            () = quota_watch => End::QuotaExceeded,
         };
         if !matches!(end, End::Exited(_)) {
             // Killing bwrap takes its pid namespace, and so every process of the run, down.
@@ -854,6 +874,11 @@ impl Bwrap {
                 ));
                 (RunStatus::Failed, program_exit.unwrap_or(137))
             }
+            End::QuotaExceeded => {
+                let bytes = limits.workspace_quota.map_or(0, |quota| quota.bytes);
+                note(&format!("[killed: {}]", quota::full_message(bytes)));
+                (RunStatus::Failed, program_exit.unwrap_or(137))
+            }
             End::Stopped(stopped) => {
                 note(stopped.note());
                 (RunStatus::Failed, program_exit.unwrap_or(137))
@@ -881,6 +906,20 @@ impl Bwrap {
                 None => (RunStatus::Failed, process_code(process)),
             },
         };
+        if let Some(quota) = limits.workspace_quota
+            && quota.mode == QuotaMode::Filesystem
+        {
+            let dir = request.workspace_root.clone();
+            let full = tokio::task::spawn_blocking(move || quota::nearly_full(&dir))
+                .await
+                .unwrap_or(false);
+            if full {
+                if !stderr_text.is_empty() && !stderr_text.ends_with('\n') {
+                    stderr_text.push('\n');
+                }
+                stderr_text.push_str(&format!("[{}]", quota::full_message(quota.bytes)));
+            }
+        }
         Ok(RunOutput {
             status,
             exit_code,
@@ -997,6 +1036,21 @@ async fn read_capped<R: AsyncRead + Unpin>(
         }
     }
     captured
+}
+
+/// Returns once the files under `dir` take more than `bytes` (measured every
+/// [`quota::WATCH_INTERVAL`]).
+async fn watch_quota(dir: PathBuf, bytes: u64) {
+    loop {
+        tokio::time::sleep(quota::WATCH_INTERVAL).await;
+        let measured = dir.clone();
+        let used = tokio::task::spawn_blocking(move || quota::usage(&measured))
+            .await
+            .unwrap_or(0);
+        if used > bytes {
+            return;
+        }
+    }
 }
 
 /// Waits for a reader, giving up (and discarding it) when the pipe stays open too long.

@@ -13,6 +13,7 @@
 //!   bubblewrap adapter [`Bwrap`]; code never runs unisolated.
 //! - [`execute`]: the `execute` tool over an [`Isolation`].
 //! - [`slots`]: the cap on executions running at once.
+//! - [`quota`]: the workspace disk quota (a loop-mounted file system per workspace, or a watch).
 //!
 //! # Example
 //! ```
@@ -40,6 +41,7 @@ pub mod confine;
 pub mod execute;
 pub mod files;
 pub mod isolation;
+pub mod quota;
 pub mod slots;
 pub mod workspace;
 
@@ -47,5 +49,6 @@ pub use execute::Execute;
 pub use isolation::{
     Bwrap, Isolation, Layers, Limits, ProbeOptions, RunOutput, RunRequest, RunStatus, SecondLayer,
 };
+pub use quota::{Quota, QuotaMode};
 pub use slots::Slots;
 pub use workspace::{Workspace, Workspaces};

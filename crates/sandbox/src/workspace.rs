@@ -25,7 +25,7 @@
 //! work, and `execute` holds it while code runs, so calls of one conversation do not
 //! interleave.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -38,6 +38,7 @@ use tokio::time::Instant;
 
 pub(crate) use crate::confine::describe_io;
 use crate::confine::{self, Root, describe_open};
+use crate::quota::{self, Quota, QuotaMode};
 
 /// Where the workspace is mounted in the sandbox; the paths the model uses start with it (or
 /// are relative to it).
@@ -60,6 +61,11 @@ pub struct Workspaces {
     /// creating and expiring a workspace do file system work while holding it, so a
     /// workspace being deleted is never handed out again.
     live: tokio::sync::Mutex<HashMap<(String, String), Arc<Workspace>>>,
+    /// The disk quota of each workspace, and how it is enforced (`None`: no quota).
+    quota: Option<Quota>,
+    /// The workspace file systems this process mounted (quota mode `Filesystem`), unmounted
+    /// when the workspace expires or this registry is dropped.
+    mounted: std::sync::Mutex<HashSet<PathBuf>>,
 }
 
 impl Workspaces {
@@ -68,7 +74,20 @@ impl Workspaces {
             root,
             idle_expiry,
             live: tokio::sync::Mutex::new(HashMap::new()),
+            quota: None,
+            mounted: std::sync::Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The same registry with a disk quota for every workspace (see [`crate::quota`]).
+    pub fn with_quota(mut self, quota: Quota) -> Workspaces {
+        self.quota = Some(quota);
+        self
+    }
+
+    /// The quota of each workspace.
+    pub fn quota(&self) -> Option<Quota> {
+        self.quota
     }
 
     /// The host directory holding all workspaces.
@@ -91,6 +110,23 @@ impl Workspaces {
                     .join(encode_name(project_id)?)
                     .join(encode_name(conversation)?);
                 tokio::fs::create_dir_all(&root).await?;
+                if let Some(quota) = self
+                    .quota
+                    .filter(|quota| quota.mode == QuotaMode::Filesystem)
+                {
+                    let dir = root.clone();
+                    let mounted =
+                        tokio::task::spawn_blocking(move || mount_workspace(&dir, quota.bytes))
+                            .await
+                            .map_err(io::Error::other)?
+                            .map_err(io::Error::other)?;
+                    if mounted {
+                        self.mounted
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(root.clone());
+                    }
+                }
                 let workspace = Arc::new(Workspace {
                     id: container_id(project_id, conversation),
                     root,
@@ -149,9 +185,13 @@ impl Workspaces {
                     doomed.push(dir);
                 }
             }
-            // Rename aside while no `get` can recreate the directory.
+            // Rename aside while no `get` can recreate the directory (a workspace file
+            // system is unmounted first, and its image removed).
             let mut renamed = Vec::with_capacity(doomed.len());
             for dir in doomed {
+                if !self.release_file_system(&dir).await {
+                    continue;
+                }
                 let trash = self.root.join(trash_name());
                 match tokio::fs::rename(&dir, &trash).await {
                     Ok(()) => renamed.push(trash),
@@ -171,6 +211,35 @@ impl Workspaces {
         }
         self.remove_stale_trash().await;
         count
+    }
+
+    /// Unmounts the workspace file system at `dir` (when it is one) and removes its image;
+    /// `false` when it stays mounted (still busy), so the directory must stay too.
+    async fn release_file_system(&self, dir: &Path) -> bool {
+        let owned = dir.to_path_buf();
+        let released = tokio::task::spawn_blocking(move || {
+            if quota::is_mount_point(&owned) {
+                quota::unmount(&owned)?;
+            }
+            match std::fs::remove_file(quota::image_of(&owned)) {
+                Ok(()) => Ok(()),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(err) => Err(format!("cannot remove the workspace image: {err}")),
+            }
+        })
+        .await
+        .unwrap_or_else(|err| Err(err.to_string()));
+        self.mounted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(dir);
+        match released {
+            Ok(()) => true,
+            Err(reason) => {
+                tracing::warn!(dir = %dir.display(), %reason, "could not release an idle sandbox workspace's file system");
+                false
+            }
+        }
     }
 
     /// `<root>/<project>/<conversation>` directories whose modification time is older than
@@ -214,6 +283,34 @@ impl Workspaces {
             }
         }
     }
+}
+
+impl Drop for Workspaces {
+    /// Unmounts the workspace file systems this registry mounted (lazily: a run that still
+    /// uses one keeps it until it ends). Their images stay, for the next process.
+    fn drop(&mut self) {
+        let mounted =
+            std::mem::take(&mut *self.mounted.lock().unwrap_or_else(PoisonError::into_inner));
+        for dir in mounted {
+            if let Err(reason) = quota::unmount_lazily(&dir) {
+                tracing::warn!(dir = %dir.display(), %reason, "could not unmount a sandbox workspace");
+            }
+        }
+    }
+}
+
+/// Mounts the workspace file system on `dir` (creating its image on first use) unless one is
+/// mounted there already (by an earlier process); `true` when this call mounted it.
+fn mount_workspace(dir: &Path, bytes: u64) -> Result<bool, String> {
+    if quota::is_mount_point(dir) {
+        return Ok(false);
+    }
+    let image = quota::image_of(dir);
+    if !image.exists() {
+        quota::create_image(&image, bytes)?;
+    }
+    quota::mount(&image, dir)?;
+    Ok(true)
 }
 
 /// One conversation's workspace.
@@ -288,7 +385,7 @@ impl Workspace {
     }
 }
 
-/// Confines a model-given path (see [`Workspace::resolve`]) below `root`: walks it one
+/// Confines a model-given path (see `Workspace::resolve`) below `root`: walks it one
 /// component at a time through the root's handle, following the workspace's links as the
 /// sandbox sees them. Returns the path relative to the root, which held no link when it was
 /// walked (every later operation refuses one that appeared since).

@@ -219,6 +219,7 @@ fn limits() -> Limits {
         max_file_bytes: 16 << 20,
         max_output_bytes: 64 << 10,
         network: false,
+        workspace_quota: None,
     }
 }
 
@@ -317,4 +318,210 @@ print("spawn", subprocess.run(["true"]).returncode)
         );
     }
     assert!(output.stdout.contains("spawn 0\n"), "{output:?}");
+}
+
+const QUOTA: u64 = 64 << 20;
+
+/// `execute` and the file tools over workspaces with a 64 MiB quota enforced by `mode`.
+struct Quoted {
+    execute: Execute,
+    files: Vec<Arc<dyn HostedTool>>,
+    workspaces: Arc<Workspaces>,
+    _root: tempfile::TempDir,
+}
+
+impl Quoted {
+    async fn new(mode: sandbox::QuotaMode) -> Quoted {
+        let root = tempfile::tempdir().unwrap();
+        let workspaces = Arc::new(
+            Workspaces::new(root.path().join("ws"), Duration::from_secs(3600))
+                .with_quota(sandbox::Quota { bytes: QUOTA, mode }),
+        );
+        let isolation: Arc<dyn Isolation> = bwrap().await;
+        Quoted {
+            // Files up to 1 GiB: the quota, not the file size limit, is what stops a run.
+            execute: Execute::new(
+                Ok(isolation),
+                workspaces.clone(),
+                Limits {
+                    max_file_bytes: 1 << 30,
+                    ..limits()
+                },
+            ),
+            files: sandbox::files::file_tools(workspaces.clone(), Default::default()),
+            workspaces,
+            _root: root,
+        }
+    }
+
+    async fn file_tool(&self, name: &str, arguments: serde_json::Value) -> ToolOutcome {
+        let tool = self
+            .files
+            .iter()
+            .find(|tool| tool.spec().name == name)
+            .unwrap();
+        let events = Events::default();
+        tool.call(
+            &arguments.to_string(),
+            CallContext {
+                events: &events,
+                next_source: 1,
+                call_id: "call_1",
+                conversation: "resp_quota",
+                project_id: "proj_test",
+                files: &NoFiles,
+            },
+        )
+        .await
+    }
+
+    async fn used(&self) -> u64 {
+        let workspace = self
+            .workspaces
+            .get("proj_test", "resp_quota")
+            .await
+            .unwrap();
+        sandbox::quota::usage(&workspace.root)
+    }
+}
+
+#[test]
+fn workspaces_get_file_systems_of_their_own_here() {
+    // CI runs as root with loop devices, as production hosts that want the exact bound do.
+    let root = tempfile::tempdir().unwrap();
+    assert_eq!(sandbox::quota::probe_filesystem(root.path()), Ok(()));
+}
+
+#[tokio::test]
+async fn an_execution_writing_2_gb_is_stopped_at_the_quota_by_the_file_system() {
+    let quoted = Quoted::new(sandbox::QuotaMode::Filesystem).await;
+    let (outcome, item) = call(
+        &quoted.execute,
+        "resp_quota",
+        "dd if=/dev/zero of=big bs=1M count=2048 status=none; echo \"dd: $?\"",
+    )
+    .await;
+    let result = &item.results[0];
+    assert!(result.stdout.contains("dd: 1"), "{result:?}");
+    assert!(
+        result
+            .stderr
+            .contains("disk quota is 64 MiB (tools.sandbox.workspace_quota_mb)"),
+        "{}",
+        result.stderr
+    );
+    assert!(outcome.model_text.contains("disk quota is 64 MiB"));
+    let used = quoted.used().await;
+    assert!(used <= QUOTA, "the workspace holds {used} bytes");
+    assert!(
+        used > QUOTA / 2,
+        "the run did write up to the quota ({used})"
+    );
+    // The file tools meet the same wall, with the same message.
+    let outcome = quoted
+        .file_tool(
+            "write",
+            serde_json::json!({"path": "more.txt", "content": "x".repeat(4 << 20)}),
+        )
+        .await;
+    assert!(
+        outcome.model_text.contains("disk quota is 64 MiB"),
+        "{}",
+        outcome.model_text
+    );
+    // Room made, room used.
+    call(&quoted.execute, "resp_quota", "rm big").await;
+    let outcome = quoted
+        .file_tool(
+            "write",
+            serde_json::json!({"path": "more.txt", "content": "x".repeat(4 << 20)}),
+        )
+        .await;
+    assert!(
+        outcome.model_text.starts_with("Created"),
+        "{}",
+        outcome.model_text
+    );
+}
+
+#[tokio::test]
+async fn without_loop_devices_a_run_past_the_quota_is_measured_and_stopped() {
+    let quoted = Quoted::new(sandbox::QuotaMode::Watch).await;
+    // 2 GB in files of 32 MB: no single file reaches the quota, the sum does.
+    let (_, item) = call(
+        &quoted.execute,
+        "resp_quota",
+        "for i in $(seq 64); do head -c 33554432 /dev/zero > f$i; done; echo finished",
+    )
+    .await;
+    let result = &item.results[0];
+    assert_eq!(
+        item.status,
+        protocol::output::SandboxStatus::Failed,
+        "{result:?}"
+    );
+    assert!(!result.stdout.contains("finished"));
+    assert!(
+        result
+            .stderr
+            .contains("[killed: the workspace is full: its disk quota is 64 MiB"),
+        "{}",
+        result.stderr
+    );
+    // Stopped within one measuring interval of the quota: far below the 2 GB it tried.
+    let used = quoted.used().await;
+    assert!(used < 1 << 30, "the workspace holds {used} bytes");
+    // One file larger than the quota is cut by the file size limit (RLIMIT_FSIZE is at most
+    // the quota), or by the measurement, whichever comes first.
+    let (_, item) = call(
+        &quoted.execute,
+        "resp_quota",
+        "rm -f f*; dd if=/dev/zero of=one bs=1M count=2048 status=none; echo \"dd: $?\"",
+    )
+    .await;
+    assert!(
+        !item.results[0].stdout.contains("dd: 0"),
+        "{:?}",
+        item.results[0]
+    );
+    let used = quoted.used().await;
+    assert!(
+        used <= QUOTA + (1 << 20),
+        "the workspace holds {used} bytes"
+    );
+    // The file tools measure before they write.
+    let outcome = quoted
+        .file_tool(
+            "write",
+            serde_json::json!({"path": "more.txt", "content": "x".repeat(8 << 20)}),
+        )
+        .await;
+    assert!(
+        outcome.model_text.contains("disk quota is 64 MiB"),
+        "{}",
+        outcome.model_text
+    );
+}
+
+#[tokio::test]
+async fn an_expired_workspace_file_system_is_unmounted_and_its_image_removed() {
+    let root = tempfile::tempdir().unwrap();
+    let workspaces =
+        Workspaces::new(root.path().join("ws"), Duration::ZERO).with_quota(sandbox::Quota {
+            bytes: QUOTA,
+            mode: sandbox::QuotaMode::Filesystem,
+        });
+    let dir = {
+        let workspace = workspaces.get("proj_test", "resp_old").await.unwrap();
+        std::fs::write(workspace.root.join("f.txt"), "x").unwrap();
+        workspace.root.clone()
+    };
+    let image = dir.with_extension("img");
+    assert!(image.is_file());
+    let mounts = || std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(mounts().contains(dir.to_str().unwrap()));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(workspaces.expire_idle().await, 1);
+    assert!(!dir.exists() && !image.exists());
+    assert!(!mounts().contains(dir.to_str().unwrap()));
 }

@@ -148,7 +148,9 @@ fn apply_patch(root: &Root, limits: &FileLimits, args: &PatchArgs) -> Result<App
             continue;
         };
         let result = match content {
-            Some(text) => fsio::write_atomic(root, &host, text.as_bytes()).map(|_| ()),
+            Some(text) => {
+                fsio::write_atomic(root, &host, text.as_bytes(), limits.workspace_quota).map(|_| ())
+            }
             None => match fsio::kind(root, &host) {
                 Ok(None) => Ok(()),
                 _ => fsio::remove_file(root, &host),

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::confine::Root;
+use crate::quota::Quota;
 use crate::workspace::{Workspaces, describe_io, resolve_in, sandbox_path_of};
 
 /// Sizes and caps of the file tools (the operator's `[sandbox]` configuration).
@@ -29,6 +30,9 @@ pub struct FileLimits {
     pub max_output_bytes: usize,
     /// The most directory entries one `grep` or `glob` visits.
     pub max_walk_entries: usize,
+    /// The workspace's disk quota, which `write`, `edit` and `apply_patch` respect (taken
+    /// from the [`Workspaces`] when a tool runs).
+    pub workspace_quota: Option<Quota>,
 }
 
 impl Default for FileLimits {
@@ -42,6 +46,7 @@ impl Default for FileLimits {
             max_read_lines: 2000,
             max_output_bytes: 100_000,
             max_walk_entries: 100_000,
+            workspace_quota: None,
         }
     }
 }
@@ -71,7 +76,10 @@ impl Shared {
             .await
             .map_err(|err| format!("the workspace is not available: {}", describe_io(&err)))?;
         let guard = workspace.lock_owned().await;
-        let limits = self.limits;
+        let limits = FileLimits {
+            workspace_quota: self.workspaces.quota(),
+            ..self.limits
+        };
         let inner = Arc::clone(&workspace);
         let result = tokio::task::spawn_blocking(move || {
             let result = inner.open_root().and_then(|root| work(&root, &limits));

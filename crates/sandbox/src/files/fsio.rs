@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::confine::{self, Root, describe_io, describe_open};
+use crate::quota::{self, Quota, QuotaMode};
 
 /// How many leading bytes decide whether a file is binary (a NUL byte in them).
 const BINARY_SNIFF_BYTES: usize = 8192;
@@ -83,8 +84,16 @@ pub(super) enum Written {
 
 /// Writes `bytes` to `relative`, creating missing parent directories: into a fresh file in
 /// the same directory, renamed over the target. The old file (or a link or hard link in its
-/// place) is replaced, never written through; its permissions are kept.
-pub(super) fn write_atomic(root: &Root, relative: &Path, bytes: &[u8]) -> Result<Written, String> {
+/// place) is replaced, never written through; its permissions are kept. A write the
+/// workspace's quota has no room for fails with a message naming the quota: the file
+/// system refuses it (quota mode `Filesystem`), or the workspace is measured first
+/// (`Watch`).
+pub(super) fn write_atomic(
+    root: &Root,
+    relative: &Path,
+    bytes: &[u8],
+    quota: Option<Quota>,
+) -> Result<Written, String> {
     let Some(name) = relative.file_name() else {
         return Err("is a directory".to_owned());
     };
@@ -101,6 +110,17 @@ pub(super) fn write_atomic(root: &Root, relative: &Path, bytes: &[u8]) -> Result
         Err(rustix::io::Errno::NOENT) => None,
         Err(err) => return Err(describe_io(&err.into())),
     };
+    if let Some(quota) = quota.filter(|quota| quota.mode == QuotaMode::Watch) {
+        let replaced = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|stat| allocated(&stat))
+            .unwrap_or(0);
+        let after = allocated_under(root)
+            .saturating_sub(replaced)
+            .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+        if after > quota.bytes {
+            return Err(quota::full_message(quota.bytes));
+        }
+    }
     let temp = temp_name();
     let result = (|| -> io::Result<()> {
         let mut file = confine::create_new(&dir, &temp)?;
@@ -117,9 +137,29 @@ pub(super) fn write_atomic(root: &Root, relative: &Path, bytes: &[u8]) -> Result
         Ok(()) => Ok(Written::Created),
         Err(err) => {
             let _ = rustix::fs::unlinkat(&dir, &temp, AtFlags::empty());
-            Err(describe_open(&err))
+            match quota {
+                Some(quota) if quota::is_full_error(&err) => Err(quota::full_message(quota.bytes)),
+                _ => Err(describe_open(&err)),
+            }
         }
     }
+}
+
+/// The disk space a file takes (its allocated blocks).
+fn allocated(stat: &rustix::fs::Stat) -> u64 {
+    u64::try_from(stat.st_blocks)
+        .unwrap_or(0)
+        .saturating_mul(512)
+}
+
+/// The disk space the regular files under the root take (links never followed).
+fn allocated_under(root: &Root) -> u64 {
+    let walk = walk(root, Path::new(""), usize::MAX);
+    walk.files
+        .iter()
+        .filter_map(|file| root.lstat(file).ok())
+        .map(|stat| allocated(&stat))
+        .fold(0, u64::saturating_add)
 }
 
 /// Removes a regular file (a link in its place is removed itself, not its target).

@@ -52,7 +52,12 @@ impl HostedTool for Write {
                             return Err(fsio::too_large(size, limits.max_file_bytes, "write"));
                         }
                         let (relative, shown) = resolve(root, &args.path)?;
-                        let written = fsio::write_atomic(root, &relative, args.content.as_bytes())?;
+                        let written = fsio::write_atomic(
+                            root,
+                            &relative,
+                            args.content.as_bytes(),
+                            limits.workspace_quota,
+                        )?;
                         Ok((shown, size, written))
                     })
                     .await
@@ -319,7 +324,7 @@ fn edit_file(
     if size > limits.max_file_bytes {
         return Err(fsio::too_large(size, limits.max_file_bytes, "edit"));
     }
-    fsio::write_atomic(root, &relative, edited.as_bytes())?;
+    fsio::write_atomic(root, &relative, edited.as_bytes(), limits.workspace_quota)?;
     let line = text[..first].matches('\n').count() + 1;
     let message = if count == 1 {
         format!("Replaced 1 occurrence at line {line}.")
