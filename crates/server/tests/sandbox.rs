@@ -203,3 +203,45 @@ async fn another_projects_files_are_not_found() {
     assert_eq!(get(&key_b, &url).await.unwrap().status().as_u16(), 404);
     assert_eq!(get(&key_b, &list).await.unwrap().status().as_u16(), 404);
 }
+
+/// Issue 13: `[tools.sandbox] workspace_quota_mb` reaches the sandbox; a run that tries to
+/// write 2 GB is stopped at the quota and the model reads the limit.
+#[tokio::test]
+async fn the_workspace_quota_stops_a_run_that_writes_2_gb() {
+    let app = TestApp::spawn_with(|config| {
+        config.sandbox.workspace_quota_bytes = 32 << 20;
+        config.sandbox.max_file_bytes = 1 << 30;
+    })
+    .await;
+    app.fake.push(call(
+        "execute",
+        json!({"language": "bash", "code": "for i in 1 2; do dd if=/dev/zero of=big$i bs=1M count=1024 status=none; done; du -sm . | cut -f1"}),
+    ));
+    app.fake.push(Reply::text("done"));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "fill the disk", "tools": [{"type": "sandbox"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let run = items(&response, "sandbox_results")[0];
+    let stderr = run["results"][0]["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("disk quota is 32 MiB (tools.sandbox.workspace_quota_mb)"),
+        "{run}"
+    );
+    let model_saw = app.fake.requests()[1].to_string();
+    assert!(
+        model_saw.contains("disk quota is 32 MiB"),
+        "the model reads the limit"
+    );
+    // The run ends by itself at the quota where workspaces get their own file system (and
+    // prints what it holds), or is killed by the measurement before `du` runs.
+    if let Some(used) = run["results"][0]["stdout"]
+        .as_str()
+        .and_then(|out| out.trim().parse::<u64>().ok())
+    {
+        assert!(used <= 64, "the workspace holds {used} MiB");
+    }
+}
