@@ -93,10 +93,14 @@ impl HostedTool for Execute {
                  write, edit, grep, glob, apply_patch, share_file); each call is a new process, \
                  so variables do not carry over: keep state in files. {network} Limits per call: \
                  {} s, {} MiB of memory, {} KiB of output per stream (write larger results to \
-                 files).",
+                 files).{quota}",
                 limits.timeout.as_secs(),
                 limits.memory_mb,
-                limits.max_output_bytes / 1024
+                limits.max_output_bytes / 1024,
+                quota = match self.workspaces.quota() {
+                    Some(quota) => format!(" The workspace holds at most {} MiB.", quota.mib()),
+                    None => String::new(),
+                },
             )),
             parameters: json!({
                 "type": "object",

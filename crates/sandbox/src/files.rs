@@ -1,7 +1,7 @@
 //! The sandbox's file tools: `write`, `read`, `edit`, `grep`, `glob`, `apply_patch` and
 //! `share_file`. They work on the conversation's workspace directly from the host (no
 //! container start), holding the workspace lock for the whole call, and every path the model
-//! gives goes through [`Workspace::resolve`] (see [`crate::workspace`] on confinement).
+//! gives goes through `Workspace::resolve` (see [`crate::workspace`] on confinement).
 //!
 //! Each call returns its documented output item (`sandbox_write_file`, `sandbox_read_file`,
 //! `sandbox_edit_file`, `sandbox_grep`, `sandbox_glob`, `sandbox_apply_patch`, `share_file`)

@@ -28,11 +28,17 @@
 //!    workspace read-write at `/workspace`, the working directory and `HOME`; the root
 //!    itself is read-only. Nothing else of the host is visible.
 //!
+//! 6. Inside bubblewrap, the second layer: a seccomp filter (`isolation/seccomp.rs`), which
+//!    bwrap loads (`--seccomp 4`; the launcher opens the compiled filter, a private temporary
+//!    file, as fd 4) right before it executes the program. [`Bwrap::probe_with`] checks that
+//!    it is in force and, with [`SecondLayer::Require`], refuses to work without it.
+//!
 //! The wall-time limit is enforced here: on expiry the `bwrap` process is killed, its pid
 //! namespace's init dies with it (`--die-with-parent`) and the kernel kills every process
 //! in the namespace. stdout and stderr are read concurrently, each kept up to
 //! `max_output_bytes` and counted beyond (so the program never blocks on a full pipe); a
-//! run that floods more than [`FLOOD_FACTOR`] times that is stopped.
+//! run that floods more than [`FLOOD_FACTOR`] times that is stopped. A run whose workspace
+//! quota is watched (see [`crate::quota`]) is measured while it runs and killed past it.
 //!
 //! `bwrap --json-status-fd` tells a program's own exit (`exit-code`) from a set-up failure
 //! of the sandbox (no `exit-code`; bwrap's message is on stderr), and names the sandbox's

@@ -11,7 +11,7 @@
 //! - [`files`]: the file tools, which work on the workspace directly from the host.
 //! - [`isolation`]: the [`Isolation`] port that runs one program in isolation, and its
 //!   bubblewrap adapter [`Bwrap`]; code never runs unisolated.
-//! - [`execute`]: the `execute` tool over an [`Isolation`].
+//! - [`execute`]: the `execute` tool over an [`Isolation`], taking a slot of [`Slots`].
 //! - [`slots`]: the cap on executions running at once.
 //! - [`quota`]: the workspace disk quota (a loop-mounted file system per workspace, or a watch).
 //!
