@@ -136,7 +136,7 @@ const ROOT_LINKS: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 /// The shell script that starts a run: joins the cgroups given as arguments, moves the
 /// status pipe (stdin) to fd 3, opens the seccomp filter file (when one is given) as fd 4,
 /// and execs the rest of its arguments.
-const LAUNCHER: &str = r#"filter=$1; n=$2; shift 2
+const LAUNCHER: &str = r#"filter=$1; helper=$2; n=$3; shift 3
 while [ "$n" -gt 0 ]; do
   echo $$ > "$1" || { echo "sandbox: cannot join the cgroup $1" >&2; exit 125; }
   shift; n=$((n - 1))
@@ -145,10 +145,19 @@ exec 3>&0 </dev/null
 if [ -n "$filter" ]; then
   exec 4<"$filter" || { echo "sandbox: cannot open the seccomp filter" >&2; exit 125; }
 fi
+if [ -n "$helper" ]; then
+  exec 5<"$helper" || { echo "sandbox: cannot open the Landlock helper" >&2; exit 125; }
+fi
 exec "$@""#;
 
 /// The fd the seccomp filter reaches bwrap on (see [`LAUNCHER`]).
 const SECCOMP_FD: &str = "4";
+
+/// The fd of the Landlock helper's program (see [`LAUNCHER`]), and where it is bound in the
+/// sandbox (opened by agentd's user before it drops to uid 65534, so the binary need not be
+/// reachable by that uid on the host).
+const HELPER_FD: &str = "5";
+const HELPER_MOUNT: &str = "/run/agentd/sandbox-exec";
 
 /// Runs one program in isolation.
 #[async_trait::async_trait]
@@ -259,16 +268,44 @@ pub enum SecondLayer {
 /// What [`Bwrap::probe_with`] sets up.
 #[derive(Debug, Clone, Default)]
 pub struct ProbeOptions {
+    /// Whether the seccomp filter is required.
     pub second_layer: SecondLayer,
+    /// The Landlock layer (see [`crate::restrict`]).
+    pub landlock: LandlockLayer,
+}
+
+/// Whether runs restrict themselves with Landlock (through the helper program).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum LandlockLayer {
+    /// No Landlock.
+    #[default]
+    Off,
+    /// Landlock where the kernel and the helper allow (the log says when not).
+    Auto(Helper),
+    /// No code runs without Landlock.
+    Require(Helper),
+}
+
+/// The program that applies Landlock inside the sandbox and executes the command: agentd's
+/// own binary with [`crate::restrict::SUBCOMMAND`], or a program that calls
+/// [`crate::restrict::run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Helper {
+    /// The program on the host.
+    pub program: PathBuf,
+    /// Its first arguments (`["sandbox-exec"]` for agentd).
+    pub args: Vec<String>,
 }
 
 /// The isolation layers a probed sandbox applies to every run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layers {
     /// bubblewrap: namespaces, a read-only file system view, no capabilities.
     pub namespaces: bool,
     /// The seccomp filter inside bubblewrap (`isolation/seccomp.rs`).
     pub seccomp: bool,
+    /// The Landlock ABI the programs run under (see [`crate::restrict`]), `None` without.
+    pub landlock: Option<String>,
 }
 
 impl Layers {
@@ -276,10 +313,13 @@ impl Layers {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if self.namespaces {
-            parts.push("bubblewrap namespaces");
+            parts.push("bubblewrap namespaces".to_owned());
         }
         if self.seccomp {
-            parts.push("seccomp filter");
+            parts.push("seccomp filter".to_owned());
+        }
+        if let Some(abi) = &self.landlock {
+            parts.push(format!("Landlock (ABI {abi})"));
         }
         parts.join(" + ")
     }
@@ -302,6 +342,8 @@ pub struct Bwrap {
     /// The compiled seccomp filter every run loads (`None`: the second layer is off, which
     /// only [`SecondLayer::Optional`] allows).
     seccomp: Option<Arc<[u8]>>,
+    /// The Landlock helper every run starts through, and the ABI the probe found in force.
+    landlock: Option<(Helper, String)>,
 }
 
 impl Bwrap {
@@ -393,9 +435,10 @@ impl Bwrap {
             cgroups,
             layout,
             seccomp,
+            landlock: None,
         };
         match sandbox.self_test().await {
-            Ok(()) => {}
+            Ok(_) => {}
             Err(reason)
                 if sandbox.seccomp.is_some() && options.second_layer == SecondLayer::Optional =>
             {
@@ -404,6 +447,35 @@ impl Bwrap {
                 sandbox.self_test().await?;
             }
             Err(reason) => return Err(reason),
+        }
+        let (helper, required) = match options.landlock {
+            LandlockLayer::Off => (None, false),
+            LandlockLayer::Auto(helper) => (Some(helper), false),
+            LandlockLayer::Require(helper) => (Some(helper), true),
+        };
+        if let Some(helper) = helper {
+            sandbox.landlock = Some((helper, String::new()));
+            match sandbox.self_test().await {
+                Ok(Some(abi)) => {
+                    if let Some((_, found)) = &mut sandbox.landlock {
+                        *found = abi;
+                    }
+                }
+                Ok(None) | Err(_) if !required => {
+                    tracing::warn!(
+                        "sandbox: Landlock cannot be applied here (kernel or helper); running without it"
+                    );
+                    sandbox.landlock = None;
+                }
+                Ok(None) => {
+                    return Err("Landlock is required (tools.sandbox.landlock = \"require\") and is not in force in a test run".to_owned());
+                }
+                Err(reason) => {
+                    return Err(format!(
+                        "Landlock is required (tools.sandbox.landlock = \"require\") and a test run through its helper failed: {reason}"
+                    ));
+                }
+            }
         }
         tracing::info!(layers = %sandbox.layers().describe(), "sandbox isolation layers");
         Ok(sandbox)
@@ -414,6 +486,7 @@ impl Bwrap {
         Layers {
             namespaces: true,
             seccomp: self.seccomp.is_some(),
+            landlock: self.landlock.as_ref().map(|(_, abi)| abi.clone()),
         }
     }
 
@@ -430,8 +503,9 @@ impl Bwrap {
         }
     }
 
-    /// Runs the probe program in a scratch workspace.
-    async fn self_test(&self) -> Result<(), String> {
+    /// Runs the probe program in a scratch workspace; the Landlock ABI the program ran
+    /// under, if any.
+    async fn self_test(&self) -> Result<Option<String>, String> {
         let dir = std::env::temp_dir().join(format!(
             "agentd-sandbox-probe-{}-{}",
             std::process::id(),
@@ -443,9 +517,11 @@ impl Bwrap {
         tokio::fs::create_dir(&dir)
             .await
             .map_err(|err| format!("sandbox probe: cannot create {}: {err}", dir.display()))?;
-        // Prints 4, then the seccomp mode the program runs under (2: a filter).
-        let program = "import re\nprint(2+2)\nstatus = open('/proc/self/status').read()\n\
-                       print(re.search(r'Seccomp:\\s*(\\d+)', status).group(1))";
+        // Prints 4, then the seccomp mode the program runs under (2: a filter), then the
+        // Landlock ABI the helper applied (empty without).
+        let program = "import os, re\nprint(2+2)\nstatus = open('/proc/self/status').read()\n\
+                       print(re.search(r'Seccomp:\\s*(\\d+)', status).group(1))\n\
+                       print(os.environ.get('AGENTD_SANDBOX_LANDLOCK', ''))";
         let output = self
             .run(RunRequest {
                 workspace_root: dir.clone(),
@@ -470,7 +546,12 @@ impl Bwrap {
                     lines.get(1).unwrap_or(&"unknown")
                 ));
             }
-            return Ok(());
+            let landlock = lines
+                .get(2)
+                .map(|abi| abi.trim())
+                .filter(|abi| !abi.is_empty())
+                .map(str::to_owned);
+            return Ok(landlock);
         }
         let detail = output.stderr.trim();
         let hint = if detail.contains("namespace")
@@ -513,6 +594,10 @@ impl Bwrap {
             "agentd-sandbox".into(),
             seccomp_file
                 .map(|path| path.as_os_str().to_owned())
+                .unwrap_or_default(),
+            self.landlock
+                .as_ref()
+                .map(|(helper, _)| helper.program.as_os_str().to_owned())
                 .unwrap_or_default(),
             procs.len().to_string().into(),
         ];
@@ -645,6 +730,11 @@ impl Bwrap {
         args.push("--bind".into());
         args.push(workspace);
         args.push(WORKSPACE_MOUNT.into());
+        if self.landlock.is_some() {
+            args.push("--ro-bind-fd".into());
+            args.push(HELPER_FD.into());
+            args.push(HELPER_MOUNT.into());
+        }
         // The root tmpfs that holds the mount points (`/etc`, …) is read-only too; only
         // `/workspace` and `/tmp` take writes.
         args.push("--remount-ro".into());
@@ -652,6 +742,18 @@ impl Bwrap {
         args.push("--chdir".into());
         args.push(WORKSPACE_MOUNT.into());
         args.push("--".into());
+        if let Some((helper, _)) = &self.landlock {
+            args.push(HELPER_MOUNT.into());
+            args.extend(helper.args.iter().map(OsString::from));
+            for dir in [WORKSPACE_MOUNT, "/tmp", "/dev"] {
+                args.push("--rw".into());
+                args.push(dir.into());
+            }
+            if !limits.network {
+                args.push("--no-network".into());
+            }
+            args.push("--".into());
+        }
         args.extend(request.argv.iter().map(OsString::from));
         args
     }
@@ -1237,6 +1339,13 @@ mod tests {
             cgroups: None,
             layout: vec!["--symlink".into(), "usr/bin".into(), "/bin".into()],
             seccomp: Some(Arc::from(vec![0u8; 8])),
+            landlock: Some((
+                Helper {
+                    program: "/usr/bin/agentd".into(),
+                    args: vec!["sandbox-exec".into()],
+                },
+                "6".into(),
+            )),
         };
         let request = RunRequest {
             workspace_root: "/srv/ws/p/c".into(),
@@ -1273,8 +1382,27 @@ mod tests {
             .position(|arg| arg == "/usr/bin/unshare")
             .unwrap();
         assert!(unshare < bind && line[unshare..bind].contains(&"/srv/ws/p/c".to_owned()));
-        let tail = &line[line.len() - 4..];
-        assert_eq!(tail, ["--", "bash", "-c", "echo hi"]);
+        let tail = &line[line.len() - 14..];
+        assert_eq!(
+            tail,
+            [
+                "--",
+                HELPER_MOUNT,
+                "sandbox-exec",
+                "--rw",
+                "/workspace",
+                "--rw",
+                "/tmp",
+                "--rw",
+                "/dev",
+                "--no-network",
+                "--",
+                "bash",
+                "-c",
+                "echo hi"
+            ]
+        );
+        assert!(has("--ro-bind-fd") && has("/usr/bin/agentd"));
         let networked = RunRequest {
             limits: Limits {
                 network: true,

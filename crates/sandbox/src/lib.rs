@@ -13,6 +13,7 @@
 //!   bubblewrap adapter [`Bwrap`]; code never runs unisolated.
 //! - [`execute`]: the `execute` tool over an [`Isolation`], taking a slot of [`Slots`].
 //! - [`slots`]: the cap on executions running at once.
+//! - [`restrict`]: the Landlock helper that runs inside the sandbox.
 //! - [`quota`]: the workspace disk quota (a loop-mounted file system per workspace, or a watch).
 //!
 //! # Example
@@ -42,12 +43,14 @@ pub mod execute;
 pub mod files;
 pub mod isolation;
 pub mod quota;
+pub mod restrict;
 pub mod slots;
 pub mod workspace;
 
 pub use execute::Execute;
 pub use isolation::{
-    Bwrap, Isolation, Layers, Limits, ProbeOptions, RunOutput, RunRequest, RunStatus, SecondLayer,
+    Bwrap, Helper, Isolation, LandlockLayer, Layers, Limits, ProbeOptions, RunOutput, RunRequest,
+    RunStatus, SecondLayer,
 };
 pub use quota::{Quota, QuotaMode};
 pub use slots::Slots;

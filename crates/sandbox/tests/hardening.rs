@@ -525,3 +525,85 @@ async fn an_expired_workspace_file_system_is_unmounted_and_its_image_removed() {
     assert!(!dir.exists() && !image.exists());
     assert!(!mounts().contains(dir.to_str().unwrap()));
 }
+
+/// The sandbox with the Landlock layer required (the crate's helper program stands in for
+/// `agentd sandbox-exec`).
+async fn landlocked() -> Arc<sandbox::Bwrap> {
+    static PROBED: tokio::sync::OnceCell<Arc<sandbox::Bwrap>> = tokio::sync::OnceCell::const_new();
+    PROBED
+        .get_or_init(|| async {
+            let helper = sandbox::Helper {
+                program: env!("CARGO_BIN_EXE_agentd-sandbox-exec").into(),
+                args: Vec::new(),
+            };
+            let options = sandbox::ProbeOptions {
+                landlock: sandbox::LandlockLayer::Require(helper),
+                ..Default::default()
+            };
+            match sandbox::Bwrap::probe_with(options).await {
+                Ok(bwrap) => Arc::new(bwrap),
+                Err(reason) => panic!("the sandbox with Landlock does not work here: {reason}"),
+            }
+        })
+        .await
+        .clone()
+}
+
+async fn run_with(bwrap: &sandbox::Bwrap, code: &str) -> RunOutput {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("ws");
+    std::fs::create_dir(&dir).unwrap();
+    bwrap
+        .run(RunRequest {
+            workspace_root: dir,
+            argv: vec!["bash".into(), "-c".into(), code.into()],
+            limits: limits(),
+        })
+        .await
+}
+
+#[tokio::test]
+async fn the_probe_reports_the_landlock_layer_where_the_kernel_has_it() {
+    let layers = landlocked().await.layers();
+    assert!(layers.seccomp);
+    let abi = layers.landlock.clone().expect("Landlock in force");
+    assert!(
+        layers
+            .describe()
+            .ends_with(&format!("+ Landlock (ABI {abi})")),
+        "{}",
+        layers.describe()
+    );
+}
+
+#[tokio::test]
+async fn landlock_refuses_what_the_mounts_and_the_filter_allow() {
+    // Each line succeeds in the sandbox without Landlock: writing the process's own name in
+    // /proc, signalling the sandbox's init (the kernel ignores the STOP), connecting to the
+    // sandbox's own loopback (refused: nothing listens).
+    let code = r#"
+echo probe > /proc/self/comm 2>/dev/null; echo "comm $?"
+kill -CONT 1 2>/dev/null; echo "signal $?"
+python3 -c '
+import errno, socket
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=5)
+except OSError as err:
+    print("connect", errno.errorcode.get(err.errno, err.errno))
+'
+echo ok > /workspace/file && cat /workspace/file && echo tmp > /tmp/x && cat /tmp/x
+"#;
+    let plain = run_with(&*bwrap().await, code).await;
+    assert!(
+        plain.stdout.contains("comm 0\n")
+            && plain.stdout.contains("signal 0\n")
+            && plain.stdout.contains("connect ECONNREFUSED"),
+        "{plain:?}"
+    );
+    let output = run_with(&*landlocked().await, code).await;
+    assert_eq!(output.status, RunStatus::Completed, "{output:?}");
+    assert!(output.stdout.contains("comm 1\n"), "{output:?}");
+    assert!(output.stdout.contains("signal 1\n"), "{output:?}");
+    assert!(output.stdout.contains("connect EACCES"), "{output:?}");
+    assert!(output.stdout.ends_with("ok\ntmp\n"), "{output:?}");
+}

@@ -110,9 +110,31 @@ impl Sandbox {
     /// the isolation (or a required layer, or a required quota file system) is missing,
     /// every execution says why and no code runs.
     pub async fn from_settings(settings: &crate::config::SandboxSettings) -> Sandbox {
+        use crate::config::LandlockSetting;
         use crate::config::QuotaEnforcement;
+        // The Landlock helper is agentd's own binary (`agentd sandbox-exec`, see main.rs).
+        let helper = std::env::current_exe().map(|program| sandbox::Helper {
+            program,
+            args: vec![sandbox::restrict::SUBCOMMAND.to_owned()],
+        });
+        let landlock = match (settings.landlock, helper) {
+            (LandlockSetting::Off, _) => sandbox::LandlockLayer::Off,
+            (LandlockSetting::Auto, Ok(helper)) => sandbox::LandlockLayer::Auto(helper),
+            (LandlockSetting::Require, Ok(helper)) => sandbox::LandlockLayer::Require(helper),
+            (LandlockSetting::Auto, Err(err)) => {
+                tracing::warn!(error = %err, "sandbox: agentd's own binary is not found; no Landlock layer");
+                sandbox::LandlockLayer::Off
+            }
+            (LandlockSetting::Require, Err(err)) => {
+                sandbox::LandlockLayer::Require(sandbox::Helper {
+                    program: format!("(agentd's binary cannot be found: {err})").into(),
+                    args: Vec::new(),
+                })
+            }
+        };
         let probed = sandbox::Bwrap::probe_with(sandbox::ProbeOptions {
             second_layer: settings.second_layer,
+            landlock,
         })
         .await;
         let mut layers = probed

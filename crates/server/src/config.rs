@@ -135,6 +135,9 @@ pub struct RawSandbox {
     /// "require" (default): no code runs without the seccomp filter inside bubblewrap;
     /// "optional": run without it where it cannot be applied.
     pub second_layer: Option<String>,
+    /// Landlock inside the sandbox: "auto" (default: where the kernel has it), "require"
+    /// (no code runs without it) or "off".
+    pub landlock: Option<String>,
 }
 
 /// `[tools.web_search]`. API keys never sit in the file: `BRAVE_API_KEY`, `TAVILY_API_KEY`,
@@ -322,6 +325,15 @@ pub struct SandboxSettings {
     pub max_concurrent_executions: Option<usize>,
     pub queue_timeout: std::time::Duration,
     pub second_layer: sandbox::SecondLayer,
+    pub landlock: LandlockSetting,
+}
+
+/// `tools.sandbox.landlock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandlockSetting {
+    Auto,
+    Require,
+    Off,
 }
 
 /// How the workspace quota is enforced (`tools.sandbox.quota_enforcement`).
@@ -656,6 +668,17 @@ fn sandbox_settings(
             raw.queue_timeout_s.unwrap_or(60),
             1..=3600,
         )?),
+        landlock: match raw.landlock.as_deref() {
+            None | Some("auto") => LandlockSetting::Auto,
+            Some("require") => LandlockSetting::Require,
+            Some("off") => LandlockSetting::Off,
+            Some(other) => {
+                return Err(invalid(
+                    "landlock",
+                    &format!("{other:?}: use \"auto\", \"require\" or \"off\""),
+                ));
+            }
+        },
         second_layer: match raw.second_layer.as_deref() {
             None | Some("require") => sandbox::SecondLayer::Require,
             Some("optional") => sandbox::SecondLayer::Optional,
@@ -997,10 +1020,12 @@ mod tests {
         assert_eq!(c.sandbox.max_concurrent_executions, None);
         assert_eq!(c.sandbox.queue_timeout, std::time::Duration::from_secs(60));
         assert_eq!(c.sandbox.second_layer, sandbox::SecondLayer::Require);
+        assert_eq!(c.sandbox.landlock, LandlockSetting::Auto);
         let c = Config::resolve(
             file(
                 "[tools.sandbox]\nworkspace_quota_mb = 64\nquota_enforcement = \"watch\"\n\
-                 max_concurrent_executions = 3\nqueue_timeout_s = 5\nsecond_layer = \"optional\"",
+                 max_concurrent_executions = 3\nqueue_timeout_s = 5\nsecond_layer = \"optional\"\n\
+                 landlock = \"require\"",
             ),
             &none,
             &Flags::default(),
@@ -1011,6 +1036,7 @@ mod tests {
         assert_eq!(c.sandbox.max_concurrent_executions, Some(3));
         assert_eq!(c.sandbox.queue_timeout, std::time::Duration::from_secs(5));
         assert_eq!(c.sandbox.second_layer, sandbox::SecondLayer::Optional);
+        assert_eq!(c.sandbox.landlock, LandlockSetting::Require);
         for (text, name) in [
             ("workspace_quota_mb = 1", "tools.sandbox.workspace_quota_mb"),
             (
@@ -1022,6 +1048,7 @@ mod tests {
                 "tools.sandbox.max_concurrent_executions",
             ),
             ("second_layer = \"off\"", "tools.sandbox.second_layer"),
+            ("landlock = \"yes\"", "tools.sandbox.landlock"),
         ] {
             let err = Config::resolve(
                 file(&format!("[tools.sandbox]\n{text}")),

@@ -245,3 +245,46 @@ async fn the_workspace_quota_stops_a_run_that_writes_2_gb() {
         assert!(used <= 64, "the workspace holds {used} MiB");
     }
 }
+
+/// The real `agentd` binary is its own Landlock helper (`agentd sandbox-exec`): its start-up
+/// probe runs a program through it and reports every layer in force.
+#[test]
+fn the_agentd_binary_reports_its_isolation_layers_at_start_up() {
+    use std::io::BufRead;
+    let data = std::env::temp_dir().join(format!("agentd-layers-{}", std::process::id()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .env("RUST_LOG", "info")
+        .env_remove("AGENTD_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("sandbox ready") || line.contains("sandbox tool is unavailable") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let ready = rx.recv_timeout(std::time::Duration::from_secs(120));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&data);
+    let ready = ready.unwrap();
+    assert!(
+        ready.contains("bubblewrap namespaces + seccomp filter + Landlock (ABI"),
+        "{ready}"
+    );
+    assert!(
+        ready.contains("disk quota: 1024 MiB per workspace"),
+        "{ready}"
+    );
+}
