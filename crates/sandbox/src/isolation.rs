@@ -32,6 +32,10 @@
 //!    bwrap loads (`--seccomp 4`; the launcher opens the compiled filter, a private temporary
 //!    file, as fd 4) right before it executes the program. [`Bwrap::probe_with`] checks that
 //!    it is in force and, with [`SecondLayer::Require`], refuses to work without it.
+//! 7. With a Landlock helper ([`LandlockLayer`]), bwrap runs the helper (agentd's binary,
+//!    opened by the launcher as fd 5 and bound read-only at `/run/agentd/sandbox-exec`)
+//!    instead of the program; it restricts itself with Landlock and executes the program
+//!    (see [`crate::restrict`]).
 //!
 //! The wall-time limit is enforced here: on expiry the `bwrap` process is killed, its pid
 //! namespace's init dies with it (`--die-with-parent`) and the kernel kills every process
