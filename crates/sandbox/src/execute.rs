@@ -16,6 +16,7 @@ use protocol::output::{OutputItem, SandboxLanguage, SandboxResult, SandboxResult
 use serde_json::{Value, json};
 
 use crate::isolation::{Isolation, Limits, RunOutput, RunRequest, RunStatus};
+use crate::slots::Slots;
 use crate::workspace::Workspaces;
 
 /// The tool's name as the model sees it.
@@ -36,19 +37,34 @@ pub struct Execute {
     /// The conversations' workspaces, shared with the file tools.
     workspaces: Arc<Workspaces>,
     limits: Limits,
+    /// The cap on executions running at once, shared by every request (this tool is built
+    /// once per process).
+    slots: Slots,
 }
 
 impl Execute {
+    /// The tool with the machine-sized default cap on concurrent executions
+    /// ([`crate::slots::default_max`]); see [`Execute::with_slots`].
     pub fn new(
         isolation: Result<Arc<dyn Isolation>, String>,
         workspaces: Arc<Workspaces>,
         limits: Limits,
     ) -> Execute {
+        let slots = Slots::new(
+            crate::slots::default_max(limits.memory_mb),
+            std::time::Duration::from_secs(60),
+        );
         Execute {
             isolation,
             workspaces,
             limits,
+            slots,
         }
+    }
+
+    /// The same tool with another cap on concurrent executions.
+    pub fn with_slots(self, slots: Slots) -> Execute {
+        Execute { slots, ..self }
     }
 }
 
@@ -77,10 +93,14 @@ impl HostedTool for Execute {
                  write, edit, grep, glob, apply_patch, share_file); each call is a new process, \
                  so variables do not carry over: keep state in files. {network} Limits per call: \
                  {} s, {} MiB of memory, {} KiB of output per stream (write larger results to \
-                 files).",
+                 files).{quota}",
                 limits.timeout.as_secs(),
                 limits.memory_mb,
-                limits.max_output_bytes / 1024
+                limits.max_output_bytes / 1024,
+                quota = match self.workspaces.quota() {
+                    Some(quota) => format!(" The workspace holds at most {} MiB.", quota.mib()),
+                    None => String::new(),
+                },
             )),
             parameters: json!({
                 "type": "object",
@@ -174,14 +194,21 @@ impl Execute {
         let request = RunRequest {
             workspace_root: workspace.root.clone(),
             argv: argv.into_iter().chain([arguments.code.clone()]).collect(),
-            limits: self.limits.clone(),
+            limits: Limits {
+                workspace_quota: self.workspaces.quota(),
+                ..self.limits.clone()
+            },
         };
-        // The run is a task of its own holding the workspace lock: when this call is
-        // dropped (the response cancelled), the run still ends within its limits, its cgroup
-        // is removed, and no file tool touches the workspace while its processes live.
+        // The run is a task of its own holding the workspace lock and its slot: when this
+        // call is dropped (the response cancelled), the run still ends within its limits, its
+        // cgroup is removed, and no file tool touches the workspace while its processes live.
+        // The lock comes first, so a call waiting for its conversation's previous execution
+        // holds no slot.
         let guard = workspace.lock_owned().await;
+        let slot = self.slots.acquire().await?;
         let run = tokio::spawn(async move {
             let output = isolation.run(request).await;
+            drop(slot);
             drop(guard);
             output
         });

@@ -1,7 +1,7 @@
 //! The sandbox's file tools: `write`, `read`, `edit`, `grep`, `glob`, `apply_patch` and
 //! `share_file`. They work on the conversation's workspace directly from the host (no
 //! container start), holding the workspace lock for the whole call, and every path the model
-//! gives goes through [`Workspace::resolve`] (see [`crate::workspace`] on confinement).
+//! gives goes through `Workspace::resolve` (see [`crate::workspace`] on confinement).
 //!
 //! Each call returns its documented output item (`sandbox_write_file`, `sandbox_read_file`,
 //! `sandbox_edit_file`, `sandbox_grep`, `sandbox_glob`, `sandbox_apply_patch`, `share_file`)
@@ -10,8 +10,9 @@
 //! (`/workspace/…`). File tools are not billed: only executions count as sandbox invocations.
 //!
 //! # Layout
-//! - here: [`FileLimits`], [`file_tools`], what the tools share (running in the workspace,
-//!   arguments, items).
+//! - here: [`file_tools`].
+//! - `common`: what the tools share: [`FileLimits`], running in the workspace, arguments,
+//!   path resolution, items.
 //! - `text`: `write`, `read`, `edit`.
 //! - `search`: `grep`, `glob`.
 //! - `apply`: `apply_patch`; `patch`: its format (the "*** Begin Patch" envelope) and how
@@ -33,6 +34,7 @@
 //! ```
 
 mod apply;
+mod common;
 mod fsio;
 mod glob;
 mod patch;
@@ -40,17 +42,14 @@ mod search;
 mod share;
 mod text;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use engine::hosted::{CallContext, HostedTool, ToolOutcome};
-use engine::model::ToolSpec;
-use protocol::output::OutputItem;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
+use engine::hosted::HostedTool;
 
-use crate::workspace::{Workspace, Workspaces, describe_io, sandbox_path_of};
+use self::common::Shared;
+use crate::workspace::Workspaces;
 
+pub use self::common::FileLimits;
 pub use self::share::content_type;
 
 /// The tools' fixed names, in the order [`file_tools`] returns them.
@@ -64,42 +63,6 @@ pub const NAMES: [&str; 7] = [
     "share_file",
 ];
 
-/// Sizes and caps of the file tools (the operator's `[sandbox]` configuration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileLimits {
-    /// The largest file `write`, `edit` and `apply_patch` produce, and `read`, `edit`,
-    /// `grep` and `apply_patch` read (bytes).
-    pub max_file_bytes: u64,
-    /// The largest file `share_file` delivers (bytes).
-    pub max_share_bytes: u64,
-    /// The most matching lines `grep` and paths `glob` report.
-    pub max_results: usize,
-    /// The most lines one `read` returns.
-    pub max_read_lines: usize,
-    /// The most bytes of text one `read` or `grep` gives the model.
-    pub max_output_bytes: usize,
-    /// The most directory entries one `grep` or `glob` visits.
-    pub max_walk_entries: usize,
-}
-
-impl Default for FileLimits {
-    /// 10 MiB files, 25 MiB shared files, 200 results, 2000 lines and 100 kB of text per
-    /// read, 100000 entries per walk.
-    fn default() -> Self {
-        FileLimits {
-            max_file_bytes: 10 << 20,
-            max_share_bytes: 25 << 20,
-            max_results: 200,
-            max_read_lines: 2000,
-            max_output_bytes: 100_000,
-            max_walk_entries: 100_000,
-        }
-    }
-}
-
-/// The most characters of one line `read` and `grep` show.
-const MAX_LINE_CHARS: usize = 2000;
-
 /// All seven file tools over the given workspaces.
 pub fn file_tools(workspaces: Arc<Workspaces>, limits: FileLimits) -> Vec<Arc<dyn HostedTool>> {
     let shared = Shared { workspaces, limits };
@@ -112,99 +75,4 @@ pub fn file_tools(workspaces: Arc<Workspaces>, limits: FileLimits) -> Vec<Arc<dy
         Arc::new(apply::ApplyPatch(shared.clone())),
         Arc::new(share::Share(shared)),
     ]
-}
-
-/// What every file tool holds.
-#[derive(Clone)]
-struct Shared {
-    workspaces: Arc<Workspaces>,
-    limits: FileLimits,
-}
-
-impl Shared {
-    /// Runs `work` on the blocking pool in the call's workspace, holding its lock (the guard
-    /// moves into the task, so the lock lasts as long as the work even if the call is
-    /// dropped).
-    async fn run<T: Send + 'static>(
-        &self,
-        context: &CallContext<'_>,
-        work: impl FnOnce(&Workspace, &FileLimits) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
-        let workspace = self
-            .workspaces
-            .get(context.project_id, context.conversation)
-            .await
-            .map_err(|err| format!("the workspace is not available: {}", describe_io(&err)))?;
-        let guard = workspace.lock_owned().await;
-        let limits = self.limits;
-        let inner = Arc::clone(&workspace);
-        let result = tokio::task::spawn_blocking(move || {
-            let result = work(&inner, &limits);
-            drop(guard);
-            result
-        })
-        .await
-        .map_err(|_| "the tool stopped unexpectedly".to_owned());
-        workspace.touch();
-        result?
-    }
-}
-
-/// The arguments, or an `invalid arguments` message.
-fn parse<T: DeserializeOwned>(arguments: &str) -> Result<T, String> {
-    serde_json::from_str(arguments).map_err(|err| format!("invalid arguments: {err}"))
-}
-
-/// The `path` argument as given, for the item of a call that failed early.
-fn given_path(arguments: &str, key: &str) -> String {
-    serde_json::from_str::<Value>(arguments)
-        .ok()
-        .and_then(|value| value.get(key)?.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn outcome(model_text: String, item: OutputItem) -> ToolOutcome {
-    ToolOutcome {
-        model_text,
-        items: vec![item],
-        ..ToolOutcome::default()
-    }
-}
-
-fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
-    ToolSpec {
-        name: name.to_owned(),
-        description: Some(description.to_owned()),
-        parameters,
-        strict: false,
-    }
-}
-
-/// `error: <path>: <message>` with the path as the model named it.
-fn failed(path: &str, message: &str) -> String {
-    if path.is_empty() {
-        format!("error: {message}")
-    } else {
-        format!("error: {path}: {message}")
-    }
-}
-
-/// Resolves a path: the host path and the path the sandbox sees.
-fn resolve(workspace: &Workspace, path: &str) -> Result<(PathBuf, String), String> {
-    let relative = workspace.resolve_relative(path)?;
-    let shown = sandbox_path_of(&relative);
-    Ok((workspace.root.join(relative), shown))
-}
-
-/// [`resolve`] for tools that touch several paths: the error names the path.
-fn resolve_named(workspace: &Workspace, path: &str) -> Result<(PathBuf, String), String> {
-    resolve(workspace, path).map_err(|message| format!("{path}: {message}"))
-}
-
-/// Cuts `line` to `max` characters, marking the cut.
-fn cut_line(line: &str, max: usize) -> String {
-    match line.char_indices().nth(max) {
-        Some((at, _)) => format!("{}… [line cut]", &line[..at]),
-        None => line.to_owned(),
-    }
 }

@@ -28,16 +28,30 @@
 //!    workspace read-write at `/workspace`, the working directory and `HOME`; the root
 //!    itself is read-only. Nothing else of the host is visible.
 //!
+//! 6. Inside bubblewrap, the second layer: a seccomp filter (`isolation/seccomp.rs`), which
+//!    bwrap loads (`--seccomp 4`; the launcher opens the compiled filter, a private temporary
+//!    file, as fd 4) right before it executes the program. [`Bwrap::probe_with`] checks that
+//!    it is in force and, with [`SecondLayer::Require`], refuses to work without it.
+//! 7. With a Landlock helper ([`LandlockLayer`]), bwrap runs the helper (agentd's binary,
+//!    opened by the launcher as fd 5 and bound read-only at `/run/agentd/sandbox-exec`)
+//!    instead of the program; it restricts itself with Landlock and executes the program
+//!    (see [`crate::restrict`]).
+//!
 //! The wall-time limit is enforced here: on expiry the `bwrap` process is killed, its pid
 //! namespace's init dies with it (`--die-with-parent`) and the kernel kills every process
 //! in the namespace. stdout and stderr are read concurrently, each kept up to
 //! `max_output_bytes` and counted beyond (so the program never blocks on a full pipe); a
-//! run that floods more than [`FLOOD_FACTOR`] times that is stopped.
+//! run that floods more than [`FLOOD_FACTOR`] times that is stopped. A run whose workspace
+//! quota is watched (see [`crate::quota`]) is measured while it runs and killed past it.
 //!
 //! `bwrap --json-status-fd` tells a program's own exit (`exit-code`) from a set-up failure
-//! of the sandbox (no `exit-code`; bwrap's message is on stderr).
+//! of the sandbox (no `exit-code`; bwrap's message is on stderr), and names the sandbox's
+//! init process (`child-pid`): a run whose processes are all stopped, or whose init is, is
+//! killed at once rather than at its time limit (see `stopped.rs`).
 
 pub(crate) mod cgroup;
+mod seccomp;
+mod stopped;
 
 use std::ffi::OsString;
 use std::io;
@@ -52,6 +66,7 @@ use tokio::process::Command;
 use tokio::sync::Notify;
 
 use self::cgroup::{Cgroups, RunCgroup};
+use crate::quota::{self, Quota, QuotaMode};
 
 /// The unprivileged uid and gid code runs as (`nobody`/`nogroup`).
 pub const SANDBOX_UID: u32 = 65534;
@@ -123,14 +138,30 @@ const ETC_ENTRIES: &[&str] = &[
 const ROOT_LINKS: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 
 /// The shell script that starts a run: joins the cgroups given as arguments, moves the
-/// status pipe (stdin) to fd 3, and execs the rest of its arguments.
-const LAUNCHER: &str = r#"n=$1; shift
+/// status pipe (stdin) to fd 3, opens the seccomp filter file (when one is given) as fd 4,
+/// and execs the rest of its arguments.
+const LAUNCHER: &str = r#"filter=$1; helper=$2; n=$3; shift 3
 while [ "$n" -gt 0 ]; do
   echo $$ > "$1" || { echo "sandbox: cannot join the cgroup $1" >&2; exit 125; }
   shift; n=$((n - 1))
 done
 exec 3>&0 </dev/null
+if [ -n "$filter" ]; then
+  exec 4<"$filter" || { echo "sandbox: cannot open the seccomp filter" >&2; exit 125; }
+fi
+if [ -n "$helper" ]; then
+  exec 5<"$helper" || { echo "sandbox: cannot open the Landlock helper" >&2; exit 125; }
+fi
 exec "$@""#;
+
+/// The fd the seccomp filter reaches bwrap on (see [`LAUNCHER`]).
+const SECCOMP_FD: &str = "4";
+
+/// The fd of the Landlock helper's program (see [`LAUNCHER`]), and where it is bound in the
+/// sandbox (opened by agentd's user before it drops to uid 65534, so the binary need not be
+/// reachable by that uid on the host).
+const HELPER_FD: &str = "5";
+const HELPER_MOUNT: &str = "/run/agentd/sandbox-exec";
 
 /// Runs one program in isolation.
 #[async_trait::async_trait]
@@ -168,6 +199,10 @@ pub struct Limits {
     /// (agentd itself, databases) and cloud metadata addresses: the network guard does not
     /// apply inside the sandbox.
     pub network: bool,
+    /// The workspace's disk quota (see [`crate::quota`]): in `Watch` mode the run is
+    /// measured and killed past it; either way no file may outgrow it (RLIMIT_FSIZE) and a
+    /// run that leaves the workspace full says so.
+    pub workspace_quota: Option<Quota>,
 }
 
 impl Default for Limits {
@@ -179,6 +214,7 @@ impl Default for Limits {
             max_file_bytes: 256 << 20,
             max_output_bytes: 1 << 20,
             network: false,
+            workspace_quota: None,
         }
     }
 }
@@ -222,6 +258,77 @@ impl RunOutput {
     }
 }
 
+/// Whether code may run when the second isolation layer (the seccomp filter inside
+/// bubblewrap) cannot be applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SecondLayer {
+    /// The sandbox is unavailable without it: code never runs with one wall only.
+    #[default]
+    Require,
+    /// Run without it (logged) when the kernel or architecture does not allow it.
+    Optional,
+}
+
+/// What [`Bwrap::probe_with`] sets up.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeOptions {
+    /// Whether the seccomp filter is required.
+    pub second_layer: SecondLayer,
+    /// The Landlock layer (see [`crate::restrict`]).
+    pub landlock: LandlockLayer,
+}
+
+/// Whether runs restrict themselves with Landlock (through the helper program).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum LandlockLayer {
+    /// No Landlock.
+    #[default]
+    Off,
+    /// Landlock where the kernel and the helper allow (the log says when not).
+    Auto(Helper),
+    /// No code runs without Landlock.
+    Require(Helper),
+}
+
+/// The program that applies Landlock inside the sandbox and executes the command: agentd's
+/// own binary with [`crate::restrict::SUBCOMMAND`], or a program that calls
+/// [`crate::restrict::run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Helper {
+    /// The program on the host.
+    pub program: PathBuf,
+    /// Its first arguments (`["sandbox-exec"]` for agentd).
+    pub args: Vec<String>,
+}
+
+/// The isolation layers a probed sandbox applies to every run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layers {
+    /// bubblewrap: namespaces, a read-only file system view, no capabilities.
+    pub namespaces: bool,
+    /// The seccomp filter inside bubblewrap (`isolation/seccomp.rs`).
+    pub seccomp: bool,
+    /// The Landlock ABI the programs run under (see [`crate::restrict`]), `None` without.
+    pub landlock: Option<String>,
+}
+
+impl Layers {
+    /// `bubblewrap namespaces + seccomp filter`, for the start-up log and the server.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.namespaces {
+            parts.push("bubblewrap namespaces".to_owned());
+        }
+        if self.seccomp {
+            parts.push("seccomp filter".to_owned());
+        }
+        if let Some(abi) = &self.landlock {
+            parts.push(format!("Landlock (ABI {abi})"));
+        }
+        parts.join(" + ")
+    }
+}
+
 /// The bubblewrap back end. Build it with [`Bwrap::probe`].
 #[derive(Debug, Clone)]
 pub struct Bwrap {
@@ -236,6 +343,11 @@ pub struct Bwrap {
     cgroups: Option<Cgroups>,
     /// The file-system arguments that mirror the host's layout (`/bin`, `/lib`, `/etc/…`).
     layout: Vec<OsString>,
+    /// The compiled seccomp filter every run loads (`None`: the second layer is off, which
+    /// only [`SecondLayer::Optional`] allows).
+    seccomp: Option<Arc<[u8]>>,
+    /// The Landlock helper every run starts through, and the ABI the probe found in force.
+    landlock: Option<(Helper, String)>,
 }
 
 impl Bwrap {
@@ -244,6 +356,12 @@ impl Bwrap {
     /// cannot work on this host (bwrap missing, user namespaces blocked by AppArmor or a
     /// container's seccomp profile, …); code must then not run at all.
     pub async fn probe() -> Result<Bwrap, String> {
+        Bwrap::probe_with(ProbeOptions::default()).await
+    }
+
+    /// [`Bwrap::probe`] with options. With [`SecondLayer::Require`] (the default), a
+    /// seccomp filter that cannot be built or loaded makes the probe fail: code never runs.
+    pub async fn probe_with(options: ProbeOptions) -> Result<Bwrap, String> {
         let bwrap = find_program("bwrap").ok_or_else(|| {
             "the sandbox needs bubblewrap, and `bwrap` is not installed (apt-get install bubblewrap)"
                 .to_owned()
@@ -298,16 +416,82 @@ impl Bwrap {
         let layout = tokio::task::spawn_blocking(host_layout)
             .await
             .map_err(|err| format!("sandbox probe: {err}"))?;
-        let sandbox = Bwrap {
+        let seccomp = match seccomp::program() {
+            Ok(program) => Some(Arc::from(program)),
+            Err(reason) => match options.second_layer {
+                SecondLayer::Require => {
+                    return Err(format!(
+                        "the sandbox's second layer (a seccomp filter) is required \
+                         (tools.sandbox.second_layer = \"require\") and cannot be built: {reason}"
+                    ));
+                }
+                SecondLayer::Optional => {
+                    tracing::warn!(%reason, "sandbox: running without the seccomp filter");
+                    None
+                }
+            },
+        };
+        let mut sandbox = Bwrap {
             bwrap,
             prlimit,
             setpriv,
             staging,
             cgroups,
             layout,
+            seccomp,
+            landlock: None,
         };
-        sandbox.self_test().await?;
+        match sandbox.self_test().await {
+            Ok(_) => {}
+            Err(reason)
+                if sandbox.seccomp.is_some() && options.second_layer == SecondLayer::Optional =>
+            {
+                tracing::warn!(%reason, "sandbox: the seccomp filter does not load here; running without it");
+                sandbox.seccomp = None;
+                sandbox.self_test().await?;
+            }
+            Err(reason) => return Err(reason),
+        }
+        let (helper, required) = match options.landlock {
+            LandlockLayer::Off => (None, false),
+            LandlockLayer::Auto(helper) => (Some(helper), false),
+            LandlockLayer::Require(helper) => (Some(helper), true),
+        };
+        if let Some(helper) = helper {
+            sandbox.landlock = Some((helper, String::new()));
+            match sandbox.self_test().await {
+                Ok(Some(abi)) => {
+                    if let Some((_, found)) = &mut sandbox.landlock {
+                        *found = abi;
+                    }
+                }
+                Ok(None) | Err(_) if !required => {
+                    tracing::warn!(
+                        "sandbox: Landlock cannot be applied here (kernel or helper); running without it"
+                    );
+                    sandbox.landlock = None;
+                }
+                Ok(None) => {
+                    return Err("Landlock is required (tools.sandbox.landlock = \"require\") and is not in force in a test run".to_owned());
+                }
+                Err(reason) => {
+                    return Err(format!(
+                        "Landlock is required (tools.sandbox.landlock = \"require\") and a test run through its helper failed: {reason}"
+                    ));
+                }
+            }
+        }
+        tracing::info!(layers = %sandbox.layers().describe(), "sandbox isolation layers");
         Ok(sandbox)
+    }
+
+    /// The layers every run gets.
+    pub fn layers(&self) -> Layers {
+        Layers {
+            namespaces: true,
+            seccomp: self.seccomp.is_some(),
+            landlock: self.landlock.as_ref().map(|(_, abi)| abi.clone()),
+        }
     }
 
     /// How memory and processes are limited, for the start-up log.
@@ -323,8 +507,9 @@ impl Bwrap {
         }
     }
 
-    /// Runs the probe program in a scratch workspace.
-    async fn self_test(&self) -> Result<(), String> {
+    /// Runs the probe program in a scratch workspace; the Landlock ABI the program ran
+    /// under, if any.
+    async fn self_test(&self) -> Result<Option<String>, String> {
         let dir = std::env::temp_dir().join(format!(
             "agentd-sandbox-probe-{}-{}",
             std::process::id(),
@@ -336,10 +521,15 @@ impl Bwrap {
         tokio::fs::create_dir(&dir)
             .await
             .map_err(|err| format!("sandbox probe: cannot create {}: {err}", dir.display()))?;
+        // Prints 4, then the seccomp mode the program runs under (2: a filter), then the
+        // Landlock ABI the helper applied (empty without).
+        let program = "import os, re\nprint(2+2)\nstatus = open('/proc/self/status').read()\n\
+                       print(re.search(r'Seccomp:\\s*(\\d+)', status).group(1))\n\
+                       print(os.environ.get('AGENTD_SANDBOX_LANDLOCK', ''))";
         let output = self
             .run(RunRequest {
                 workspace_root: dir.clone(),
-                argv: vec!["python3".into(), "-c".into(), "print(2+2)".into()],
+                argv: vec!["python3".into(), "-c".into(), program.into()],
                 limits: Limits {
                     timeout: Duration::from_secs(30),
                     memory_mb: 256,
@@ -348,11 +538,24 @@ impl Bwrap {
             })
             .await;
         let _ = tokio::fs::remove_dir_all(&dir).await;
+        let lines: Vec<&str> = output.stdout.lines().collect();
         if output.status == RunStatus::Completed
             && output.exit_code == 0
-            && output.stdout.trim() == "4"
+            && lines.first() == Some(&"4")
         {
-            return Ok(());
+            let filtered = lines.get(1) == Some(&"2");
+            if self.seccomp.is_some() && !filtered {
+                return Err(format!(
+                    "the sandbox's seccomp filter is not in force in a test run (seccomp mode {})",
+                    lines.get(1).unwrap_or(&"unknown")
+                ));
+            }
+            let landlock = lines
+                .get(2)
+                .map(|abi| abi.trim())
+                .filter(|abi| !abi.is_empty())
+                .map(str::to_owned);
+            return Ok(landlock);
         }
         let detail = output.stderr.trim();
         let hint = if detail.contains("namespace")
@@ -381,13 +584,25 @@ impl Bwrap {
     }
 
     /// The whole command line of a run, from `sh` to the program.
-    fn command_line(&self, request: &RunRequest, procs: &[PathBuf]) -> Vec<OsString> {
+    fn command_line(
+        &self,
+        request: &RunRequest,
+        procs: &[PathBuf],
+        seccomp_file: Option<&Path>,
+    ) -> Vec<OsString> {
         let limits = &request.limits;
         let memory_bytes = limits.memory_mb.saturating_mul(1 << 20);
         let mut args: Vec<OsString> = vec![
             "-c".into(),
             LAUNCHER.into(),
             "agentd-sandbox".into(),
+            seccomp_file
+                .map(|path| path.as_os_str().to_owned())
+                .unwrap_or_default(),
+            self.landlock
+                .as_ref()
+                .map(|(helper, _)| helper.program.as_os_str().to_owned())
+                .unwrap_or_default(),
             procs.len().to_string().into(),
         ];
         args.extend(procs.iter().map(|path| path.as_os_str().to_owned()));
@@ -423,7 +638,11 @@ impl Bwrap {
             .saturating_add(1)
             .saturating_mul(u64::try_from(cpus).unwrap_or(1));
         args.push(format!("--cpu={cpu_seconds}").into());
-        args.push(format!("--fsize={}", limits.max_file_bytes).into());
+        let max_file_bytes = match &limits.workspace_quota {
+            Some(quota) => limits.max_file_bytes.min(quota.bytes),
+            None => limits.max_file_bytes,
+        };
+        args.push(format!("--fsize={max_file_bytes}").into());
         args.push(format!("--nofile={MAX_OPEN_FILES}").into());
         args.push("--core=0".into());
         let cgroup_memory = self.cgroups.as_ref().is_some_and(Cgroups::limits_memory);
@@ -493,6 +712,10 @@ impl Bwrap {
             ]
             .map(str::to_owned),
         );
+        if seccomp_file.is_some() {
+            flags.push("--seccomp".into());
+            flags.push(SECCOMP_FD.into());
+        }
         args.extend(flags.into_iter().map(OsString::from));
         args.extend(self.layout.iter().cloned());
         args.extend(
@@ -511,6 +734,11 @@ impl Bwrap {
         args.push("--bind".into());
         args.push(workspace);
         args.push(WORKSPACE_MOUNT.into());
+        if self.landlock.is_some() {
+            args.push("--ro-bind-fd".into());
+            args.push(HELPER_FD.into());
+            args.push(HELPER_MOUNT.into());
+        }
         // The root tmpfs that holds the mount points (`/etc`, …) is read-only too; only
         // `/workspace` and `/tmp` take writes.
         args.push("--remount-ro".into());
@@ -518,6 +746,18 @@ impl Bwrap {
         args.push("--chdir".into());
         args.push(WORKSPACE_MOUNT.into());
         args.push("--".into());
+        if let Some((helper, _)) = &self.landlock {
+            args.push(HELPER_MOUNT.into());
+            args.extend(helper.args.iter().map(OsString::from));
+            for dir in [WORKSPACE_MOUNT, "/tmp", "/dev"] {
+                args.push("--rw".into());
+                args.push(dir.into());
+            }
+            if !limits.network {
+                args.push("--no-network".into());
+            }
+            args.push("--".into());
+        }
         args.extend(request.argv.iter().map(OsString::from));
         args
     }
@@ -583,6 +823,26 @@ impl Bwrap {
         started: Instant,
     ) -> Result<RunOutput, String> {
         let limits = &request.limits;
+        // The filter goes to bwrap through a private file the launcher opens (removed when
+        // the run ends; bwrap has read it by then).
+        let seccomp_file = match &self.seccomp {
+            Some(program) => {
+                let program = Arc::clone(program);
+                let file =
+                    tokio::task::spawn_blocking(move || -> io::Result<tempfile::NamedTempFile> {
+                        let mut file = tempfile::Builder::new()
+                            .prefix("agentd-seccomp-")
+                            .tempfile()?;
+                        io::Write::write_all(&mut file, &program)?;
+                        Ok(file)
+                    })
+                    .await
+                    .map_err(|err| format!("sandbox: {err}"))?
+                    .map_err(|err| format!("sandbox: cannot write the seccomp filter: {err}"))?;
+                Some(file)
+            }
+            None => None,
+        };
         let (status_tx, mut status_rx) = tokio::net::unix::pipe::pipe()
             .map_err(|err| format!("sandbox: cannot create a pipe: {err}"))?;
         let status_fd = status_tx
@@ -590,7 +850,11 @@ impl Bwrap {
             .map_err(|err| format!("sandbox: cannot create a pipe: {err}"))?;
         let mut command = Command::new("/bin/sh");
         command
-            .args(self.command_line(request, procs))
+            .args(self.command_line(
+                request,
+                procs,
+                seccomp_file.as_ref().map(tempfile::NamedTempFile::path),
+            ))
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .current_dir("/")
@@ -626,24 +890,50 @@ impl Bwrap {
                 flood.clone(),
             ))
         });
+        // bwrap's first status record names the sandbox's init (its host pid), which the
+        // stop watch follows.
+        let (init_tx, init_rx) = tokio::sync::oneshot::channel::<u32>();
         let status_reader = tokio::spawn(async move {
             let mut text = Vec::new();
             let mut buf = [0u8; 4096];
+            let mut init_tx = Some(init_tx);
             loop {
                 match status_rx.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) if text.len() < 64 << 10 => text.extend_from_slice(&buf[..n]),
                     Ok(_) => {}
                 }
+                if init_tx.is_some()
+                    && let Some(pid) = status_number(&text, "child-pid")
+                    && let Some(tx) = init_tx.take()
+                {
+                    let _ = tx.send(pid);
+                }
             }
             text
         });
+        let quota_watch = async {
+            match limits.workspace_quota {
+                Some(quota) if quota.mode == QuotaMode::Watch => {
+                    watch_quota(request.workspace_root.clone(), quota.bytes).await;
+                }
+                _ => std::future::pending().await,
+            }
+        };
+        let stop_watch = async {
+            match init_rx.await {
+                Ok(init) => stopped::watch(init).await,
+                Err(_) => std::future::pending().await,
+            }
+        };
 
         enum End {
             Exited(std::process::ExitStatus),
             WaitFailed(io::Error),
             TimedOut,
             Flood,
+            Stopped(stopped::Stopped),
+            QuotaExceeded,
         }
         let end = tokio::select! {
             status = child.wait() => match status {
@@ -652,6 +942,8 @@ impl Bwrap {
             },
             () = tokio::time::sleep(limits.timeout) => End::TimedOut,
             () = flood.notified() => End::Flood,
+            stopped = stop_watch => End::Stopped(stopped),
+            () = quota_watch => End::QuotaExceeded,
         };
         if !matches!(end, End::Exited(_)) {
             // Killing bwrap takes its pid namespace, and so every process of the run, down.
@@ -694,6 +986,15 @@ impl Bwrap {
                 ));
                 (RunStatus::Failed, program_exit.unwrap_or(137))
             }
+            End::QuotaExceeded => {
+                let bytes = limits.workspace_quota.map_or(0, |quota| quota.bytes);
+                note(&format!("[killed: {}]", quota::full_message(bytes)));
+                (RunStatus::Failed, program_exit.unwrap_or(137))
+            }
+            End::Stopped(stopped) => {
+                note(stopped.note());
+                (RunStatus::Failed, program_exit.unwrap_or(137))
+            }
             End::WaitFailed(err) => {
                 note(&format!("[sandbox: lost the run: {err}]"));
                 (RunStatus::Failed, -1)
@@ -717,6 +1018,20 @@ impl Bwrap {
                 None => (RunStatus::Failed, process_code(process)),
             },
         };
+        if let Some(quota) = limits.workspace_quota
+            && quota.mode == QuotaMode::Filesystem
+        {
+            let dir = request.workspace_root.clone();
+            let full = tokio::task::spawn_blocking(move || quota::nearly_full(&dir))
+                .await
+                .unwrap_or(false);
+            if full {
+                if !stderr_text.is_empty() && !stderr_text.ends_with('\n') {
+                    stderr_text.push('\n');
+                }
+                stderr_text.push_str(&format!("[{}]", quota::full_message(quota.bytes)));
+            }
+        }
         Ok(RunOutput {
             status,
             exit_code,
@@ -835,6 +1150,21 @@ async fn read_capped<R: AsyncRead + Unpin>(
     captured
 }
 
+/// Returns once the files under `dir` take more than `bytes` (measured every
+/// [`quota::WATCH_INTERVAL`]).
+async fn watch_quota(dir: PathBuf, bytes: u64) {
+    loop {
+        tokio::time::sleep(quota::WATCH_INTERVAL).await;
+        let measured = dir.clone();
+        let used = tokio::task::spawn_blocking(move || quota::usage(&measured))
+            .await
+            .unwrap_or(0);
+        if used > bytes {
+            return;
+        }
+    }
+}
+
 /// Waits for a reader, giving up (and discarding it) when the pipe stays open too long.
 async fn collect(reader: Option<tokio::task::JoinHandle<Captured>>) -> Captured {
     let Some(mut reader) = reader else {
@@ -852,11 +1182,17 @@ async fn collect(reader: Option<tokio::task::JoinHandle<Captured>>) -> Captured 
 
 /// The program's exit code from bwrap's `--json-status-fd` records (`{"exit-code": N}`).
 fn exit_code_from_status(text: &[u8]) -> Option<i32> {
+    status_number(text, "exit-code")
+}
+
+/// A number in bwrap's `--json-status-fd` records (`{"child-pid": N, …}`, `{"exit-code": N}`);
+/// a record still being written is not read.
+fn status_number<T: TryFrom<i64>>(text: &[u8], key: &str) -> Option<T> {
     serde_json::Deserializer::from_slice(text)
         .into_iter::<serde_json::Value>()
         .map_while(Result::ok)
-        .find_map(|record| record.get("exit-code").and_then(serde_json::Value::as_i64))
-        .and_then(|code| i32::try_from(code).ok())
+        .find_map(|record| record.get(key).and_then(serde_json::Value::as_i64))
+        .and_then(|value| T::try_from(value).ok())
 }
 
 /// An exit status as a shell reports it.
@@ -1006,6 +1342,14 @@ mod tests {
             }),
             cgroups: None,
             layout: vec!["--symlink".into(), "usr/bin".into(), "/bin".into()],
+            seccomp: Some(Arc::from(vec![0u8; 8])),
+            landlock: Some((
+                Helper {
+                    program: "/usr/bin/agentd".into(),
+                    args: vec!["sandbox-exec".into()],
+                },
+                "6".into(),
+            )),
         };
         let request = RunRequest {
             workspace_root: "/srv/ws/p/c".into(),
@@ -1017,13 +1361,16 @@ mod tests {
             },
         };
         let line: Vec<String> = bwrap
-            .command_line(&request, &[])
+            .command_line(&request, &[], Some(Path::new("/tmp/filter")))
             .into_iter()
             .map(|arg| arg.to_string_lossy().into_owned())
             .collect();
         let has = |arg: &str| line.iter().any(|item| item == arg);
         assert!(has("--unshare-all") && has("--disable-userns") && has("--clearenv"));
         assert!(has("--remount-ro"));
+        let seccomp = line.iter().position(|arg| arg == "--seccomp").unwrap();
+        assert_eq!(line[seccomp + 1], SECCOMP_FD);
+        assert!(has("/tmp/filter"), "the launcher opens the filter file");
         assert!(!has("--share-net"));
         assert!(
             has("--as=67108864") && has("--nproc=32"),
@@ -1039,8 +1386,27 @@ mod tests {
             .position(|arg| arg == "/usr/bin/unshare")
             .unwrap();
         assert!(unshare < bind && line[unshare..bind].contains(&"/srv/ws/p/c".to_owned()));
-        let tail = &line[line.len() - 4..];
-        assert_eq!(tail, ["--", "bash", "-c", "echo hi"]);
+        let tail = &line[line.len() - 14..];
+        assert_eq!(
+            tail,
+            [
+                "--",
+                HELPER_MOUNT,
+                "sandbox-exec",
+                "--rw",
+                "/workspace",
+                "--rw",
+                "/tmp",
+                "--rw",
+                "/dev",
+                "--no-network",
+                "--",
+                "bash",
+                "-c",
+                "echo hi"
+            ]
+        );
+        assert!(has("--ro-bind-fd") && has("/usr/bin/agentd"));
         let networked = RunRequest {
             limits: Limits {
                 network: true,
@@ -1050,7 +1416,7 @@ mod tests {
         };
         assert!(
             bwrap
-                .command_line(&networked, &[])
+                .command_line(&networked, &[], None)
                 .iter()
                 .any(|arg| arg == "--share-net")
         );

@@ -7,10 +7,14 @@
 //!
 //! # Layout
 //! - [`workspace`]: the per-conversation workspace directories and their confinement.
+//! - [`confine`]: file system access that stays below a directory handle (`openat2`).
 //! - [`files`]: the file tools, which work on the workspace directly from the host.
 //! - [`isolation`]: the [`Isolation`] port that runs one program in isolation, and its
 //!   bubblewrap adapter [`Bwrap`]; code never runs unisolated.
-//! - [`execute`]: the `execute` tool over an [`Isolation`].
+//! - [`execute`]: the `execute` tool over an [`Isolation`], taking a slot of [`Slots`].
+//! - [`slots`]: the cap on executions running at once.
+//! - [`restrict`]: the Landlock helper that runs inside the sandbox.
+//! - [`quota`]: the workspace disk quota (a loop-mounted file system per workspace, or a watch).
 //!
 //! # Example
 //! ```
@@ -34,11 +38,20 @@
 //! # }
 //! ```
 
+pub mod confine;
 pub mod execute;
 pub mod files;
 pub mod isolation;
+pub mod quota;
+pub mod restrict;
+pub mod slots;
 pub mod workspace;
 
 pub use execute::Execute;
-pub use isolation::{Bwrap, Isolation, Limits, RunOutput, RunRequest, RunStatus};
+pub use isolation::{
+    Bwrap, Helper, Isolation, LandlockLayer, Layers, Limits, ProbeOptions, RunOutput, RunRequest,
+    RunStatus, SecondLayer,
+};
+pub use quota::{Quota, QuotaMode};
+pub use slots::Slots;
 pub use workspace::{Workspace, Workspaces};

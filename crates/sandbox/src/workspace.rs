@@ -9,20 +9,23 @@
 //! # Confinement
 //! Code in the sandbox writes the workspace freely: it can leave symbolic links to anywhere
 //! (`ln -s /etc/passwd x`), links that are absolute in the sandbox's view (`/workspace/y`),
-//! hard links, FIFOs. The file tools run on the host, outside the sandbox, so every path they
-//! touch goes through [`Workspace::resolve`], which walks the path component by component
-//! under the workspace root, follows symbolic links itself as the sandbox would see them
-//! (an absolute target must lie under `/workspace`; a relative one must not climb above it)
-//! and returns a host path that contains no symbolic link at all. The file tools then open
-//! the last component with `O_NOFOLLOW`, refuse anything but regular files and directories,
-//! and write by renaming a fresh file into place, never into an existing inode (so a hard
-//! link cannot carry a write out of the workspace either).
-//!
-//! The resolved path stays symlink-free only while nothing in the sandbox runs: a tool holds
-//! [`Workspace::lock`] for the whole of its work, and `execute` holds it while code runs
-//! (and leaves no process behind).
+//! hard links, FIFOs, and it can change them at any moment. The file tools run on the host,
+//! outside the sandbox, so every path they touch goes through [`resolve_in`], which walks the
+//! path component by component from a handle of the workspace root ([`Root`]), follows
+//! symbolic links itself as the sandbox would see them (an absolute target must lie under
+//! `/workspace`; a relative one must not climb above it) and returns a path relative to the
+//! root that held no link when it was walked. Every operation on it then resolves it again
+//! in the kernel, below the root's handle and refusing any link on the way
+//! (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, see [`crate::confine`]), opens the last
+//! component with `O_NOFOLLOW`, refuses anything but regular files and directories, and
+//! writes by renaming a fresh file into place, never into an existing inode (so a hard link
+//! cannot carry a write out of the workspace either). A link swapped in between the walk and
+//! the operation makes the operation fail; it is never followed. This holds whatever runs in
+//! the workspace meanwhile; the tools still hold [`Workspace::lock`] for the whole of their
+//! work, and `execute` holds it while code runs, so calls of one conversation do not
+//! interleave.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -32,6 +35,10 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
+
+pub(crate) use crate::confine::describe_io;
+use crate::confine::{self, Root, describe_open};
+use crate::quota::{self, Quota, QuotaMode};
 
 /// Where the workspace is mounted in the sandbox; the paths the model uses start with it (or
 /// are relative to it).
@@ -54,6 +61,11 @@ pub struct Workspaces {
     /// creating and expiring a workspace do file system work while holding it, so a
     /// workspace being deleted is never handed out again.
     live: tokio::sync::Mutex<HashMap<(String, String), Arc<Workspace>>>,
+    /// The disk quota of each workspace, and how it is enforced (`None`: no quota).
+    quota: Option<Quota>,
+    /// The workspace file systems this process mounted (quota mode `Filesystem`), unmounted
+    /// when the workspace expires or this registry is dropped.
+    mounted: std::sync::Mutex<HashSet<PathBuf>>,
 }
 
 impl Workspaces {
@@ -62,7 +74,20 @@ impl Workspaces {
             root,
             idle_expiry,
             live: tokio::sync::Mutex::new(HashMap::new()),
+            quota: None,
+            mounted: std::sync::Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The same registry with a disk quota for every workspace (see [`crate::quota`]).
+    pub fn with_quota(mut self, quota: Quota) -> Workspaces {
+        self.quota = Some(quota);
+        self
+    }
+
+    /// The quota of each workspace.
+    pub fn quota(&self) -> Option<Quota> {
+        self.quota
     }
 
     /// The host directory holding all workspaces.
@@ -85,6 +110,23 @@ impl Workspaces {
                     .join(encode_name(project_id)?)
                     .join(encode_name(conversation)?);
                 tokio::fs::create_dir_all(&root).await?;
+                if let Some(quota) = self
+                    .quota
+                    .filter(|quota| quota.mode == QuotaMode::Filesystem)
+                {
+                    let dir = root.clone();
+                    let mounted =
+                        tokio::task::spawn_blocking(move || mount_workspace(&dir, quota.bytes))
+                            .await
+                            .map_err(io::Error::other)?
+                            .map_err(io::Error::other)?;
+                    if mounted {
+                        self.mounted
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(root.clone());
+                    }
+                }
                 let workspace = Arc::new(Workspace {
                     id: container_id(project_id, conversation),
                     root,
@@ -143,9 +185,13 @@ impl Workspaces {
                     doomed.push(dir);
                 }
             }
-            // Rename aside while no `get` can recreate the directory.
+            // Rename aside while no `get` can recreate the directory (a workspace file
+            // system is unmounted first, and its image removed).
             let mut renamed = Vec::with_capacity(doomed.len());
             for dir in doomed {
+                if !self.release_file_system(&dir).await {
+                    continue;
+                }
                 let trash = self.root.join(trash_name());
                 match tokio::fs::rename(&dir, &trash).await {
                     Ok(()) => renamed.push(trash),
@@ -165,6 +211,35 @@ impl Workspaces {
         }
         self.remove_stale_trash().await;
         count
+    }
+
+    /// Unmounts the workspace file system at `dir` (when it is one) and removes its image;
+    /// `false` when it stays mounted (still busy), so the directory must stay too.
+    async fn release_file_system(&self, dir: &Path) -> bool {
+        let owned = dir.to_path_buf();
+        let released = tokio::task::spawn_blocking(move || {
+            if quota::is_mount_point(&owned) {
+                quota::unmount(&owned)?;
+            }
+            match std::fs::remove_file(quota::image_of(&owned)) {
+                Ok(()) => Ok(()),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(err) => Err(format!("cannot remove the workspace image: {err}")),
+            }
+        })
+        .await
+        .unwrap_or_else(|err| Err(err.to_string()));
+        self.mounted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(dir);
+        match released {
+            Ok(()) => true,
+            Err(reason) => {
+                tracing::warn!(dir = %dir.display(), %reason, "could not release an idle sandbox workspace's file system");
+                false
+            }
+        }
     }
 
     /// `<root>/<project>/<conversation>` directories whose modification time is older than
@@ -210,6 +285,34 @@ impl Workspaces {
     }
 }
 
+impl Drop for Workspaces {
+    /// Unmounts the workspace file systems this registry mounted (lazily: a run that still
+    /// uses one keeps it until it ends). Their images stay, for the next process.
+    fn drop(&mut self) {
+        let mounted =
+            std::mem::take(&mut *self.mounted.lock().unwrap_or_else(PoisonError::into_inner));
+        for dir in mounted {
+            if let Err(reason) = quota::unmount_lazily(&dir) {
+                tracing::warn!(dir = %dir.display(), %reason, "could not unmount a sandbox workspace");
+            }
+        }
+    }
+}
+
+/// Mounts the workspace file system on `dir` (creating its image on first use) unless one is
+/// mounted there already (by an earlier process); `true` when this call mounted it.
+fn mount_workspace(dir: &Path, bytes: u64) -> Result<bool, String> {
+    if quota::is_mount_point(dir) {
+        return Ok(false);
+    }
+    let image = quota::image_of(dir);
+    if !image.exists() {
+        quota::create_image(&image, bytes)?;
+    }
+    quota::mount(&image, dir)?;
+    Ok(true)
+}
+
 /// One conversation's workspace.
 #[derive(Debug)]
 pub struct Workspace {
@@ -239,56 +342,14 @@ impl Workspace {
     /// Like [`Workspace::resolve`], but returns the path relative to the root (empty for
     /// the root itself).
     pub fn resolve_relative(&self, path: &str) -> Result<PathBuf, String> {
-        let mut pending: Vec<OsString> = sandbox_components(path)?;
-        // Components still to walk, last first, so a link's target can be pushed in front.
-        pending.reverse();
-        let mut done = PathBuf::new();
-        let mut hops = 0;
-        // Once a component is missing, nothing below it can be a link: walk lexically.
-        let mut missing = false;
-        while let Some(component) = pending.pop() {
-            if component == ".." {
-                if !done.pop() {
-                    return Err(format!("the path leads outside {MOUNT}"));
-                }
-                continue;
-            }
-            done.push(&component);
-            if missing {
-                continue;
-            }
-            let host = self.root.join(&done);
-            let meta = match std::fs::symlink_metadata(&host) {
-                Ok(meta) => meta,
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                    missing = true;
-                    continue;
-                }
-                Err(err) => return Err(describe_io(&err)),
-            };
-            if !meta.file_type().is_symlink() {
-                continue;
-            }
-            hops += 1;
-            if hops > MAX_SYMLINK_HOPS {
-                return Err("too many levels of symbolic links".to_owned());
-            }
-            let target = std::fs::read_link(&host).map_err(|err| describe_io(&err))?;
-            done.pop();
-            let target = target.to_string_lossy().into_owned();
-            if target.starts_with('/') {
-                let Some(below) = strip_mount(&target) else {
-                    return Err(format!(
-                        "a symbolic link in the path leads outside {MOUNT} (to {target})"
-                    ));
-                };
-                done = PathBuf::new();
-                pending.extend(split(below).into_iter().rev());
-            } else {
-                pending.extend(split(&target).into_iter().rev());
-            }
-        }
-        Ok(done)
+        resolve_in(&self.open_root()?, path)
+    }
+
+    /// A handle of the workspace root, which file operations start from (see
+    /// [`crate::confine`]).
+    pub fn open_root(&self) -> Result<Root, String> {
+        Root::open(&self.root)
+            .map_err(|err| format!("the workspace is not available: {}", describe_io(&err)))
     }
 
     /// The path the sandbox sees for a host path under the root (`/workspace/…`).
@@ -322,6 +383,62 @@ impl Workspace {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Confines a model-given path (see `Workspace::resolve`) below `root`: walks it one
+/// component at a time through the root's handle, following the workspace's links as the
+/// sandbox sees them. Returns the path relative to the root, which held no link when it was
+/// walked (every later operation refuses one that appeared since).
+pub fn resolve_in(root: &Root, path: &str) -> Result<PathBuf, String> {
+    let mut pending: Vec<OsString> = sandbox_components(path)?;
+    // Components still to walk, last first, so a link's target can be pushed in front.
+    pending.reverse();
+    let mut done = PathBuf::new();
+    let mut hops = 0;
+    // Once a component is missing, nothing below it can be a link: walk lexically.
+    let mut missing = false;
+    while let Some(component) = pending.pop() {
+        if component == ".." {
+            if !done.pop() {
+                return Err(format!("the path leads outside {MOUNT}"));
+            }
+            continue;
+        }
+        done.push(&component);
+        if missing {
+            continue;
+        }
+        let stat = match root.lstat(&done) {
+            Ok(stat) => stat,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                missing = true;
+                continue;
+            }
+            Err(err) => return Err(describe_open(&err)),
+        };
+        if confine::kind(&stat) != rustix::fs::FileType::Symlink {
+            continue;
+        }
+        hops += 1;
+        if hops > MAX_SYMLINK_HOPS {
+            return Err("too many levels of symbolic links".to_owned());
+        }
+        let target = root.read_link(&done).map_err(|err| describe_open(&err))?;
+        done.pop();
+        let target = target.to_string_lossy().into_owned();
+        if target.starts_with('/') {
+            let Some(below) = strip_mount(&target) else {
+                return Err(format!(
+                    "a symbolic link in the path leads outside {MOUNT} (to {target})"
+                ));
+            };
+            done = PathBuf::new();
+            pending.extend(split(below).into_iter().rev());
+        } else {
+            pending.extend(split(&target).into_iter().rev());
+        }
+    }
+    Ok(done)
 }
 
 /// `/workspace/…` for a path relative to the root.
@@ -365,23 +482,6 @@ fn split(path: &str) -> Vec<OsString> {
         .filter(|part| !part.is_empty() && *part != ".")
         .map(OsString::from)
         .collect()
-}
-
-/// An I/O error as the model reads it (without the host path).
-pub(crate) fn describe_io(err: &io::Error) -> String {
-    match err.kind() {
-        io::ErrorKind::NotFound => "no such file or directory".to_owned(),
-        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        io::ErrorKind::NotADirectory => "a path component is not a directory".to_owned(),
-        io::ErrorKind::IsADirectory => "is a directory".to_owned(),
-        _ => {
-            // `io::Error`'s display may name the host path; keep only the OS message.
-            match err.raw_os_error() {
-                Some(code) => io::Error::from_raw_os_error(code).to_string(),
-                None => err.kind().to_string(),
-            }
-        }
-    }
 }
 
 /// `ctr_` and 24 hex digits of SHA-256 over the project and conversation.

@@ -55,6 +55,7 @@ fn limits() -> Limits {
         max_file_bytes: 16 << 20,
         max_output_bytes: 64 << 10,
         network: false,
+        workspace_quota: None,
     }
 }
 

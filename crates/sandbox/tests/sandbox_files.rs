@@ -1336,3 +1336,107 @@ async fn expire_idle_removes_directories_an_earlier_process_left() {
     assert_eq!(workspaces.expire_idle().await, 1);
     assert!(!root.exists());
 }
+
+/// Issue 13: code in the sandbox (here a thread standing in for it) swaps a directory of
+/// the workspace for a link to a host directory and back, as fast as it can, while the file
+/// tools work on paths through it. A tool that checked the path and then opened it would
+/// now and then follow the swapped-in link; resolving and opening relative to the
+/// workspace's handle never does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_a_link_during_a_call_never_leads_outside() {
+    let harness = Harness::new();
+    let outside = harness.outside();
+    std::fs::write(outside.join("inside.txt"), "SECRET\n").unwrap();
+    harness.put("d/inside.txt", "inside\n").await;
+    let root = harness.workspace().await.root.clone();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let stop = Arc::clone(&stop);
+        let (root, outside) = (root.clone(), outside.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            // A tool may create `d` while it is away (write makes missing directories):
+            // such a directory is thrown away, never the real one.
+            let (d, real) = (root.join("d"), root.join("d.real"));
+            while !stop.load(Ordering::Relaxed) {
+                if std::fs::rename(&d, &real).is_err() {
+                    continue;
+                }
+                if std::os::unix::fs::symlink(&outside, &d).is_ok() {
+                    std::thread::yield_now();
+                    swaps += 1;
+                }
+                // Put the real directory back (a tool may recreate `d` meanwhile: retry).
+                loop {
+                    match std::fs::symlink_metadata(&d) {
+                        Ok(meta) if meta.is_symlink() => {
+                            let _ = std::fs::remove_file(&d);
+                        }
+                        Ok(_) => {
+                            let _ = std::fs::remove_dir_all(&d);
+                        }
+                        Err(_) => {}
+                    }
+                    if std::fs::rename(&real, &d).is_ok() {
+                        break;
+                    }
+                }
+            }
+            swaps
+        })
+    };
+    for round in 0..400 {
+        let outcome = harness.call("read", json!({"path": "d/inside.txt"})).await;
+        assert!(
+            !outcome.model_text.contains("SECRET"),
+            "round {round}: read outside"
+        );
+        harness
+            .call("write", json!({"path": "d/new.txt", "content": "x"}))
+            .await;
+        harness
+            .call(
+                "edit",
+                json!({"path": "d/inside.txt", "old_string": "SECRET", "new_string": "stolen"}),
+            )
+            .await;
+        let outcome = harness.call("grep", json!({"pattern": "SECRET"})).await;
+        assert_eq!(
+            grep_item(&outcome).count,
+            Some(0),
+            "round {round}: grep outside"
+        );
+        harness
+            .call(
+                "apply_patch",
+                json!({"patch": "*** Begin Patch\n*** Add File: d/added.txt\n+x\n*** End Patch"}),
+            )
+            .await;
+        let outcome = harness
+            .call("share_file", json!({"path": "d/inside.txt"}))
+            .await;
+        assert!(!outcome.model_text.contains("SECRET"));
+        let _ = std::fs::remove_file(root.join("d.real/added.txt"));
+        let _ = std::fs::remove_file(root.join("d/added.txt"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 0);
+    let mut names: Vec<String> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["inside.txt"], "nothing was written outside");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("inside.txt")).unwrap(),
+        "SECRET\n"
+    );
+    assert!(
+        harness
+            .shared()
+            .iter()
+            .all(|file| !String::from_utf8_lossy(&file.bytes).contains("SECRET")),
+        "nothing outside was shared"
+    );
+}

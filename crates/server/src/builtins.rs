@@ -29,22 +29,185 @@ pub struct Sandbox {
     pub execute: Arc<sandbox::Execute>,
     pub files: Vec<Arc<dyn HostedTool>>,
     pub workspaces: Arc<sandbox::Workspaces>,
+    /// What the start-up probe found, for the log and whoever reports the server's state.
+    pub report: SandboxReport,
+}
+
+/// The sandbox's state after the start-up probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxReport {
+    /// The isolation layers every execution gets, or why code does not run at all.
+    pub layers: Result<sandbox::Layers, String>,
+    /// The workspace quota and how it is enforced.
+    pub quota: Option<sandbox::Quota>,
+    /// Executions that may run at once.
+    pub max_concurrent_executions: usize,
+}
+
+impl SandboxReport {
+    /// One line for the start-up log.
+    pub fn describe(&self) -> String {
+        let layers = match &self.layers {
+            Ok(layers) => layers.describe(),
+            Err(reason) => format!("unavailable ({reason})"),
+        };
+        let quota = match &self.quota {
+            Some(quota) => format!(
+                "{} MiB per workspace, {}",
+                quota.mib(),
+                quota.mode.describe()
+            ),
+            None => "none".to_owned(),
+        };
+        format!(
+            "isolation: {layers}; disk quota: {quota}; at most {} executions at once",
+            self.max_concurrent_executions
+        )
+    }
 }
 
 impl Sandbox {
     /// The sandbox over `isolation` (the probe's result: without working isolation every
-    /// execution reports why and nothing runs).
+    /// execution reports why and nothing runs), with the machine-sized cap on concurrent
+    /// executions.
     pub fn new(
         isolation: Result<Arc<dyn sandbox::Isolation>, String>,
         workspaces: Arc<sandbox::Workspaces>,
         limits: sandbox::Limits,
         file_limits: sandbox::files::FileLimits,
     ) -> Sandbox {
+        let slots = sandbox::Slots::new(
+            sandbox::slots::default_max(limits.memory_mb),
+            std::time::Duration::from_secs(60),
+        );
+        Sandbox::with_slots(isolation, workspaces, limits, file_limits, slots)
+    }
+
+    fn with_slots(
+        isolation: Result<Arc<dyn sandbox::Isolation>, String>,
+        workspaces: Arc<sandbox::Workspaces>,
+        limits: sandbox::Limits,
+        file_limits: sandbox::files::FileLimits,
+        slots: sandbox::Slots,
+    ) -> Sandbox {
+        let report = SandboxReport {
+            layers: Err("not probed".to_owned()),
+            quota: workspaces.quota(),
+            max_concurrent_executions: slots.max(),
+        };
         Sandbox {
-            execute: Arc::new(sandbox::Execute::new(isolation, workspaces.clone(), limits)),
+            execute: Arc::new(
+                sandbox::Execute::new(isolation, workspaces.clone(), limits).with_slots(slots),
+            ),
             files: sandbox::files::file_tools(workspaces.clone(), file_limits),
             workspaces,
+            report,
         }
+    }
+
+    /// The sandbox as the operator configured it: probes bubblewrap with the required
+    /// layers, chooses how the workspace quota is enforced, and logs what it found. When
+    /// the isolation (or a required layer, or a required quota file system) is missing,
+    /// every execution says why and no code runs.
+    pub async fn from_settings(settings: &crate::config::SandboxSettings) -> Sandbox {
+        use crate::config::LandlockSetting;
+        use crate::config::QuotaEnforcement;
+        // The Landlock helper is agentd's own binary (`agentd sandbox-exec`, see main.rs).
+        let helper = std::env::current_exe().map(|program| sandbox::Helper {
+            program,
+            args: vec![sandbox::restrict::SUBCOMMAND.to_owned()],
+        });
+        let landlock = match (settings.landlock, helper) {
+            (LandlockSetting::Off, _) => sandbox::LandlockLayer::Off,
+            (LandlockSetting::Auto, Ok(helper)) => sandbox::LandlockLayer::Auto(helper),
+            (LandlockSetting::Require, Ok(helper)) => sandbox::LandlockLayer::Require(helper),
+            (LandlockSetting::Auto, Err(err)) => {
+                tracing::warn!(error = %err, "sandbox: agentd's own binary is not found; no Landlock layer");
+                sandbox::LandlockLayer::Off
+            }
+            (LandlockSetting::Require, Err(err)) => {
+                sandbox::LandlockLayer::Require(sandbox::Helper {
+                    program: format!("(agentd's binary cannot be found: {err})").into(),
+                    args: Vec::new(),
+                })
+            }
+        };
+        let probed = sandbox::Bwrap::probe_with(sandbox::ProbeOptions {
+            second_layer: settings.second_layer,
+            landlock,
+        })
+        .await;
+        let mut layers = probed
+            .as_ref()
+            .map(sandbox::Bwrap::layers)
+            .map_err(Clone::clone);
+        let mut isolation: Result<Arc<dyn sandbox::Isolation>, String> =
+            probed.map(|bwrap| Arc::new(bwrap) as Arc<dyn sandbox::Isolation>);
+        let root = settings.root.clone();
+        let filesystem = match settings.quota_enforcement {
+            QuotaEnforcement::Watch => {
+                Err("tools.sandbox.quota_enforcement = \"watch\"".to_owned())
+            }
+            QuotaEnforcement::Auto | QuotaEnforcement::Filesystem => {
+                tokio::task::spawn_blocking(move || sandbox::quota::probe_filesystem(&root))
+                    .await
+                    .unwrap_or_else(|err| Err(err.to_string()))
+            }
+        };
+        let mode = match filesystem {
+            Ok(()) => sandbox::QuotaMode::Filesystem,
+            Err(reason) => {
+                if settings.quota_enforcement == QuotaEnforcement::Filesystem {
+                    let why = format!(
+                        "the workspace quota must be enforced by a file system per workspace \
+                         (tools.sandbox.quota_enforcement = \"filesystem\"), and this host \
+                         cannot mount one: {reason}"
+                    );
+                    isolation = Err(why.clone());
+                    layers = Err(why);
+                } else if settings.quota_enforcement == QuotaEnforcement::Auto {
+                    tracing::warn!(%reason, "sandbox: no file system per workspace; the disk quota is measured while code runs");
+                }
+                sandbox::QuotaMode::Watch
+            }
+        };
+        let quota = sandbox::Quota {
+            bytes: settings.workspace_quota_bytes,
+            mode,
+        };
+        let workspaces = Arc::new(
+            sandbox::Workspaces::new(settings.root.clone(), settings.idle_expiry).with_quota(quota),
+        );
+        let limits = sandbox::Limits {
+            timeout: settings.timeout,
+            memory_mb: settings.memory_mb,
+            max_processes: settings.max_processes,
+            max_file_bytes: settings.max_file_bytes,
+            max_output_bytes: settings.max_output_bytes,
+            network: settings.network,
+            workspace_quota: Some(quota),
+        };
+        let slots = sandbox::Slots::new(
+            settings
+                .max_concurrent_executions
+                .unwrap_or_else(|| sandbox::slots::default_max(settings.memory_mb)),
+            settings.queue_timeout,
+        );
+        let mut tools = Sandbox::with_slots(
+            isolation,
+            workspaces,
+            limits,
+            sandbox::files::FileLimits::default(),
+            slots,
+        );
+        tools.report.layers = layers;
+        match &tools.report.layers {
+            Ok(_) => tracing::info!(sandbox = %tools.report.describe(), "sandbox ready"),
+            Err(_) => {
+                tracing::warn!(sandbox = %tools.report.describe(), "the sandbox tool is unavailable: code will not run")
+            }
+        }
+        tools
     }
 }
 
@@ -76,37 +239,7 @@ impl Builtins {
         let backend = search::backend_from_settings(&config.web_search, &backend_policy)
             .await
             .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
-        let settings = &config.sandbox;
-        let isolation: Result<Arc<dyn sandbox::Isolation>, String> = match sandbox::Bwrap::probe()
-            .await
-        {
-            Ok(bwrap) => {
-                tracing::info!("sandbox isolation (bubblewrap) works");
-                Ok(Arc::new(bwrap))
-            }
-            Err(why) => {
-                tracing::warn!(reason = %why, "the sandbox tool is unavailable: code will not run");
-                Err(why)
-            }
-        };
-        let workspaces = Arc::new(sandbox::Workspaces::new(
-            settings.root.clone(),
-            settings.idle_expiry,
-        ));
-        let limits = sandbox::Limits {
-            timeout: settings.timeout,
-            memory_mb: settings.memory_mb,
-            max_processes: settings.max_processes,
-            max_file_bytes: settings.max_file_bytes,
-            max_output_bytes: settings.max_output_bytes,
-            network: settings.network,
-        };
-        let tools = Sandbox::new(
-            isolation,
-            workspaces,
-            limits,
-            sandbox::files::FileLimits::default(),
-        );
+        let tools = Sandbox::from_settings(&config.sandbox).await;
         Ok(Builtins::new(Arc::new(shared_fetch), backend, tools))
     }
 
@@ -125,6 +258,11 @@ impl Builtins {
     /// The name of the search back end in use (for the start-up log).
     pub fn search_backend(&self) -> &'static str {
         self.search.name()
+    }
+
+    /// What the sandbox's start-up probe found (isolation layers, quota, concurrency).
+    pub fn sandbox_report(&self) -> &SandboxReport {
+        &self.sandbox.report
     }
 
     /// The sandbox workspaces (the server expires idle ones periodically).

@@ -123,6 +123,21 @@ pub struct RawSandbox {
     pub max_file_mb: Option<u64>,
     /// A workspace unused this long is removed, in minutes (default 60).
     pub idle_expiry_minutes: Option<u64>,
+    /// What one workspace (a conversation's files) may hold on disk, in MiB (default 1024).
+    pub workspace_quota_mb: Option<u64>,
+    /// How the quota is enforced: "auto" (default: a file system per workspace where
+    /// possible, else measured), "filesystem" (required) or "watch".
+    pub quota_enforcement: Option<String>,
+    /// Executions running at once on this server (default: one per CPU, as memory allows).
+    pub max_concurrent_executions: Option<usize>,
+    /// How long an execution waits for a free slot, in seconds (default 60).
+    pub queue_timeout_s: Option<u64>,
+    /// "require" (default): no code runs without the seccomp filter inside bubblewrap;
+    /// "optional": run without it where it cannot be applied.
+    pub second_layer: Option<String>,
+    /// Landlock inside the sandbox: "auto" (default: where the kernel has it), "require"
+    /// (no code runs without it) or "off".
+    pub landlock: Option<String>,
 }
 
 /// `[tools.web_search]`. API keys never sit in the file: `BRAVE_API_KEY`, `TAVILY_API_KEY`,
@@ -304,6 +319,32 @@ pub struct SandboxSettings {
     pub idle_expiry: std::time::Duration,
     /// Where workspaces live: `<data_dir>/sandbox`.
     pub root: PathBuf,
+    pub workspace_quota_bytes: u64,
+    pub quota_enforcement: QuotaEnforcement,
+    /// `None`: sized for the machine when the sandbox starts.
+    pub max_concurrent_executions: Option<usize>,
+    pub queue_timeout: std::time::Duration,
+    pub second_layer: sandbox::SecondLayer,
+    pub landlock: LandlockSetting,
+}
+
+/// `tools.sandbox.landlock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandlockSetting {
+    Auto,
+    Require,
+    Off,
+}
+
+/// How the workspace quota is enforced (`tools.sandbox.quota_enforcement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaEnforcement {
+    /// A file system per workspace where agentd can mount one, else measured.
+    Auto,
+    /// A file system per workspace, or no sandbox at all.
+    Filesystem,
+    /// Measured while code runs.
+    Watch,
 }
 
 /// Limits of the `fetch_url` tool (`[tools.fetch_url]`).
@@ -602,6 +643,52 @@ fn sandbox_settings(
             )? * 60,
         ),
         root: data_dir.join("sandbox"),
+        workspace_quota_bytes: within(
+            "workspace_quota_mb",
+            raw.workspace_quota_mb.unwrap_or(1024),
+            16..=1_048_576,
+        )? << 20,
+        quota_enforcement: match raw.quota_enforcement.as_deref() {
+            None | Some("auto") => QuotaEnforcement::Auto,
+            Some("filesystem") => QuotaEnforcement::Filesystem,
+            Some("watch") => QuotaEnforcement::Watch,
+            Some(other) => {
+                return Err(invalid(
+                    "quota_enforcement",
+                    &format!("{other:?}: use \"auto\", \"filesystem\" or \"watch\""),
+                ));
+            }
+        },
+        max_concurrent_executions: raw
+            .max_concurrent_executions
+            .map(|n| within("max_concurrent_executions", n as u64, 1..=1024).map(|n| n as usize))
+            .transpose()?,
+        queue_timeout: std::time::Duration::from_secs(within(
+            "queue_timeout_s",
+            raw.queue_timeout_s.unwrap_or(60),
+            1..=3600,
+        )?),
+        landlock: match raw.landlock.as_deref() {
+            None | Some("auto") => LandlockSetting::Auto,
+            Some("require") => LandlockSetting::Require,
+            Some("off") => LandlockSetting::Off,
+            Some(other) => {
+                return Err(invalid(
+                    "landlock",
+                    &format!("{other:?}: use \"auto\", \"require\" or \"off\""),
+                ));
+            }
+        },
+        second_layer: match raw.second_layer.as_deref() {
+            None | Some("require") => sandbox::SecondLayer::Require,
+            Some("optional") => sandbox::SecondLayer::Optional,
+            Some(other) => {
+                return Err(invalid(
+                    "second_layer",
+                    &format!("{other:?}: use \"require\" or \"optional\""),
+                ));
+            }
+        },
     })
 }
 
@@ -922,6 +1009,55 @@ mod tests {
         .expect("parses");
         let err = Config::resolve(bad, &env_of(&[]), &Flags::default()).expect_err("bad tool");
         assert!(err.to_string().contains("presets.low"), "{err}");
+    }
+
+    #[test]
+    fn sandbox_hardening_settings_have_defaults_and_are_checked() {
+        let none = env_of(&[]);
+        let c = Config::resolve(RawConfig::default(), &none, &Flags::default()).expect("ok");
+        assert_eq!(c.sandbox.workspace_quota_bytes, 1 << 30);
+        assert_eq!(c.sandbox.quota_enforcement, QuotaEnforcement::Auto);
+        assert_eq!(c.sandbox.max_concurrent_executions, None);
+        assert_eq!(c.sandbox.queue_timeout, std::time::Duration::from_secs(60));
+        assert_eq!(c.sandbox.second_layer, sandbox::SecondLayer::Require);
+        assert_eq!(c.sandbox.landlock, LandlockSetting::Auto);
+        let c = Config::resolve(
+            file(
+                "[tools.sandbox]\nworkspace_quota_mb = 64\nquota_enforcement = \"watch\"\n\
+                 max_concurrent_executions = 3\nqueue_timeout_s = 5\nsecond_layer = \"optional\"\n\
+                 landlock = \"require\"",
+            ),
+            &none,
+            &Flags::default(),
+        )
+        .expect("ok");
+        assert_eq!(c.sandbox.workspace_quota_bytes, 64 << 20);
+        assert_eq!(c.sandbox.quota_enforcement, QuotaEnforcement::Watch);
+        assert_eq!(c.sandbox.max_concurrent_executions, Some(3));
+        assert_eq!(c.sandbox.queue_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(c.sandbox.second_layer, sandbox::SecondLayer::Optional);
+        assert_eq!(c.sandbox.landlock, LandlockSetting::Require);
+        for (text, name) in [
+            ("workspace_quota_mb = 1", "tools.sandbox.workspace_quota_mb"),
+            (
+                "quota_enforcement = \"disk\"",
+                "tools.sandbox.quota_enforcement",
+            ),
+            (
+                "max_concurrent_executions = 0",
+                "tools.sandbox.max_concurrent_executions",
+            ),
+            ("second_layer = \"off\"", "tools.sandbox.second_layer"),
+            ("landlock = \"yes\"", "tools.sandbox.landlock"),
+        ] {
+            let err = Config::resolve(
+                file(&format!("[tools.sandbox]\n{text}")),
+                &none,
+                &Flags::default(),
+            )
+            .expect_err(text);
+            assert!(err.to_string().contains(name), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -164,8 +164,17 @@ async fn index_add(config: &Config, sources: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // `agentd sandbox-exec …` is the sandbox's Landlock helper (run inside bubblewrap): it
+    // restricts itself and executes the program, before any thread or runtime starts.
+    sandbox::restrict::dispatch();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve { listen, common } => {

@@ -203,3 +203,88 @@ async fn another_projects_files_are_not_found() {
     assert_eq!(get(&key_b, &url).await.unwrap().status().as_u16(), 404);
     assert_eq!(get(&key_b, &list).await.unwrap().status().as_u16(), 404);
 }
+
+/// Issue 13: `[tools.sandbox] workspace_quota_mb` reaches the sandbox; a run that tries to
+/// write 2 GB is stopped at the quota and the model reads the limit.
+#[tokio::test]
+async fn the_workspace_quota_stops_a_run_that_writes_2_gb() {
+    let app = TestApp::spawn_with(|config| {
+        config.sandbox.workspace_quota_bytes = 32 << 20;
+        config.sandbox.max_file_bytes = 1 << 30;
+    })
+    .await;
+    app.fake.push(call(
+        "execute",
+        json!({"language": "bash", "code": "for i in 1 2; do dd if=/dev/zero of=big$i bs=1M count=1024 status=none; done; du -sm . | cut -f1"}),
+    ));
+    app.fake.push(Reply::text("done"));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "fill the disk", "tools": [{"type": "sandbox"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let run = items(&response, "sandbox_results")[0];
+    let stderr = run["results"][0]["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("disk quota is 32 MiB (tools.sandbox.workspace_quota_mb)"),
+        "{run}"
+    );
+    let model_saw = app.fake.requests()[1].to_string();
+    assert!(
+        model_saw.contains("disk quota is 32 MiB"),
+        "the model reads the limit"
+    );
+    // The run ends by itself at the quota where workspaces get their own file system (and
+    // prints what it holds), or is killed by the measurement before `du` runs.
+    if let Some(used) = run["results"][0]["stdout"]
+        .as_str()
+        .and_then(|out| out.trim().parse::<u64>().ok())
+    {
+        assert!(used <= 64, "the workspace holds {used} MiB");
+    }
+}
+
+/// The real `agentd` binary is its own Landlock helper (`agentd sandbox-exec`): its start-up
+/// probe runs a program through it and reports every layer in force.
+#[test]
+fn the_agentd_binary_reports_its_isolation_layers_at_start_up() {
+    use std::io::BufRead;
+    let data = std::env::temp_dir().join(format!("agentd-layers-{}", std::process::id()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .env("RUST_LOG", "info")
+        .env_remove("AGENTD_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("sandbox ready") || line.contains("sandbox tool is unavailable") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let ready = rx.recv_timeout(std::time::Duration::from_secs(120));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&data);
+    let ready = ready.unwrap();
+    assert!(
+        ready.contains("bubblewrap namespaces + seccomp filter + Landlock (ABI"),
+        "{ready}"
+    );
+    assert!(
+        ready.contains("disk quota: 1024 MiB per workspace"),
+        "{ready}"
+    );
+}

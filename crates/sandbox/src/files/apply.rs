@@ -3,14 +3,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::FileType;
+
 use engine::hosted::{CallContext, HostedTool, ToolOutcome};
 use engine::model::ToolSpec;
 use protocol::output::{OutputItem, SandboxApplyPatch};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{FileLimits, Shared, fsio, outcome, parse, patch, resolve_named, spec};
-use crate::workspace::{Workspace, describe_io};
+use super::common::{FileLimits, Shared, outcome, parse, resolve_named, spec};
+use super::{fsio, patch};
+use crate::confine::Root;
 
 pub(super) struct ApplyPatch(pub(super) Shared);
 
@@ -29,11 +32,7 @@ struct Applied {
 
 /// Applies a whole patch: every change is computed in memory first, so a patch that does
 /// not apply changes nothing.
-fn apply_patch(
-    workspace: &Workspace,
-    limits: &FileLimits,
-    args: &PatchArgs,
-) -> Result<Applied, String> {
+fn apply_patch(root: &Root, limits: &FileLimits, args: &PatchArgs) -> Result<Applied, String> {
     let hunks = patch::parse(&args.patch)?;
     // The new state of each touched file (None: deleted), by host path, and its shown path.
     let mut state: BTreeMap<PathBuf, (String, Option<String>)> = BTreeMap::new();
@@ -46,9 +45,9 @@ fn apply_patch(
         if let Some((_, content)) = state.get(host) {
             return Ok(content.clone());
         }
-        match std::fs::symlink_metadata(host) {
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            _ => fsio::read_text(host, limits.max_file_bytes, "apply_patch")
+        match fsio::kind(root, host) {
+            Ok(None) => Ok(None),
+            _ => fsio::read_text(root, host, limits.max_file_bytes, "apply_patch")
                 .map(Some)
                 .map_err(|message| format!("{shown}: {message}")),
         }
@@ -62,12 +61,12 @@ fn apply_patch(
         if let Some((_, content)) = state.get(host) {
             return Ok(content.is_some());
         }
-        match std::fs::symlink_metadata(host) {
-            Ok(meta) if meta.is_file() => Ok(true),
-            Ok(meta) if meta.is_dir() => Err(format!("{shown}: is a directory")),
-            Ok(_) => Err(format!("{shown}: is not a regular file")),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(err) => Err(format!("{shown}: {}", describe_io(&err))),
+        match fsio::kind(root, host) {
+            Ok(Some(FileType::RegularFile)) => Ok(true),
+            Ok(Some(FileType::Directory)) => Err(format!("{shown}: is a directory")),
+            Ok(Some(_)) => Err(format!("{shown}: is not a regular file")),
+            Ok(None) => Ok(false),
+            Err(message) => Err(format!("{shown}: {message}")),
         }
     };
     let mut set = |state: &mut BTreeMap<PathBuf, (String, Option<String>)>,
@@ -93,7 +92,7 @@ fn apply_patch(
     for hunk in hunks {
         match hunk {
             patch::Hunk::Add { path, contents } => {
-                let (host, shown) = resolve_named(workspace, &path)?;
+                let (host, shown) = resolve_named(root, &path)?;
                 if exists(&state, &host, &shown)? {
                     return Err(format!(
                         "{shown}: the file already exists; use '*** Update File:' to change it"
@@ -103,7 +102,7 @@ fn apply_patch(
                 set(&mut state, host, shown, Some(contents))?;
             }
             patch::Hunk::Delete { path } => {
-                let (host, shown) = resolve_named(workspace, &path)?;
+                let (host, shown) = resolve_named(root, &path)?;
                 if !exists(&state, &host, &shown)? {
                     return Err(format!("{shown}: cannot delete: no such file"));
                 }
@@ -115,14 +114,14 @@ fn apply_patch(
                 move_to,
                 chunks,
             } => {
-                let (host, shown) = resolve_named(workspace, &path)?;
+                let (host, shown) = resolve_named(root, &path)?;
                 let Some(original) = current(&state, &host, &shown)? else {
                     return Err(format!("{shown}: cannot update: no such file"));
                 };
                 let updated = patch::apply(&original, &chunks, &shown)?;
                 match move_to {
                     Some(target) => {
-                        let (target_host, target_shown) = resolve_named(workspace, &target)?;
+                        let (target_host, target_shown) = resolve_named(root, &target)?;
                         if target_host != host && exists(&state, &target_host, &target_shown)? {
                             return Err(format!(
                                 "{target_shown}: cannot move {shown} there: the file exists"
@@ -149,10 +148,12 @@ fn apply_patch(
             continue;
         };
         let result = match content {
-            Some(text) => fsio::write_atomic(&host, text.as_bytes()).map(|_| ()),
-            None => match std::fs::symlink_metadata(&host) {
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                _ => fsio::remove_file(&host),
+            Some(text) => {
+                fsio::write_atomic(root, &host, text.as_bytes(), limits.workspace_quota).map(|_| ())
+            }
+            None => match fsio::kind(root, &host) {
+                Ok(None) => Ok(()),
+                _ => fsio::remove_file(root, &host),
             },
         };
         result.map_err(|message| {
@@ -215,8 +216,8 @@ impl HostedTool for ApplyPatch {
         let result = match parse::<PatchArgs>(arguments) {
             Ok(args) => {
                 self.0
-                    .run(&context, move |workspace, limits| {
-                        apply_patch(workspace, limits, &args)
+                    .run(&context, move |root, limits| {
+                        apply_patch(root, limits, &args)
                     })
                     .await
             }

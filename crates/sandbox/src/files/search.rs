@@ -8,8 +8,10 @@ use protocol::output::{OutputItem, SandboxFileMatches};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{FileLimits, Shared, cut_line, fsio, glob, outcome, parse, resolve_named, spec};
-use crate::workspace::{MOUNT, Workspace, describe_io, sandbox_path_of};
+use super::common::{FileLimits, Shared, cut_line, outcome, parse, resolve_named, spec};
+use super::{fsio, glob};
+use crate::confine::Root;
+use crate::workspace::{MOUNT, resolve_in, sandbox_path_of};
 
 /// The most characters of one matching line `grep` shows.
 const MAX_GREP_LINE_CHARS: usize = 300;
@@ -66,22 +68,19 @@ impl NameFilter {
     }
 }
 
-fn grep_files(
-    workspace: &Workspace,
-    limits: &FileLimits,
-    args: &GrepArgs,
-) -> Result<Found, String> {
+fn grep_files(root: &Root, limits: &FileLimits, args: &GrepArgs) -> Result<Found, String> {
     let regex = regex::RegexBuilder::new(&args.pattern)
         .size_limit(1 << 22)
         .build()
         .map_err(|err| format!("invalid regular expression: {err}"))?;
     let filter = args.glob.as_deref().map(NameFilter::new).transpose()?;
     let path = args.path.as_deref().unwrap_or(".");
-    let (start, _) = resolve_named(workspace, path)?;
-    let meta = std::fs::symlink_metadata(&start)
-        .map_err(|err| format!("{path}: {}", describe_io(&err)))?;
-    let walk = if meta.is_dir() {
-        fsio::walk(&start, limits.max_walk_entries)
+    let (start, _) = resolve_named(root, path)?;
+    let kind = fsio::kind(root, &start)
+        .map_err(|message| format!("{path}: {message}"))?
+        .ok_or_else(|| format!("{path}: no such file or directory"))?;
+    let walk = if kind == rustix::fs::FileType::Directory {
+        fsio::walk(root, &start, limits.max_walk_entries)
     } else {
         fsio::Walk {
             files: vec![start],
@@ -92,15 +91,14 @@ fn grep_files(
     let mut lines = String::new();
     let mut skipped = 0usize;
     let mut full = false;
-    'files: for host in &walk.files {
-        let relative = host.strip_prefix(&workspace.root).unwrap_or(host);
+    'files: for relative in &walk.files {
         if filter
             .as_ref()
             .is_some_and(|filter| !filter.matches(relative))
         {
             continue;
         }
-        let Ok(bytes) = fsio::read_capped(host, limits.max_file_bytes, "grep") else {
+        let Ok(bytes) = fsio::read_capped(root, relative, limits.max_file_bytes, "grep") else {
             skipped += 1;
             continue;
         };
@@ -200,8 +198,8 @@ impl HostedTool for Grep {
         let result = match parse::<GrepArgs>(arguments) {
             Ok(args) => {
                 self.0
-                    .run(&context, move |workspace, limits| {
-                        grep_files(workspace, limits, &args)
+                    .run(&context, move |root, limits| {
+                        grep_files(root, limits, &args)
                     })
                     .await
             }
@@ -251,11 +249,7 @@ struct GlobArgs {
     pattern: String,
 }
 
-fn glob_files(
-    workspace: &Workspace,
-    limits: &FileLimits,
-    args: &GlobArgs,
-) -> Result<Found, String> {
+fn glob_files(root: &Root, limits: &FileLimits, args: &GlobArgs) -> Result<Found, String> {
     let pattern = args.pattern.trim();
     let below = if pattern.starts_with('/') {
         match pattern.strip_prefix(MOUNT) {
@@ -288,8 +282,8 @@ fn glob_files(
     let cap = limits.max_results;
     if literal == components.len() {
         // No wildcard: the pattern names one path.
-        let (host, shown) = resolve_named(workspace, &components.join("/"))?;
-        if std::fs::symlink_metadata(&host).is_ok_and(|meta| meta.is_file()) {
+        let (relative, shown) = resolve_named(root, &components.join("/"))?;
+        if fsio::kind(root, &relative)? == Some(rustix::fs::FileType::RegularFile) {
             found.files.push(shown);
             found.count = 1;
         }
@@ -300,15 +294,12 @@ fn glob_files(
         } else {
             components[..literal].join("/")
         };
-        let base = workspace
-            .resolve_relative(&prefix)
-            .map_err(|message| format!("{pattern}: {message}"))?;
-        let base_host = workspace.root.join(&base);
-        if std::fs::symlink_metadata(&base_host).is_ok_and(|meta| meta.is_dir()) {
-            let walk = fsio::walk(&base_host, limits.max_walk_entries);
+        let base = resolve_in(root, &prefix).map_err(|message| format!("{pattern}: {message}"))?;
+        if fsio::kind(root, &base)? == Some(rustix::fs::FileType::Directory) {
+            let walk = fsio::walk(root, &base, limits.max_walk_entries);
             found.truncated = walk.truncated;
-            for host in &walk.files {
-                let Ok(below_base) = host.strip_prefix(&base_host) else {
+            for relative in &walk.files {
+                let Ok(below_base) = relative.strip_prefix(&base) else {
                     continue;
                 };
                 if !glob.is_match(below_base) {
@@ -371,8 +362,8 @@ impl HostedTool for Glob {
         let result = match parse::<GlobArgs>(arguments) {
             Ok(args) => {
                 self.0
-                    .run(&context, move |workspace, limits| {
-                        glob_files(workspace, limits, &args)
+                    .run(&context, move |root, limits| {
+                        glob_files(root, limits, &args)
                     })
                     .await
             }

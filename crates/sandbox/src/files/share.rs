@@ -8,7 +8,8 @@ use protocol::output::{OutputItem, ShareFile};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Shared, failed, fsio, given_path, outcome, parse, resolve, spec};
+use super::common::{Shared, failed, given_path, outcome, parse, resolve, spec};
+use super::fsio;
 
 pub(super) struct Share(pub(super) Shared);
 
@@ -120,10 +121,15 @@ impl HostedTool for Share {
             Ok(args) => {
                 let path = args.path.clone();
                 self.0
-                    .run(&context, move |workspace, limits| {
-                        let (host, shown) = resolve(workspace, &args.path)?;
-                        let bytes = fsio::read_capped(&host, limits.max_share_bytes, "share_file")?;
-                        let own_name = host
+                    .run(&context, move |root, limits| {
+                        let (relative, shown) = resolve(root, &args.path)?;
+                        let bytes = fsio::read_capped(
+                            root,
+                            &relative,
+                            limits.max_share_bytes,
+                            "share_file",
+                        )?;
+                        let own_name = relative
                             .file_name()
                             .map(|name| name.to_string_lossy().into_owned())
                             .unwrap_or_default();

@@ -6,11 +6,11 @@ use protocol::output::{OutputItem, SandboxEditFile, SandboxReadFile, SandboxWrit
 use serde::Deserialize;
 use serde_json::json;
 
-use super::fsio::{self, Written};
-use super::{
+use super::common::{
     FileLimits, MAX_LINE_CHARS, Shared, cut_line, failed, given_path, outcome, parse, resolve, spec,
 };
-use crate::workspace::Workspace;
+use super::fsio::{self, Written};
+use crate::confine::Root;
 
 pub(super) struct Write(pub(super) Shared);
 
@@ -46,13 +46,18 @@ impl HostedTool for Write {
             Ok(args) => {
                 let path = args.path.clone();
                 self.0
-                    .run(&context, move |workspace, limits| {
+                    .run(&context, move |root, limits| {
                         let size = u64::try_from(args.content.len()).unwrap_or(u64::MAX);
                         if size > limits.max_file_bytes {
                             return Err(fsio::too_large(size, limits.max_file_bytes, "write"));
                         }
-                        let (host, shown) = resolve(workspace, &args.path)?;
-                        let written = fsio::write_atomic(&host, args.content.as_bytes())?;
+                        let (relative, shown) = resolve(root, &args.path)?;
+                        let written = fsio::write_atomic(
+                            root,
+                            &relative,
+                            args.content.as_bytes(),
+                            limits.workspace_quota,
+                        )?;
                         Ok((shown, size, written))
                     })
                     .await
@@ -116,19 +121,16 @@ struct ReadResult {
     total: u64,
 }
 
-fn read_lines(
-    workspace: &Workspace,
-    limits: &FileLimits,
-    args: &ReadArgs,
-) -> Result<ReadResult, String> {
-    let (host, shown) = resolve(workspace, &args.path)?;
-    let bytes = fsio::read_capped(&host, limits.max_file_bytes, "read").map_err(|message| {
-        if message.contains("byte limit") {
-            format!("{message}; look at parts of it with execute (head, sed -n, grep)")
-        } else {
-            message
-        }
-    })?;
+fn read_lines(root: &Root, limits: &FileLimits, args: &ReadArgs) -> Result<ReadResult, String> {
+    let (relative, shown) = resolve(root, &args.path)?;
+    let bytes =
+        fsio::read_capped(root, &relative, limits.max_file_bytes, "read").map_err(|message| {
+            if message.contains("byte limit") {
+                format!("{message}; look at parts of it with execute (head, sed -n, grep)")
+            } else {
+                message
+            }
+        })?;
     if fsio::is_binary(&bytes) {
         return Err(format!(
             "is a binary file ({} bytes); inspect it with execute (for example xxd or python)",
@@ -219,8 +221,8 @@ impl HostedTool for Read {
             Ok(args) => {
                 let path = args.path.clone();
                 self.0
-                    .run(&context, move |workspace, limits| {
-                        read_lines(workspace, limits, &args)
+                    .run(&context, move |root, limits| {
+                        read_lines(root, limits, &args)
                     })
                     .await
                     .map_err(|message| (path, message))
@@ -286,7 +288,7 @@ struct EditArgs {
 }
 
 fn edit_file(
-    workspace: &Workspace,
+    root: &Root,
     limits: &FileLimits,
     args: &EditArgs,
 ) -> Result<(String, String), String> {
@@ -296,8 +298,8 @@ fn edit_file(
     if args.old_string == args.new_string {
         return Err("old_string and new_string are the same".to_owned());
     }
-    let (host, shown) = resolve(workspace, &args.path)?;
-    let text = fsio::read_text(&host, limits.max_file_bytes, "edit")?;
+    let (relative, shown) = resolve(root, &args.path)?;
+    let text = fsio::read_text(root, &relative, limits.max_file_bytes, "edit")?;
     let count = text.matches(args.old_string.as_str()).count();
     let replace_all = args.replace_all.unwrap_or(false);
     let Some(first) = text.find(args.old_string.as_str()) else {
@@ -322,7 +324,7 @@ fn edit_file(
     if size > limits.max_file_bytes {
         return Err(fsio::too_large(size, limits.max_file_bytes, "edit"));
     }
-    fsio::write_atomic(&host, edited.as_bytes())?;
+    fsio::write_atomic(root, &relative, edited.as_bytes(), limits.workspace_quota)?;
     let line = text[..first].matches('\n').count() + 1;
     let message = if count == 1 {
         format!("Replaced 1 occurrence at line {line}.")
@@ -361,9 +363,7 @@ impl HostedTool for Edit {
             Ok(args) => {
                 let path = args.path.clone();
                 self.0
-                    .run(&context, move |workspace, limits| {
-                        edit_file(workspace, limits, &args)
-                    })
+                    .run(&context, move |root, limits| edit_file(root, limits, &args))
                     .await
                     .map_err(|message| (path, message))
             }
