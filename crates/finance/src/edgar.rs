@@ -268,14 +268,16 @@ impl Edgar {
         Ok(url)
     }
 
-    /// Filings of the company in the request's range, older pages included when needed.
+    /// Filings of the company in the request's range, older pages included when needed (a
+    /// page that cannot be read is left out, and a note says why).
     async fn filings(
         &self,
         cik: u64,
         request: &DataRequest,
-    ) -> Result<(Arc<Submissions>, Vec<Filing>), BackendError> {
+    ) -> Result<(Arc<Submissions>, Vec<Filing>, Vec<String>), BackendError> {
         let submissions = self.submissions(cik).await?;
         let mut filings = submissions.filings.clone();
+        let mut notes = Vec::new();
         let oldest = filings.last().map(|f| f.filing_date);
         if let Some(from) = request.from
             && oldest.is_none_or(|oldest| from < oldest)
@@ -291,13 +293,21 @@ impl Edgar {
                 })
                 .take(MAX_OLDER_PAGES);
             for page in pages {
-                let url = self.older_page_url(&page.name)?;
-                let body = self.get(url).await?;
-                filings.extend(submissions::parse_page(&body).map_err(BackendError::Decode)?);
+                let read = async {
+                    let body = self.get(self.older_page_url(&page.name)?).await?;
+                    submissions::parse_page(&body).map_err(BackendError::Decode)
+                };
+                match read.await {
+                    Ok(older) => filings.extend(older),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "an older-filings page was not read");
+                        notes.push(format!("Older filings could not be read: {err}."));
+                    }
+                }
             }
             filings.sort_by_key(|f| std::cmp::Reverse(f.filing_date));
         }
-        Ok((submissions, filings))
+        Ok((submissions, filings, notes))
     }
 }
 
@@ -348,14 +358,16 @@ impl Backend for Edgar {
                 })
             }
             Category::Filings | Category::InsiderTrading => {
-                let (submissions, filings) = self.filings(cik, request).await?;
-                filings_block(
+                let (submissions, filings, notes) = self.filings(cik, request).await?;
+                let mut block = filings_block(
                     cik,
                     &submissions.company.name,
                     &filings,
                     request,
                     request.category == Category::InsiderTrading,
-                )
+                )?;
+                block.notes.extend(notes);
+                Ok(block)
             }
             _ => {
                 let facts = self.facts(cik).await?;

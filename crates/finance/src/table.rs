@@ -159,9 +159,12 @@ impl Table {
                             .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_object))
                     })
                     .collect();
+                let objects: Vec<&Value> = object.values().filter(|v| v.is_object()).collect();
                 match lists.as_slice() {
                     [only] => Table::from_json(only, limit),
                     _ if object.values().any(is_scalar) => Table::key_values(object, &[], &[]),
+                    // A wrapper around one object (`{"Global Quote": {…}}`).
+                    [] if objects.len() == 1 => Table::from_json(objects[0], limit),
                     _ => text_table(&value.to_string()),
                 }
             }
@@ -363,6 +366,8 @@ mod tests {
         assert_eq!(table.rows.len(), 2);
         let flat = Table::from_json(&json!({"price": 1.5, "symbol": "X"}), 10);
         assert_eq!(flat.columns, ["field", "value"]);
+        let wrapped = Table::from_json(&json!({"Global Quote": {"price": "1.5"}}), 10);
+        assert_eq!(wrapped.rows, [vec![json!("price"), json!("1.5")]]);
         let text = Table::from_json(&json!("plain words"), 10);
         assert_eq!(text.rows[0][0], "plain words");
     }
