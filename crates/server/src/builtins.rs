@@ -1,12 +1,13 @@
 //! The built-in tools agentd runs itself, behind the engine's [`engine::hosted`] port, assembled
 //! from the operator's configuration: `fetch_url` (the `fetch` crate), `web_search` (the
-//! `search` crate) and the code sandbox with its file tools (the `sandbox` crate). Every URL
-//! they contact goes through the network guard (`netguard`).
+//! `search` crate), the code sandbox with its file tools (the `sandbox` crate) and
+//! `finance_search` (the `finance` crate). Every URL they contact goes through the network
+//! guard (`netguard`).
 //!
 //! [`Builtins`] is the [`HostedTools`] the server hands the engine: it holds what is shared
 //! for the life of the process (the guarded HTTP client of `fetch_url`, the search back end,
-//! the sandbox's workspaces) and builds each request's tools from their configuration, which
-//! is cheap.
+//! the sandbox's workspaces, the finance sources with their cache and budgets) and builds each
+//! request's tools from their configuration, which is cheap.
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub struct Builtins {
     fetch: Arc<fetch::FetchShared>,
     search: Arc<dyn search::Backend>,
     sandbox: Sandbox,
+    finance: Arc<finance::Finance>,
 }
 
 /// What the `sandbox` tool brings: `execute` and the seven file tools, over shared
@@ -232,7 +234,7 @@ impl Builtins {
             .as_deref()
             .filter(|u| !u.trim().is_empty())
         {
-            allowed.extend(operator_host_addresses(url).await?);
+            allowed.extend(operator_host_addresses("AGENTD_SEARXNG_URL", url).await?);
         }
         let backend_policy = netguard::Policy::with_allowed(&allowed)
             .map_err(|err| ServerError::Tools(err.to_string()))?;
@@ -240,18 +242,26 @@ impl Builtins {
             .await
             .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
         let tools = Sandbox::from_settings(&config.sandbox).await;
-        Ok(Builtins::new(Arc::new(shared_fetch), backend, tools))
+        let finance = finance_from_config(config).await?;
+        Ok(Builtins::new(
+            Arc::new(shared_fetch),
+            backend,
+            tools,
+            Arc::new(finance),
+        ))
     }
 
     pub fn new(
         fetch: Arc<fetch::FetchShared>,
         search: Arc<dyn search::Backend>,
         sandbox: Sandbox,
+        finance: Arc<finance::Finance>,
     ) -> Builtins {
         Builtins {
             fetch,
             search,
             sandbox,
+            finance,
         }
     }
 
@@ -287,25 +297,79 @@ impl HostedTools for Builtins {
                 tools.extend(self.sandbox.files.iter().cloned());
                 tools
             }
+            Tool::FinanceSearch(_) => {
+                vec![Arc::new(finance::FinanceSearch::new(self.finance.clone()))]
+            }
             _ => Vec::new(),
         })
     }
 }
 
-/// The addresses an operator-configured URL's host resolves to, as host CIDRs.
-async fn operator_host_addresses(url: &str) -> Result<Vec<String>, ServerError> {
+/// The finance sources: the operator's own service hosts (base URL overrides, MCP servers)
+/// may sit on private addresses, allowed for these sources only; MCP servers are reached
+/// through the server's guarded MCP client.
+async fn finance_from_config(config: &Config) -> Result<finance::Finance, ServerError> {
+    let settings = &config.finance_search;
+    let mut allowed = config.allow_private.clone();
+    let overrides = [
+        ("tools.finance_search.fmp_base_url", &settings.fmp_base_url),
+        (
+            "tools.finance_search.alphavantage_base_url",
+            &settings.alphavantage_base_url,
+        ),
+        ("tools.finance_search.sec_base_url", &settings.sec_www_url),
+        (
+            "tools.finance_search.sec_data_base_url",
+            &settings.sec_data_url,
+        ),
+    ];
+    let mut hosts: Vec<(&str, &str)> = overrides
+        .iter()
+        .filter_map(|(name, url)| Some((*name, url.as_deref().filter(|u| !u.trim().is_empty())?)))
+        .collect();
+    hosts.extend(
+        settings
+            .mcp
+            .iter()
+            .map(|source| ("tools.finance_search.mcp.url", source.server.url.as_str())),
+    );
+    for (name, url) in hosts {
+        // A host that does not resolve now is only refused if it is private when used.
+        match operator_host_addresses(name, url).await {
+            Ok(addresses) => allowed.extend(addresses),
+            Err(err) => {
+                tracing::warn!(error = %err, "finance_search source host not resolved at start-up")
+            }
+        }
+    }
+    let policy = netguard::Policy::with_allowed(&allowed)
+        .map_err(|err| ServerError::Tools(err.to_string()))?;
+    let mut mcp_config = mcp::McpConfig::new(policy.clone());
+    mcp_config.request_timeout = config.mcp.request_timeout;
+    mcp_config.connect_timeout = config.mcp.connect_timeout;
+    mcp_config.max_response_bytes = config.mcp.max_response_bytes;
+    let connector =
+        mcp::McpClient::new(mcp_config).map_err(|err| ServerError::Mcp(err.to_string()))?;
+    let finance = finance::build(settings, &policy, Arc::new(connector))
+        .await
+        .map_err(|err| ServerError::Tools(format!("finance_search: {err}")))?;
+    tracing::info!(sources = ?finance.sources(), "finance_search sources");
+    Ok(finance)
+}
+
+/// The addresses an operator-configured URL's host resolves to, as host CIDRs; `name` says
+/// which setting it came from.
+async fn operator_host_addresses(name: &str, url: &str) -> Result<Vec<String>, ServerError> {
     let parsed = url::Url::parse(url)
-        .map_err(|err| ServerError::Tools(format!("AGENTD_SEARXNG_URL is not a URL: {err}")))?;
+        .map_err(|err| ServerError::Tools(format!("{name} is not a URL: {err}")))?;
     let port = parsed.port_or_known_default().unwrap_or(80);
     let addresses: Vec<std::net::IpAddr> = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => vec![ip.into()],
         Some(url::Host::Ipv6(ip)) => vec![ip.into()],
-        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
+        Some(url::Host::Domain(host)) => tokio::net::lookup_host((host, port))
             .await
             .map_err(|err| {
-                ServerError::Tools(format!(
-                    "AGENTD_SEARXNG_URL host {name} does not resolve: {err}"
-                ))
+                ServerError::Tools(format!("{name} host {host} does not resolve: {err}"))
             })?
             .map(|addr| addr.ip())
             .collect(),

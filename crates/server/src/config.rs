@@ -101,6 +101,61 @@ pub struct RawTools {
     pub fetch_url: RawFetchUrl,
     #[serde(default)]
     pub sandbox: RawSandbox,
+    #[serde(default)]
+    pub finance_search: RawFinanceSearch,
+}
+
+/// `[tools.finance_search]`. API keys never sit in the file: `FMP_API_KEY`,
+/// `ALPHAVANTAGE_API_KEY`; MCP tokens come from the variable each server names.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFinanceSearch {
+    /// The sources in the order they are asked (`mcp:<label>` or `mcp`, `fmp`,
+    /// `alpha_vantage`, `sec_edgar`, `local`); sources left out are not used.
+    pub backends: Option<Vec<String>>,
+    pub fmp_base_url: Option<String>,
+    pub alphavantage_base_url: Option<String>,
+    /// The contact the SEC requires, e.g. "Example Corp admin@example.com"
+    /// (`AGENTD_SEC_USER_AGENT` wins). SEC EDGAR is off without one.
+    pub sec_user_agent: Option<String>,
+    /// The SEC's web host (default `https://www.sec.gov`).
+    pub sec_base_url: Option<String>,
+    /// The SEC's data host (default `https://data.sec.gov`).
+    pub sec_data_base_url: Option<String>,
+    /// Answers kept in memory (default 1000).
+    pub cache_entries: Option<usize>,
+    /// How long quotes, movers and intraday bars are reused, in seconds (default 30).
+    pub quote_cache_seconds: Option<u64>,
+    /// `[tools.finance_search.budgets.<source>]`: requests per minute and per day.
+    #[serde(default)]
+    pub budgets: BTreeMap<String, RawBudget>,
+    /// `[[tools.finance_search.mcp]]`: MCP servers mapped by tool name.
+    #[serde(default)]
+    pub mcp: Vec<RawFinanceMcp>,
+}
+
+/// A source's request budget.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    pub requests_per_minute: Option<u32>,
+    pub requests_per_day: Option<u32>,
+}
+
+/// An MCP server answering finance categories with its own tools.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFinanceMcp {
+    /// Names the source (`mcp:<label>`).
+    pub label: String,
+    pub url: String,
+    /// The variable holding the server's bearer token (the token never sits in the file).
+    pub authorization_env: Option<String>,
+    /// The tool argument that carries the ticker (default `symbol`).
+    pub symbol_argument: Option<String>,
+    /// Category → the server's tool name (`quote = "GLOBAL_QUOTE"`).
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
 }
 
 /// `[tools.sandbox]`.
@@ -305,6 +360,8 @@ pub struct Config {
     pub web_search: search::BackendSettings,
     pub fetch_url: FetchUrlSettings,
     pub sandbox: SandboxSettings,
+    /// The `finance_search` sources (keys from the environment only).
+    pub finance_search: finance::Settings,
 }
 
 /// The sandbox (`[tools.sandbox]`).
@@ -570,6 +627,7 @@ impl Config {
             },
         };
         let sandbox = sandbox_settings(file.tools.sandbox, &data_dir)?;
+        let finance_search = finance_settings(file.tools.finance_search, env, &data_dir)?;
         Ok(Config {
             listen,
             data_dir,
@@ -585,8 +643,176 @@ impl Config {
             web_search,
             fetch_url,
             sandbox,
+            finance_search,
         })
     }
+}
+
+/// `[tools.finance_search]` and its variables, checked: known source names, budgets,
+/// categories and MCP labels.
+fn finance_settings(
+    raw: RawFinanceSearch,
+    env: &dyn Fn(&str) -> Option<String>,
+    data_dir: &std::path::Path,
+) -> Result<finance::Settings, ConfigError> {
+    let env_var = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let invalid = |name: &str, message: String| ConfigError::Invalid {
+        name: format!("tools.finance_search.{name}"),
+        message,
+    };
+    let defaults = finance::Settings::default();
+    let mut mcp = Vec::new();
+    for (i, server) in raw.mcp.into_iter().enumerate() {
+        let at = |field: &str| format!("mcp[{i}].{field}");
+        let label = server.label.trim().to_owned();
+        if label.is_empty()
+            || !label
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(invalid(
+                &at("label"),
+                "letters, digits, '_' or '-', not empty".to_owned(),
+            ));
+        }
+        if mcp.iter().any(|m: &finance::McpSource| m.label == label) {
+            return Err(invalid(&at("label"), format!("\"{label}\" is used twice")));
+        }
+        let url = server.url.trim().to_owned();
+        if url::Url::parse(&url)
+            .map(|u| !matches!(u.scheme(), "http" | "https"))
+            .unwrap_or(true)
+        {
+            return Err(invalid(
+                &at("url"),
+                format!("{url:?} is not an http(s) URL"),
+            ));
+        }
+        let authorization =
+            match &server.authorization_env {
+                None => None,
+                Some(name) => Some(env_var(name).ok_or_else(|| {
+                    invalid(&at("authorization_env"), format!("{name} is not set"))
+                })?),
+            };
+        let mut tools = BTreeMap::new();
+        for (category, tool) in server.tools {
+            let parsed = finance::Category::ALL
+                .into_iter()
+                .find(|c| c.name() == category)
+                .ok_or_else(|| {
+                    invalid(
+                        &at(&format!("tools.{category}")),
+                        format!(
+                            "not a category (expected one of {})",
+                            finance::Category::ALL
+                                .map(finance::Category::name)
+                                .join(", ")
+                        ),
+                    )
+                })?;
+            tools.insert(parsed, tool);
+        }
+        mcp.push(finance::McpSource {
+            label: label.clone(),
+            server: engine::mcp::McpServer {
+                label,
+                url,
+                authorization,
+                headers: BTreeMap::new(),
+            },
+            tools,
+            symbol_argument: server
+                .symbol_argument
+                .unwrap_or_else(|| "symbol".to_owned()),
+        });
+    }
+    if let Some(order) = &raw.backends {
+        for name in order {
+            let known = finance::SOURCE_NAMES.contains(&name.as_str())
+                || name
+                    .strip_prefix("mcp:")
+                    .is_some_and(|label| mcp.iter().any(|m| m.label == label));
+            if !known {
+                return Err(invalid(
+                    "backends",
+                    format!(
+                        "unknown source {name:?} (expected {} or mcp:<label> of a [[tools.finance_search.mcp]])",
+                        finance::SOURCE_NAMES.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    let mut budgets = [
+        ("fmp", defaults.fmp_budget),
+        ("alpha_vantage", defaults.alphavantage_budget),
+        ("sec_edgar", defaults.sec_budget),
+        ("mcp", defaults.mcp_budget),
+    ];
+    for (source, raw_budget) in raw.budgets {
+        let slot = budgets
+            .iter_mut()
+            .find(|(name, _)| *name == source)
+            .ok_or_else(|| {
+                invalid(
+                    &format!("budgets.{source}"),
+                    "budgets are for fmp, alpha_vantage, sec_edgar and mcp".to_owned(),
+                )
+            })?;
+        if let Some(per_minute) = raw_budget.requests_per_minute {
+            if per_minute == 0 {
+                return Err(invalid(
+                    &format!("budgets.{source}.requests_per_minute"),
+                    "must be 1 or more".to_owned(),
+                ));
+            }
+            slot.1.per_minute = per_minute;
+        }
+        if let Some(per_day) = raw_budget.requests_per_day {
+            // 0 lifts the daily cap (a paid plan).
+            slot.1.per_day = (per_day > 0).then_some(per_day);
+        }
+    }
+    let quote_seconds = raw.quote_cache_seconds.unwrap_or(30);
+    if quote_seconds > 3600 {
+        return Err(invalid(
+            "quote_cache_seconds",
+            "must be within 0..=3600".to_owned(),
+        ));
+    }
+    let cache_entries = raw.cache_entries.unwrap_or(finance::DEFAULT_CACHE_ENTRIES);
+    if cache_entries > 1_000_000 {
+        return Err(invalid(
+            "cache_entries",
+            "must be within 0..=1000000".to_owned(),
+        ));
+    }
+    Ok(finance::Settings {
+        order: raw.backends,
+        fmp_api_key: env_var("FMP_API_KEY"),
+        fmp_base_url: raw.fmp_base_url,
+        fmp_budget: budgets[0].1,
+        alphavantage_api_key: env_var("ALPHAVANTAGE_API_KEY"),
+        alphavantage_base_url: raw.alphavantage_base_url,
+        alphavantage_budget: budgets[1].1,
+        sec_user_agent: env_var("AGENTD_SEC_USER_AGENT").or(raw.sec_user_agent),
+        sec_www_url: raw.sec_base_url,
+        sec_data_url: raw.sec_data_base_url,
+        sec_budget: budgets[2].1,
+        mcp,
+        mcp_budget: budgets[3].1,
+        store_path: data_dir.join("finance.sqlite"),
+        cache_entries,
+        lifetimes: finance::Lifetimes {
+            live: std::time::Duration::from_secs(quote_seconds),
+            ..finance::Lifetimes::default()
+        },
+    })
 }
 
 fn sandbox_settings(
@@ -1058,6 +1284,74 @@ mod tests {
             .expect_err(text);
             assert!(err.to_string().contains(name), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn finance_sources_come_from_the_file_and_the_environment() {
+        let text = r#"
+[tools.finance_search]
+backends = ["mcp:av", "sec_edgar", "local"]
+sec_user_agent = "From File file@example.com"
+quote_cache_seconds = 5
+[tools.finance_search.budgets.sec_edgar]
+requests_per_minute = 120
+[tools.finance_search.budgets.fmp]
+requests_per_day = 0
+[[tools.finance_search.mcp]]
+label = "av"
+url = "https://mcp.alphavantage.co/mcp"
+authorization_env = "AV_MCP_TOKEN"
+tools = { quote = "GLOBAL_QUOTE", income_statement = "INCOME_STATEMENT" }
+"#;
+        let env = env_of(&[
+            ("FMP_API_KEY", "fmp-key"),
+            ("AGENTD_SEC_USER_AGENT", "From Env env@example.com"),
+            ("AV_MCP_TOKEN", "tok"),
+        ]);
+        let c = Config::resolve(file(text), &env, &Flags::default()).expect("ok");
+        let f = &c.finance_search;
+        assert_eq!(f.fmp_api_key.as_deref(), Some("fmp-key"));
+        assert_eq!(f.fmp_budget.per_day, None, "0 lifts the daily cap");
+        assert_eq!(
+            f.sec_user_agent.as_deref(),
+            Some("From Env env@example.com")
+        );
+        assert_eq!(f.sec_budget.per_minute, 120);
+        assert_eq!(f.lifetimes.live, std::time::Duration::from_secs(5));
+        assert_eq!(
+            f.store_path,
+            PathBuf::from(DEFAULT_DATA_DIR).join("finance.sqlite")
+        );
+        assert_eq!(f.mcp[0].server.authorization.as_deref(), Some("tok"));
+        assert_eq!(f.mcp[0].tools[&finance::Category::Quote], "GLOBAL_QUOTE");
+        assert_eq!(f.order.as_deref().map(<[String]>::len), Some(3));
+
+        let refuse = |text: &str, env: &[(&str, &str)], name: &str| {
+            let err = Config::resolve(file(text), &env_of(env), &Flags::default())
+                .expect_err("invalid")
+                .to_string();
+            assert!(err.contains(name), "{err}");
+        };
+        refuse(
+            "[tools.finance_search]\nbackends = [\"yahoo\"]",
+            &[],
+            "tools.finance_search.backends",
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\ntools = { weather = \"W\" }",
+            &[],
+            "tools.finance_search.mcp[0].tools.weather",
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\nauthorization_env = \"NOPE\"",
+            &[],
+            "NOPE is not set",
+        );
+        refuse(
+            "[tools.finance_search.budgets.local]\nrequests_per_day = 3",
+            &[],
+            "tools.finance_search.budgets.local",
+        );
     }
 
     #[test]

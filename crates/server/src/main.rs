@@ -46,6 +46,27 @@ enum Command {
         #[command(subcommand)]
         command: IndexCommand,
     },
+    /// Manage the embedded finance data (what finance_search uses offline).
+    Finance {
+        #[command(subcommand)]
+        command: FinanceCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum FinanceCommand {
+    /// Import the SEC's bulk files (company_tickers.json, companyfacts and submissions JSON,
+    /// as files, directories or the SEC's zips) and a prices CSV into <data-dir>/finance.sqlite.
+    Import {
+        /// SEC files, zips or directories of them.
+        #[arg(value_name = "PATH", required_unless_present = "prices")]
+        paths: Vec<PathBuf>,
+        /// Daily prices: a CSV with the header symbol,date,open,high,low,close,volume.
+        #[arg(long, value_name = "FILE.csv")]
+        prices: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 #[derive(Subcommand)]
@@ -164,6 +185,43 @@ async fn index_add(config: &Config, sources: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `agentd finance import`: what was imported on stdout, what was skipped on stderr.
+async fn finance_import(
+    config: &Config,
+    paths: &[PathBuf],
+    prices: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let store = finance::LocalStore::open(&config.finance_search.store_path).await?;
+    let result = finance::import(&store, paths, prices).await;
+    let counts = store.counts().await;
+    store.close().await;
+    let report = result?;
+    for (file, why) in &report.skipped {
+        writeln!(
+            std::io::stderr(),
+            "agentd finance import: skipped {file}: {why}"
+        )?;
+    }
+    let counts = counts?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "imported {} tickers, {} companyfacts files, {} submissions files, {} older-filing pages, {} price rows",
+        report.tickers, report.companyfacts, report.submissions, report.filing_pages, report.prices
+    )?;
+    writeln!(
+        out,
+        "the finance store holds {} tickers, {} companies, {} facts, {} filings, {} price rows ({})",
+        counts.tickers,
+        counts.companies,
+        counts.facts,
+        counts.filings,
+        counts.prices,
+        config.finance_search.store_path.display()
+    )?;
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     // `agentd sandbox-exec …` is the sandbox's Landlock helper (run inside bubblewrap): it
     // restricts itself and executes the program, before any thread or runtime starts.
@@ -204,6 +262,18 @@ async fn run() -> anyhow::Result<()> {
             let config = load_config(&common, None)?;
             init_logging(config.log_format);
             index_add(&config, &sources).await?;
+        }
+        Command::Finance {
+            command:
+                FinanceCommand::Import {
+                    paths,
+                    prices,
+                    common,
+                },
+        } => {
+            let config = load_config(&common, None)?;
+            init_logging(config.log_format);
+            finance_import(&config, &paths, prices.as_deref()).await?;
         }
         Command::Keys {
             command: KeysCommand::Create { project, common },

@@ -1,0 +1,177 @@
+//! `finance_search` through agentd with its embedded offline default: the SEC's bulk-file
+//! shapes and a prices CSV, generated here, imported with `agentd finance import`, then a run
+//! in which the scripted model calls the tool: the `finance_results` item, what the model
+//! read, the usage key and its price, and citations of SEC pages.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use testkit::{Reply, TestApp};
+
+const MODEL: &str = "openai/gpt-test";
+
+/// One filer, its facts for two fiscal years and its filings, in the SEC's shapes.
+fn write_sec_files(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let write =
+        |name: &str, value: Value| std::fs::write(dir.join(name), value.to_string()).unwrap();
+    write(
+        "company_tickers.json",
+        json!({"0": {"cik_str": 1234567, "ticker": "ACME", "title": "Acme Robotics Inc."}}),
+    );
+    let k24 = "0001234567-25-000010";
+    let k23 = "0001234567-24-000010";
+    let year = |start: &str, end: &str, val: f64, accn: &str, filed: &str| json!({"start": start, "end": end, "val": val, "accn": accn, "fy": 2024, "fp": "FY", "form": "10-K", "filed": filed});
+    write(
+        "CIK0001234567.json",
+        json!({"cik": 1234567, "entityName": "Acme Robotics Inc.", "facts": {"us-gaap": {
+            "Revenues": {"label": "Revenues", "units": {"USD": [
+                year("2023-01-01", "2023-12-31", 1.0e9, k23, "2024-02-15"),
+                year("2024-01-01", "2024-12-31", 1.2e9, k24, "2025-02-14")
+            ]}},
+            "NetIncomeLoss": {"label": "Net income", "units": {"USD": [
+                year("2023-01-01", "2023-12-31", 1.0e8, k23, "2024-02-15"),
+                year("2024-01-01", "2024-12-31", 1.5e8, k24, "2025-02-14")
+            ]}}
+        }}}),
+    );
+    write(
+        "submissions-acme.json",
+        json!({"cik": "0001234567", "name": "Acme Robotics Inc.", "sic": "3569",
+               "sicDescription": "General Industrial Machinery", "tickers": ["ACME"], "exchanges": ["Nasdaq"],
+               "fiscalYearEnd": "1231", "filings": {"recent": {
+                   "accessionNumber": [k24, k23], "filingDate": ["2025-02-14", "2024-02-15"],
+                   "reportDate": ["2024-12-31", "2023-12-31"], "form": ["10-K", "10-K"], "items": ["", ""],
+                   "primaryDocument": ["acme-20241231.htm", "acme-20231231.htm"],
+                   "primaryDocDescription": ["10-K", "10-K"]}, "files": []}}),
+    );
+}
+
+fn items<'a>(response: &'a Value, kind: &str) -> Vec<&'a Value> {
+    response["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == kind)
+        .collect()
+}
+
+#[tokio::test]
+async fn finance_search_answers_offline_from_imported_sec_files() {
+    let dir = std::env::temp_dir().join(format!("agentd-finance-server-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    write_sec_files(&dir.join("sec"));
+    std::fs::write(
+        dir.join("prices.csv"),
+        "symbol,date,open,high,low,close,volume\nACME,2025-01-30,29,31,28,30,1000\nACME,2025-01-31,30,33,29,32.5,1500\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["finance", "import", "--data-dir"])
+        .arg(dir.join("data"))
+        .arg(dir.join("sec"))
+        .arg("--prices")
+        .arg(dir.join("prices.csv"))
+        .env_remove("AGENTD_CONFIG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("imported 1 tickers, 1 companyfacts files, 1 submissions files, 0 older-filing pages, 2 price rows"),
+        "{stdout}"
+    );
+    let store = dir.join("data/finance.sqlite");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&store).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the store is private to its owner");
+    }
+
+    let app = TestApp::spawn_with(|config| {
+        config.finance_search.store_path = store.clone();
+        let mut prices = (*config.engine.prices).clone();
+        prices.tools.insert("finance_search".to_owned(), 0.02);
+        config.engine.prices = Arc::new(prices);
+    })
+    .await;
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "finance_search",
+        r#"{"query": "Acme revenue, latest 10-K and the last call", "symbols": ["Acme Robotics"], "categories": ["income_statement", "filings", "transcript"]}"#,
+    )]));
+    let answer = "Revenue grew to $1.2B [1]; the 10-K is filed [2].";
+    app.fake.push(Reply::text(answer));
+    let transcript = app
+        .post_stream(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "How did Acme do?", "stream": true,
+                   "tools": [{"type": "finance_search"}]}),
+        )
+        .await;
+    let response = transcript.terminal()["response"].clone();
+    assert_eq!(response["status"], "completed", "{response}");
+
+    // The model was offered the tool and read compact tables, and the missing transcript.
+    let offered = app.fake.requests()[0]["tools"].to_string();
+    assert!(offered.contains("\"finance_search\""), "{offered}");
+    let told: Vec<String> = app.fake.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let told = &told[0];
+    assert!(told.contains("[1] ACME: Income statement"), "{told}");
+    assert!(told.contains("| Revenue | 1.2B | 1B |"), "{told}");
+    assert!(
+        told.contains("Not available: ACME transcript: earnings call transcript is not available from the configured sources (local)"),
+        "{told}"
+    );
+
+    let finance = items(&response, "finance_results")[0];
+    assert_eq!(
+        finance["queries"],
+        json!(["Acme revenue, latest 10-K and the last call"])
+    );
+    let results = finance["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["id"], 1);
+    assert_eq!(results[0]["category"], "income_statement");
+    assert_eq!(results[0]["symbol"], "ACME");
+    assert_eq!(results[0]["name"], "Acme Robotics Inc.");
+    assert_eq!(results[0]["source"], "local");
+    assert_eq!(results[0]["as_of"], "2024-12-31");
+    assert_eq!(results[1]["category"], "filings");
+    assert!(finance.get("url").is_none(), "finance_results has no url");
+
+    let usage = &response["usage"]["tool_calls_details"]["finance_search"];
+    assert_eq!(usage["invocation"], 1, "{response}");
+    assert_eq!(usage["cost_usd"], 0.02, "{response}");
+
+    // The [n] markers cite the SEC pages of the two results.
+    let message = items(&response, "message")[0];
+    let annotations = message["content"][0]["annotations"].as_array().unwrap();
+    let cited: Vec<&str> = annotations
+        .iter()
+        .map(|a| a["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cited,
+        [
+            "https://www.sec.gov/Archives/edgar/data/1234567/000123456725000010/",
+            "https://www.sec.gov/cgi-bin/browse-edgar?action=getcompany&CIK=0001234567"
+        ]
+    );
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}
