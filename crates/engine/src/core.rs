@@ -15,6 +15,7 @@ use crate::live::LiveRuns;
 use crate::mcp::McpConnector;
 use crate::metrics::Metrics;
 use crate::model::ModelRouter;
+use crate::secrets::Sealer;
 use crate::store::Store;
 
 /// Everything slow or external the engine reaches, as adapters of its ports.
@@ -24,6 +25,9 @@ pub struct Ports {
     pub mcp: Arc<dyn McpConnector>,
     pub hosted: Arc<dyn HostedTools>,
     pub clock: Arc<dyn Clock>,
+    /// Seals the MCP credentials of queued background runs (`None`: no secret key; background
+    /// requests with credentials are then refused).
+    pub sealer: Option<Arc<dyn Sealer>>,
 }
 
 pub(crate) struct Core {
@@ -32,6 +36,7 @@ pub(crate) struct Core {
     pub(crate) mcp: Arc<dyn McpConnector>,
     pub(crate) hosted: Arc<dyn HostedTools>,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) sealer: Option<Arc<dyn Sealer>>,
     pub(crate) config: EngineConfig,
     /// Runs of this process not yet ended: cancel reaches them and resumes follow their event
     /// log from memory.
@@ -55,6 +60,7 @@ impl Core {
             mcp: ports.mcp,
             hosted: ports.hosted,
             clock: ports.clock,
+            sealer: ports.sealer,
             config,
             live: LiveRuns::default(),
             metrics: Metrics::default(),

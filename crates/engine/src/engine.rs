@@ -20,7 +20,7 @@ use crate::plan::{self, JobPayload};
 use crate::presets::apply_preset;
 use crate::run::Finished;
 use crate::store::{JobRecord, JobState, ResponseRecord};
-use crate::{jobs, recovery, response, retention, runner};
+use crate::{job_secrets, jobs, recovery, response, retention, runner};
 
 /// How long a cancel waits for the run to stop before it answers `cancelling`.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(3);
@@ -111,6 +111,15 @@ impl Engine {
         let response =
             response::initial(&plan.request, &model_id, background, core.clock.now_secs());
         let id = response.id.clone();
+        // A background run's credentials are sealed before anything is stored: a request that
+        // cannot have them sealed is refused, not half stored.
+        let (plan, secrets) = if background {
+            let mut plan = plan;
+            let secrets = job_secrets::take(core, project_id, &id, &mut plan.request)?;
+            (plan, secrets)
+        } else {
+            (plan, None)
+        };
         // The record exists from the start so retrieve answers while the run goes on. Its
         // transcript is written at the end: an unfinished response cannot be continued.
         core.store
@@ -130,6 +139,7 @@ impl Engine {
                 request: plan.request,
                 transcript: plan.transcript,
                 context,
+                secrets,
             })
             .map_err(|err| EngineError::Internal(format!("job payload: {err}")))?;
             core.store

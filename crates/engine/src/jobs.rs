@@ -13,6 +13,7 @@ use crate::clock::millis;
 use crate::code::Code;
 use crate::core::Core;
 use crate::error::{EngineError, RunFailure};
+use crate::job_secrets;
 use crate::plan::{self, JobPayload};
 use crate::recovery::{self, LOST_RUN};
 use crate::runner;
@@ -116,8 +117,17 @@ async fn execute_job(
     job: &JobRecord,
     cancelled: bool,
 ) -> Result<(), EngineError> {
-    let payload: JobPayload = serde_json::from_str(&job.payload)
+    let mut payload: JobPayload = serde_json::from_str(&job.payload)
         .map_err(|err| EngineError::Internal(format!("job payload is unreadable: {err}")))?;
+    if let Some(sealed) = &payload.secrets {
+        job_secrets::restore(
+            core,
+            &job.project_id,
+            &job.response_id,
+            &mut payload.request,
+            sealed,
+        )?;
+    }
     let record = core
         .store
         .get_response(&job.project_id, &job.response_id)

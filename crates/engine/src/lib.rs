@@ -3,7 +3,7 @@
 //!
 //! `engine` knows no HTTP framework, database or HTTP client: everything slow or external reaches
 //! it through the ports defined here ([`model`] for models, [`mcp`] for MCP servers, [`hosted`]
-//! for built-in tools, [`store`] for storage, [`clock`] for time).
+//! for built-in tools, [`store`] for storage, [`clock`] for time, [`secrets`] for sealing).
 //!
 //! Layout (ARCHITECTURE.md has the map and the walk of a request):
 //! - the front door: [`engine`] (start, cancel, resume, workers' lifecycle), `queries` (stored
@@ -36,6 +36,7 @@ pub mod error;
 pub mod events;
 pub mod hosted;
 mod ids;
+mod job_secrets;
 mod jobs;
 mod keys;
 mod live;
@@ -53,6 +54,7 @@ mod retention;
 mod run;
 mod runner;
 mod search;
+pub mod secrets;
 pub mod store;
 pub mod tools;
 pub mod transcript;

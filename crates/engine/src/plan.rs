@@ -56,10 +56,14 @@ pub(crate) struct Continuation {
 /// What a background job carries through the store.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct JobPayload {
+    /// The request without its MCP credentials.
     pub(crate) request: CreateRequest,
     pub(crate) transcript: Vec<InputItem>,
     #[serde(default)]
     pub(crate) context: Continuation,
+    /// The MCP credentials, sealed (`job_secrets.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) secrets: Option<String>,
 }
 
 /// The transcript a request continues: the previous response's, then this input.

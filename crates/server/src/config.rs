@@ -57,6 +57,16 @@ pub struct RawConfig {
     /// `[presets.NAME]`: what `preset` / `effort` select.
     #[serde(default)]
     pub presets: BTreeMap<String, RawPreset>,
+    #[serde(default)]
+    pub secrets: RawSecrets,
+}
+
+/// `[secrets]`: where the key that seals stored credentials comes from (the key itself only
+/// ever from the environment or a file).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSecrets {
+    pub key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -362,6 +372,18 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// The `finance_search` sources (keys from the environment only).
     pub finance_search: finance::Settings,
+    /// The key that seals stored credentials.
+    pub secrets: SecretsSettings,
+}
+
+/// Where the secret key comes from: `AGENTD_SECRET_KEY` (base64), else `AGENTD_SECRET_KEY_FILE`
+/// or `[secrets] key_file`; `AGENTD_SECRET_KEYS_OLD` lists keys that only open. None given: a
+/// loopback server keeps a generated key in `<data_dir>/secret.key`.
+#[derive(Debug, Clone, Default)]
+pub struct SecretsSettings {
+    pub key: Option<secrecy::SecretString>,
+    pub key_file: Option<PathBuf>,
+    pub old_keys: Option<secrecy::SecretString>,
 }
 
 /// The sandbox (`[tools.sandbox]`).
@@ -628,6 +650,13 @@ impl Config {
         };
         let sandbox = sandbox_settings(file.tools.sandbox, &data_dir)?;
         let finance_search = finance_settings(file.tools.finance_search, env, &data_dir)?;
+        let secrets = SecretsSettings {
+            key: env_var("AGENTD_SECRET_KEY").map(secrecy::SecretString::from),
+            key_file: env_var("AGENTD_SECRET_KEY_FILE")
+                .map(PathBuf::from)
+                .or(file.secrets.key_file),
+            old_keys: env_var("AGENTD_SECRET_KEYS_OLD").map(secrecy::SecretString::from),
+        };
         Ok(Config {
             listen,
             data_dir,
@@ -644,6 +673,7 @@ impl Config {
             fetch_url,
             sandbox,
             finance_search,
+            secrets,
         })
     }
 }

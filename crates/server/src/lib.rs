@@ -25,6 +25,7 @@ pub mod json;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
+pub mod secret_keys;
 pub mod sse;
 pub mod state;
 
@@ -67,8 +68,16 @@ pub enum ServerError {
         "refusing to listen on {0} without API keys (open mode is for loopback only): create a key with `agentd keys create`"
     )]
     OpenModeNotLoopback(std::net::SocketAddr),
+    #[error("cannot load the secret key: {0}")]
+    SecretKey(#[from] secrets::KeyError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// The sealer of stored credentials (the key ring of [`secret_keys::key_ring`]).
+fn sealer(config: &Config) -> Result<Option<Arc<dyn engine::secrets::Sealer>>, ServerError> {
+    let ring = secret_keys::key_ring(&config.secrets, config.listen, &config.data_dir)?;
+    Ok(ring.map(|ring| Arc::new(ring) as Arc<dyn engine::secrets::Sealer>))
 }
 
 /// Opens the configured store.
@@ -114,6 +123,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
             mcp: Arc::new(mcp),
             hosted: Arc::new(hosted),
             clock: Arc::new(engine::SystemClock),
+            sealer: sealer(config)?,
         },
         config.engine.clone(),
     );

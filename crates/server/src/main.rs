@@ -288,6 +288,7 @@ async fn run() -> anyhow::Result<()> {
                     mcp: std::sync::Arc::new(engine::mcp::Unavailable),
                     hosted: std::sync::Arc::new(engine::hosted::NoHostedTools),
                     clock: std::sync::Arc::new(engine::SystemClock),
+                    sealer: None,
                 },
                 engine::EngineConfig::default(),
             );

@@ -934,3 +934,69 @@ async fn server_limits_are_checked_before_anything_runs() {
     assert_eq!(error["error"]["param"], "tools[1].server_label");
     assert!(app.fake.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_background_runs_credentials_are_never_stored_in_clear() {
+    let app = app_with(|config| {
+        config.store = agentd_server::config::StoreLocation::DataDir(config.data_dir.clone());
+    })
+    .await;
+    let token = "bg-secret-token-8c2d";
+    let fixture = McpFixture::start_with_token("auth", Transport::StreamableHttp, token).await;
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "sec__echo",
+        r#"{"text":"x"}"#,
+    )]));
+    app.fake.push(Reply::text("ok"));
+    let tool = json!({"type": "mcp", "server_label": "sec", "server_url": fixture.url,
+                      "authorization": token, "headers": {"X-Tenant": "bg-header-value-31"}});
+    let (status, queued) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "go", "background": true, "tools": [tool]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{queued}");
+    let id = queued["id"].as_str().unwrap();
+    let done = app.wait_terminal(id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    // The worker used them.
+    for request in fixture.requests() {
+        assert_eq!(request["authorization"], format!("Bearer {token}"));
+    }
+    // The loopback server keeps a generated key beside the store, readable by its owner only.
+    let key = app.data_dir.join("secret.key");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // No file of the data directory (the database, its WAL and shared memory included) holds
+    // either value.
+    let mut files = Vec::new();
+    let mut dirs = vec![app.data_dir.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.iter().any(|f| f.ends_with("agentd.db")), "{files:?}");
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap_or_default();
+        for secret in [token, "bg-header-value-31"] {
+            assert!(
+                !bytes
+                    .windows(secret.len())
+                    .any(|window| window == secret.as_bytes()),
+                "{secret} in {}",
+                file.display()
+            );
+        }
+    }
+}

@@ -539,7 +539,8 @@ pub fn tool(name: &str, description: &str) -> McpToolInfo {
 #[derive(Default)]
 pub struct FakeMcp {
     pub servers: Mutex<HashMap<String, Arc<FakeServer>>>,
-    pub connects: Mutex<Vec<String>>,
+    /// Every connection asked for, with the credentials it carried.
+    pub connects: Mutex<Vec<McpServer>>,
 }
 
 impl FakeMcp {
@@ -558,7 +559,7 @@ struct FakeSession(Arc<FakeServer>);
 #[async_trait]
 impl McpConnector for FakeMcp {
     async fn connect(&self, server: &McpServer) -> Result<Box<dyn McpSession>, McpError> {
-        self.connects.lock().unwrap().push(server.url.clone());
+        self.connects.lock().unwrap().push(server.clone());
         let found = self.servers.lock().unwrap().get(&server.url).cloned();
         let Some(found) = found else {
             return Err(McpError::Unreachable("connection refused".to_owned()));
@@ -597,6 +598,31 @@ impl McpSession for FakeSession {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sealing
+
+/// A sealer for tests: hex of the bytes, bound to the context (no cryptography: the engine's
+/// part is what is sealed and when; the `secrets` crate tests the cipher).
+pub struct TestSealer;
+
+impl engine::secrets::Sealer for TestSealer {
+    fn seal(&self, context: &str, plaintext: &[u8]) -> Result<String, engine::secrets::SealError> {
+        let hex: String = plaintext.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(format!("sealed:{context}:{hex}"))
+    }
+
+    fn open(&self, context: &str, sealed: &str) -> Result<Vec<u8>, engine::secrets::SealError> {
+        let hex = sealed
+            .strip_prefix(&format!("sealed:{context}:"))
+            .ok_or_else(|| engine::secrets::SealError::Broken("wrong context".to_owned()))?;
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| engine::secrets::SealError::Broken("not hex".to_owned()))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The engine
 
 pub const PROJECT: &str = "proj_test";
@@ -618,8 +644,25 @@ impl Harness {
         Harness::on_store(Arc::new(MemoryStore::default()), config)
     }
 
+    /// An engine without a secret key.
+    pub fn without_sealer() -> Harness {
+        Harness::build(
+            Arc::new(MemoryStore::default()),
+            EngineConfig::default(),
+            None,
+        )
+    }
+
     /// An engine over an existing store (a second process sharing it).
     pub fn on_store(store: Arc<MemoryStore>, config: EngineConfig) -> Harness {
+        Harness::build(store, config, Some(Arc::new(TestSealer)))
+    }
+
+    fn build(
+        store: Arc<MemoryStore>,
+        config: EngineConfig,
+        sealer: Option<Arc<dyn engine::secrets::Sealer>>,
+    ) -> Harness {
         let models = Arc::new(Models::default());
         let mcp = Arc::new(FakeMcp::default());
         let clock = TokioClock::new();
@@ -630,6 +673,7 @@ impl Harness {
                 mcp: mcp.clone(),
                 hosted: Arc::new(engine::hosted::NoHostedTools),
                 clock: Arc::new(clock),
+                sealer,
             },
             config,
         );

@@ -214,3 +214,63 @@ async fn retention_purges_event_logs_by_the_engine_clock() {
     );
     assert!(h.store.events_of(&id).is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_background_runs_mcp_credentials_are_stored_sealed_and_used_by_its_worker() {
+    let h = Harness::new();
+    h.mcp.add(
+        "https://mcp.example/mcp",
+        crate::common::FakeServer::with_tools(&["search"]),
+    );
+    h.model("m").push(Turn::text("done"));
+    let tool = json!({"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example/mcp",
+        "authorization": "tok-SECRET-1", "headers": {"X-Api-Key": "hdr-SECRET-2"}});
+    let handle = h
+        .engine
+        .start(
+            PROJECT,
+            request(json!({"model": "fake/m", "input": "x", "background": true, "tools": [tool]})),
+        )
+        .await
+        .unwrap();
+    let id = handle.id.clone();
+    // Queued: the job payload holds the credentials sealed, never in clear.
+    let payload = h.store.lock().jobs[&id].payload.clone();
+    assert!(!payload.contains("tok-SECRET-1") && !payload.contains("hdr-SECRET-2"));
+    assert!(payload.contains("sealed:job|"), "{payload}");
+    h.engine.spawn_workers();
+    assert_eq!(h.wait_terminal(&id).await, ResponseStatus::Completed);
+    // The worker connected with them.
+    let seen = h.mcp.connects.lock().unwrap().clone();
+    assert_eq!(seen[0].authorization.as_deref(), Some("tok-SECRET-1"));
+    assert_eq!(seen[0].headers["X-Api-Key"], "hdr-SECRET-2");
+    // Nothing stored holds them.
+    let stored = serde_json::to_string(&h.store.lock().responses[&id]).unwrap();
+    assert!(!stored.contains("SECRET"), "{stored}");
+    let events = serde_json::to_string(&h.store.events_of(&id)).unwrap();
+    assert!(!events.contains("SECRET"));
+}
+
+#[tokio::test]
+async fn without_a_secret_key_a_background_run_with_mcp_credentials_is_refused() {
+    let h = Harness::without_sealer();
+    let tool = json!({"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example/mcp",
+        "authorization": "tok"});
+    let refused = h
+        .engine
+        .start(
+            PROJECT,
+            request(json!({"model": "fake/m", "input": "x", "background": true, "tools": [tool]})),
+        )
+        .await;
+    match refused {
+        Err(err) => {
+            assert_eq!(err.param(), Some("tools[0].authorization"));
+            assert!(err.to_string().contains("AGENTD_SECRET_KEY"), "{err}");
+        }
+        Ok(_) => panic!("accepted"),
+    }
+    // Nothing was stored for it.
+    assert!(h.store.lock().responses.is_empty());
+    assert!(h.store.lock().jobs.is_empty());
+}
