@@ -131,6 +131,8 @@ impl Engine {
                 response: response.clone(),
                 transcript: Vec::new(),
                 conversation_id: plan.conversation.clone(),
+                items: Vec::new(),
+                append_to: None,
             })
             .await?;
         let live = core.live.register(&id);

@@ -12,6 +12,7 @@ use protocol::response::ResponseStatus;
 use crate::config::Prices;
 use crate::core::Core;
 use crate::error::EngineError;
+use crate::items;
 use crate::model::{ResolveError, ResolvedModel};
 use crate::request;
 use crate::store::Store;
@@ -111,10 +112,70 @@ pub(crate) async fn transcript_for(
         context.conversation = Some(previous.conversation().to_owned());
         items = previous.transcript;
     }
+    if let Some(conversation) = &request.conversation {
+        let id = conversation.id();
+        if store.get_conversation(project_id, id).await?.is_none() {
+            return Err(EngineError::invalid(
+                "conversation",
+                format!("conversation \"{id}\" not found"),
+            ));
+        }
+        items = store
+            .conversation_items(project_id, id)
+            .await?
+            .iter()
+            .filter_map(items::to_input)
+            .collect();
+    }
     context.new_from = items.len();
-    items.extend(request.input.clone().into_items());
+    let mut input = request.input.clone().into_items();
+    resolve_references(store, project_id, &mut input).await?;
+    items::assign_ids(&mut input);
+    items.extend(input);
     transcript::check_function_calls(&items, context.new_from)?;
     Ok((items, context))
+}
+
+/// Replaces each `item_reference` by the stored item it names (an item of this project); an
+/// unknown id is a 400 naming `input[i].id`.
+async fn resolve_references(
+    store: &dyn Store,
+    project_id: &str,
+    input: &mut Vec<InputItem>,
+) -> Result<(), EngineError> {
+    let ids: Vec<String> = input
+        .iter()
+        .filter_map(|item| match item {
+            InputItem::ItemReference(reference) => Some(reference.id.clone()),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let found = store.find_items(project_id, &ids).await?;
+    for (index, item) in input.iter_mut().enumerate() {
+        let InputItem::ItemReference(reference) = item else {
+            continue;
+        };
+        let stored = found.iter().find(|stored| stored.id == reference.id);
+        match stored.and_then(items::to_input) {
+            Some(resolved) => *item = resolved,
+            None => {
+                return Err(EngineError::invalid(
+                    format!("input[{index}].id"),
+                    match stored {
+                        Some(_) => format!(
+                            "item \"{}\" is a built-in tool's result, which cannot be sent as input",
+                            reference.id
+                        ),
+                        None => format!("item \"{}\" not found", reference.id),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Resolves the model chain and the tools: what a run needs besides its response object.

@@ -3,8 +3,8 @@
 
 use protocol::options::OutputFormat;
 use protocol::request::{
-    CreateRequest, EmptyFormat, TextConfig, TextFormat, TextJsonSchema, ToolChoice, ToolChoiceMode,
-    Truncation,
+    ConversationObject, CreateRequest, EmptyFormat, TextConfig, TextFormat, TextJsonSchema,
+    ToolChoice, ToolChoiceMode, Truncation,
 };
 use protocol::response::{Response, ResponseStatus};
 
@@ -56,6 +56,9 @@ pub(crate) fn initial(
         text: text_in_effect(request),
         metadata: request.metadata.clone().unwrap_or_default(),
         previous_response_id: request.previous_response_id.clone(),
+        conversation: request.conversation.as_ref().map(|c| ConversationObject {
+            id: c.id().to_owned(),
+        }),
         prompt_cache_key: request.prompt_cache_key.clone(),
         reasoning: request.reasoning.clone(),
         effort: request.effort.clone(),

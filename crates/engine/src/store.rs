@@ -34,6 +34,96 @@ pub struct ResponseRecord {
     /// The first response of this response's `previous_response_id` chain (`None`: itself).
     #[serde(default)]
     pub conversation_id: Option<String>,
+    /// What `end_run` indexes with the response: this request's input items and the response's
+    /// output items, in their wire form (`item_reference` and `input_items` read them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<StoredItem>,
+    /// The OpenAI conversation (`conv_…`) `end_run` appends the response's items to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append_to: Option<String>,
+}
+
+/// Whether a stored item came with a request or out of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    Input,
+    Output,
+}
+
+/// One item as stored: its id and its wire JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredItem {
+    pub id: String,
+    pub kind: ItemKind,
+    pub item: serde_json::Value,
+}
+
+/// An OpenAI conversation (`/v1/conversations`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationRecord {
+    /// `conv_…`.
+    pub id: String,
+    pub project_id: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    pub metadata: std::collections::BTreeMap<String, String>,
+}
+
+/// Stored items and conversations.
+#[async_trait::async_trait]
+pub trait ItemStore: Send + Sync {
+    /// The project's items with these ids (the latest stored of each), in no order.
+    async fn find_items(
+        &self,
+        project_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<StoredItem>, StoreError>;
+    /// A response's items of one kind, in order.
+    async fn response_items(
+        &self,
+        project_id: &str,
+        response_id: &str,
+        kind: ItemKind,
+    ) -> Result<Vec<StoredItem>, StoreError>;
+    /// Deletes a response of this project with its events, items, files and job; `false` when
+    /// there is none.
+    async fn delete_response(&self, project_id: &str, id: &str) -> Result<bool, StoreError>;
+    /// Creates a conversation with its first items.
+    async fn create_conversation(
+        &self,
+        record: &ConversationRecord,
+        items: &[StoredItem],
+    ) -> Result<(), StoreError>;
+    async fn get_conversation(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ConversationRecord>, StoreError>;
+    /// Replaces a conversation's metadata; `false` when there is none.
+    async fn update_conversation(&self, record: &ConversationRecord) -> Result<bool, StoreError>;
+    /// Deletes a conversation and its items; `false` when there is none.
+    async fn delete_conversation(&self, project_id: &str, id: &str) -> Result<bool, StoreError>;
+    /// A conversation's items, in order (empty for an unknown conversation).
+    async fn conversation_items(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Vec<StoredItem>, StoreError>;
+    /// Appends items to a conversation of this project; `false` when there is none.
+    async fn append_conversation_items(
+        &self,
+        project_id: &str,
+        id: &str,
+        items: &[StoredItem],
+    ) -> Result<bool, StoreError>;
+    /// Removes one item of a conversation; `false` when there is no such item.
+    async fn delete_conversation_item(
+        &self,
+        project_id: &str,
+        id: &str,
+        item_id: &str,
+    ) -> Result<bool, StoreError>;
 }
 
 impl ResponseRecord {
@@ -90,8 +180,9 @@ pub trait ResponseStore: Send + Sync {
     /// Insert or replace a response record.
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError>;
     /// Ends a run, in one transaction: inserts or replaces its record, appends the rest of its
-    /// event log (the terminal event last) and removes its background job row, if any. The one
-    /// way every run ends: foreground, background, and runs ended by crash recovery.
+    /// event log (the terminal event last), indexes its items, appends them to its OpenAI
+    /// conversation (`append_to`) and removes its background job row, if any. The one way every
+    /// run ends: foreground, background, and runs ended by crash recovery.
     async fn end_run(
         &self,
         record: &ResponseRecord,
@@ -222,10 +313,10 @@ pub trait MaintenanceStore: Send + Sync {
 
 /// Everything the engine and server need from storage.
 pub trait Store:
-    ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore + FileStore
+    ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore + FileStore + ItemStore
 {
 }
-impl<T: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore + FileStore> Store
-    for T
+impl<T: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore + FileStore + ItemStore>
+    Store for T
 {
 }

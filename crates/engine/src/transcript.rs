@@ -187,8 +187,11 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
             InputItem::Reasoning(reasoning) => {
                 messages.push(ModelMessage::Reasoning(reasoning_block(reasoning)));
             }
-            // Tool lists and decisions are told through the calls above.
-            InputItem::McpApprovalResponse(_) | InputItem::McpListTools(_) => {}
+            // Tool lists and decisions are told through the calls above; references were
+            // resolved before the run (`plan.rs`).
+            InputItem::McpApprovalResponse(_)
+            | InputItem::McpListTools(_)
+            | InputItem::ItemReference(_) => {}
         }
     }
     push_result_images(&mut messages, &mut images);

@@ -14,6 +14,8 @@ extern crate agentd_engine as engine;
 mod common;
 #[path = "engine/conformance.rs"]
 mod conformance;
+#[path = "engine/items.rs"]
+mod items;
 #[path = "engine/mcp.rs"]
 mod mcp;
 #[path = "engine/outcomes.rs"]

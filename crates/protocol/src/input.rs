@@ -63,6 +63,17 @@ pub enum InputItem {
     /// A replayed `tool_search_output` item (agentd accepts it as history so a replayed
     /// `output` keeps the tools a search loaded; the SDKs' input union does not list it).
     ToolSearchOutput(ToolSearchOutput),
+    /// An earlier item by id (`{"type": "item_reference", "id": …}`, or `{"id": …}` alone), resolved
+    /// from the project's stored items before the run.
+    ItemReference(ItemReference),
+}
+
+/// `item_reference`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ItemReference {
+    pub id: String,
 }
 
 const INPUT_ITEM_TYPES: &[&str] = &[
@@ -75,12 +86,20 @@ const INPUT_ITEM_TYPES: &[&str] = &[
     "mcp_call",
     "mcp_list_tools",
     "tool_search_output",
+    "item_reference",
 ];
 
 impl<'de> Deserialize<'de> for InputItem {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut map = strict::object(deserializer, "an input item object")?;
-        let tag = strict::take_tag(&mut map, Some("message"))?;
+        // An object with only an `id` is an item reference (Open Responses'
+        // `ItemReferenceParam`, whose `type` is optional); any other untyped object is a message.
+        let default = if map.len() == 1 && map.contains_key("id") {
+            "item_reference"
+        } else {
+            "message"
+        };
+        let tag = strict::take_tag(&mut map, Some(default))?;
         let value = Value::Object(map);
         match tag.as_str() {
             "message" => strict::from_value(value).map(InputItem::Message),
@@ -94,6 +113,7 @@ impl<'de> Deserialize<'de> for InputItem {
             "mcp_call" => strict::from_value(value).map(InputItem::McpCall),
             "mcp_list_tools" => strict::from_value(value).map(InputItem::McpListTools),
             "tool_search_output" => strict::from_value(value).map(InputItem::ToolSearchOutput),
+            "item_reference" => strict::from_value(value).map(InputItem::ItemReference),
             other => Err(strict::unknown_tag("input item", other, INPUT_ITEM_TYPES)),
         }
     }

@@ -50,6 +50,17 @@ impl CreateRequest {
     /// Checks the optional fields of the table above.
     pub(crate) fn check_options(&self) -> Check {
         self.check_formats_agree()?;
+        if let Some(conversation) = &self.conversation {
+            if self.previous_response_id.is_some() {
+                return fail(
+                    "conversation",
+                    "conversation and previous_response_id cannot be used together: send one of them",
+                );
+            }
+            if conversation.id().trim().is_empty() {
+                return fail("conversation", "conversation must name a conversation id");
+            }
+        }
         if let Some(include) = &self.include {
             for (i, value) in include.iter().enumerate() {
                 if value != INCLUDE_LOGPROBS && value != INCLUDE_ENCRYPTED_REASONING {

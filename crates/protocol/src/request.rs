@@ -58,6 +58,10 @@ pub struct CreateRequest {
     pub store: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_response_id: Option<String>,
+    /// An OpenAI conversation (`conv_…`, or `{"id": …}`): its items come before `input`, and the
+    /// run's input and output are appended to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<ConversationRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,6 +175,30 @@ pub struct JsonSchemaFormat {
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+}
+
+/// `conversation`: an id, or `{"id": …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ConversationRef {
+    Id(String),
+    Object(ConversationObject),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ConversationObject {
+    pub id: String,
+}
+
+impl ConversationRef {
+    pub fn id(&self) -> &str {
+        match self {
+            ConversationRef::Id(id) | ConversationRef::Object(ConversationObject { id }) => id,
+        }
+    }
 }
 
 /// `text`: OpenAI's text output configuration.

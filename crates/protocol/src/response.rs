@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::output::OutputItem;
-use crate::request::{Reasoning, TextConfig, Tool, ToolChoice, Truncation};
+use crate::request::{ConversationObject, Reasoning, TextConfig, Tool, ToolChoice, Truncation};
 
 /// Run status. `cancelling` exists only in the answer to a cancel ([`CancelAck`]) while the
 /// run is still stopping.
@@ -89,6 +89,9 @@ pub struct Response {
     pub text: TextConfig,
     pub metadata: BTreeMap<String, String>,
     pub previous_response_id: Option<String>,
+    /// The OpenAI conversation the response belongs to (`{"id": "conv_…"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<ConversationObject>,
     pub prompt_cache_key: Option<String>,
     pub reasoning: Option<Reasoning>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

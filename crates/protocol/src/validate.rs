@@ -87,7 +87,7 @@ const IMAGE_MIME_TYPES: &[&str] = &[
 
 const NAME_RULE: &str = "1 to 64 characters of letters, digits, `_` or `-`";
 
-type Check = Result<(), RequestError>;
+pub type Check = Result<(), RequestError>;
 
 fn fail(param: impl Into<String>, message: impl Into<String>) -> Check {
     Err(RequestError::new(param, message))
@@ -642,7 +642,8 @@ fn check_server<'a>(at: &str, label: &'a str, seen: &mut Seen<'a>) -> Check {
     Ok(())
 }
 
-fn check_metadata(metadata: &std::collections::BTreeMap<String, String>) -> Check {
+/// Checks `metadata` against the limits of spec §2 (keys, key and value lengths).
+pub fn check_metadata(metadata: &std::collections::BTreeMap<String, String>) -> Check {
     if metadata.len() > MAX_METADATA_KEYS {
         return fail(
             "metadata",

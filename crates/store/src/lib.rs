@@ -39,6 +39,7 @@
 mod error;
 mod events;
 mod files;
+mod items;
 mod jobs;
 mod keys;
 mod maintenance;

@@ -15,6 +15,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "jobs", include_str!("../migrations/0002_jobs.sql")),
     (3, "files", include_str!("../migrations/0003_files.sql")),
+    (4, "items", include_str!("../migrations/0004_items.sql")),
 ];
 
 /// Apply the migrations not yet applied to this database.

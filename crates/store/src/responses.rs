@@ -73,6 +73,11 @@ impl ResponseStore for SqliteStore {
         let mut tx = self.writer.begin().await.map_err(error::backend)?;
         crate::events::insert(&mut tx, &record.id, events).await?;
         upsert(record, &mut *tx).await?;
+        crate::items::index(&record.project_id, &record.id, &record.items, &mut *tx).await?;
+        if let Some(conversation) = &record.append_to {
+            // A conversation deleted while the run went on takes no more items.
+            crate::items::append(&mut tx, &record.project_id, conversation, &record.items).await?;
+        }
         crate::jobs::delete(&record.id, &mut *tx).await?;
         tx.commit().await.map_err(error::backend)
     }
@@ -127,5 +132,7 @@ fn decode(row: &SqliteRow, id: &str) -> Result<ResponseRecord, StoreError> {
         conversation_id: row
             .try_get::<Option<String>, _>("conversation_id")
             .map_err(|e| error::bad_column(&what, "conversation_id", e))?,
+        items: Vec::new(),
+        append_to: None,
     })
 }

@@ -75,6 +75,8 @@ fn record(
         response: response(id, status)?,
         transcript: Vec::new(),
         conversation_id: None,
+        items: Vec::new(),
+        append_to: None,
     })
 }
 

@@ -73,6 +73,8 @@ fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, s
         response: response(id, "completed")?,
         transcript: transcript()?,
         conversation_id: None,
+        items: Vec::new(),
+        append_to: None,
     })
 }
 
@@ -455,5 +457,88 @@ async fn shared_files_round_trip_byte_for_byte_within_their_project() -> TestRes
             .await?
             .is_none()
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn items_are_indexed_with_their_run_and_conversations_keep_theirs() -> TestResult {
+    use engine::store::{ConversationRecord, ItemKind, ItemStore, StoredItem};
+    let store = memory_store().await?;
+    let item = |id: &str, kind| StoredItem {
+        id: id.to_owned(),
+        kind,
+        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+    };
+    let conversation = ConversationRecord {
+        id: "conv_1".to_owned(),
+        project_id: "proj_a".to_owned(),
+        created_at: 1,
+        metadata: [("k".to_owned(), "v".to_owned())].into(),
+    };
+    store
+        .create_conversation(&conversation, &[item("msg_0", ItemKind::Input)])
+        .await?;
+    let mut ending = record("resp_i", "proj_a", true)?;
+    ending.items = vec![
+        item("msg_1", ItemKind::Input),
+        item("msg_2", ItemKind::Output),
+    ];
+    ending.append_to = Some("conv_1".to_owned());
+    store.end_run(&ending, &events(0..1)).await?;
+    // Indexed by id, per project.
+    let found = store
+        .find_items("proj_a", &["msg_2".to_owned(), "msg_x".to_owned()])
+        .await?;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].kind, ItemKind::Output);
+    assert!(
+        store
+            .find_items("proj_b", &["msg_2".to_owned()])
+            .await?
+            .is_empty()
+    );
+    let inputs = store
+        .response_items("proj_a", "resp_i", ItemKind::Input)
+        .await?;
+    assert_eq!(inputs.len(), 1);
+    // Appended to the conversation, in order.
+    let ids: Vec<String> = store
+        .conversation_items("proj_a", "conv_1")
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(ids, ["msg_0", "msg_1", "msg_2"]);
+    assert!(
+        store
+            .conversation_items("proj_b", "conv_1")
+            .await?
+            .is_empty()
+    );
+    assert!(
+        store
+            .delete_conversation_item("proj_a", "conv_1", "msg_1")
+            .await?
+    );
+    assert!(
+        !store
+            .delete_conversation_item("proj_b", "conv_1", "msg_2")
+            .await?
+    );
+    assert_eq!(store.conversation_items("proj_a", "conv_1").await?.len(), 2);
+    // Deleting the response takes its items and events.
+    assert!(!store.delete_response("proj_b", "resp_i").await?);
+    assert!(store.delete_response("proj_a", "resp_i").await?);
+    assert!(store.get_response("proj_a", "resp_i").await?.is_none());
+    assert!(
+        store
+            .find_items("proj_a", &["msg_2".to_owned()])
+            .await?
+            .is_empty()
+    );
+    assert!(store.events_after("resp_i", None).await?.is_empty());
+    // Deleting the conversation takes its items.
+    assert!(store.delete_conversation("proj_a", "conv_1").await?);
+    assert!(store.get_conversation("proj_a", "conv_1").await?.is_none());
     Ok(())
 }

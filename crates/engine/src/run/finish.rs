@@ -5,6 +5,7 @@
 use protocol::events::EventData;
 use protocol::response::{IncompleteDetails, Response, ResponseStatus};
 
+use crate::items;
 use crate::pricing::price_usage;
 use crate::store::ResponseRecord;
 
@@ -46,6 +47,24 @@ impl Machine {
         if !include_usage {
             snapshot.usage = None;
         }
+        // The items of this request and of the run, for `item_reference`, `input_items` and
+        // the run's OpenAI conversation (a `store: false` response keeps none to refer to).
+        let input = self
+            .plan
+            .transcript
+            .get(self.plan.new_from..)
+            .unwrap_or_default();
+        let append_to = self
+            .plan
+            .request
+            .conversation
+            .as_ref()
+            .map(|c| c.id().to_owned());
+        let items = if self.response.store || append_to.is_some() {
+            items::to_store(input, &self.response.output)
+        } else {
+            Vec::new()
+        };
         let record = ResponseRecord {
             id: self.response.id.clone(),
             project_id: self.plan.project_id.clone(),
@@ -54,6 +73,8 @@ impl Machine {
             response: self.response.clone(),
             transcript: std::mem::take(&mut self.transcript),
             conversation_id: self.plan.conversation.clone(),
+            items,
+            append_to,
         };
         let finished = Finished {
             response: self.response.clone(),

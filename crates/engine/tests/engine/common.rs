@@ -18,8 +18,9 @@ use engine::model::{
     ModelStream, ResolveError, ResolvedModel, TokenUsage,
 };
 use engine::store::{
-    ClaimedJob, EventRecord, EventStore, FileRecord, FileStore, JobRecord, JobState, JobStore,
-    KeyRecord, KeyStore, MaintenanceStore, ResponseRecord, ResponseStore, StoreError,
+    ClaimedJob, ConversationRecord, EventRecord, EventStore, FileRecord, FileStore, ItemKind,
+    ItemStore, JobRecord, JobState, JobStore, KeyRecord, KeyStore, MaintenanceStore,
+    ResponseRecord, ResponseStore, StoreError, StoredItem,
 };
 use engine::{Engine, EngineConfig, Ports, TokioClock};
 use futures::StreamExt as _;
@@ -39,6 +40,9 @@ pub struct StoreState {
     pub keys: Vec<KeyRecord>,
     pub projects: HashMap<String, String>,
     pub files: Vec<(FileRecord, Vec<u8>)>,
+    /// Indexed items by response: (project, response, item).
+    pub items: Vec<(String, String, StoredItem)>,
+    pub conversations: HashMap<String, (ConversationRecord, Vec<StoredItem>)>,
     /// How many `append_events` calls (flushes) each response got.
     pub flushes: HashMap<String, usize>,
 }
@@ -100,6 +104,17 @@ impl ResponseStore for MemoryStore {
             .extend_from_slice(events);
         state.responses.insert(record.id.clone(), record.clone());
         state.jobs.remove(&record.id);
+        for item in &record.items {
+            state
+                .items
+                .push((record.project_id.clone(), record.id.clone(), item.clone()));
+        }
+        if let Some(conversation) = &record.append_to
+            && let Some((found, items)) = state.conversations.get_mut(conversation)
+            && found.project_id == record.project_id
+        {
+            items.extend(record.items.iter().cloned());
+        }
         Ok(())
     }
 
@@ -358,6 +373,153 @@ impl FileStore for MemoryStore {
                 f.project_id == project_id && f.response_id == response_id && f.id == file_id
             })
             .cloned())
+    }
+}
+
+#[async_trait]
+impl ItemStore for MemoryStore {
+    async fn find_items(
+        &self,
+        project_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<StoredItem>, StoreError> {
+        let state = self.lock();
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                state
+                    .items
+                    .iter()
+                    .rev()
+                    .find(|(project, _, item)| project == project_id && item.id == *id)
+                    .map(|(_, _, item)| item.clone())
+            })
+            .collect())
+    }
+
+    async fn response_items(
+        &self,
+        project_id: &str,
+        response_id: &str,
+        kind: ItemKind,
+    ) -> Result<Vec<StoredItem>, StoreError> {
+        Ok(self
+            .lock()
+            .items
+            .iter()
+            .filter(|(p, r, item)| p == project_id && r == response_id && item.kind == kind)
+            .map(|(_, _, item)| item.clone())
+            .collect())
+    }
+
+    async fn delete_response(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        if state
+            .responses
+            .get(id)
+            .is_none_or(|r| r.project_id != project_id)
+        {
+            return Ok(false);
+        }
+        state.responses.remove(id);
+        state.events.remove(id);
+        state.items.retain(|(_, r, _)| r != id);
+        Ok(true)
+    }
+
+    async fn create_conversation(
+        &self,
+        record: &ConversationRecord,
+        items: &[StoredItem],
+    ) -> Result<(), StoreError> {
+        self.lock()
+            .conversations
+            .insert(record.id.clone(), (record.clone(), items.to_vec()));
+        Ok(())
+    }
+
+    async fn get_conversation(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ConversationRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .conversations
+            .get(id)
+            .filter(|(c, _)| c.project_id == project_id)
+            .map(|(c, _)| c.clone()))
+    }
+
+    async fn update_conversation(&self, record: &ConversationRecord) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.conversations.get_mut(&record.id) {
+            Some((c, _)) if c.project_id == record.project_id => {
+                *c = record.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn delete_conversation(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        if state
+            .conversations
+            .get(id)
+            .is_some_and(|(c, _)| c.project_id == project_id)
+        {
+            state.conversations.remove(id);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn conversation_items(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Vec<StoredItem>, StoreError> {
+        Ok(self
+            .lock()
+            .conversations
+            .get(id)
+            .filter(|(c, _)| c.project_id == project_id)
+            .map(|(_, items)| items.clone())
+            .unwrap_or_default())
+    }
+
+    async fn append_conversation_items(
+        &self,
+        project_id: &str,
+        id: &str,
+        items: &[StoredItem],
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.conversations.get_mut(id) {
+            Some((c, list)) if c.project_id == project_id => {
+                list.extend(items.iter().cloned());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn delete_conversation_item(
+        &self,
+        project_id: &str,
+        id: &str,
+        item_id: &str,
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.conversations.get_mut(id) {
+            Some((c, list)) if c.project_id == project_id => {
+                let before = list.len();
+                list.retain(|item| item.id != item_id);
+                Ok(list.len() < before)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

@@ -1,0 +1,127 @@
+//! Items as agentd stores and finds them again: ids for input items that came without one,
+//! the items a response indexes when it ends (`item_reference` and `input_items` read them, and
+//! an OpenAI conversation takes them), and stored items back as input items.
+
+use protocol::input::InputItem;
+use protocol::output::OutputItem;
+
+use crate::ids::new_id;
+use crate::store::{ItemKind, StoredItem};
+
+/// Gives every input item that can carry an id and has none one (`msg_…` for messages, as
+/// OpenAI does), so that it can be listed and referenced later.
+pub(crate) fn assign_ids(items: &mut [InputItem]) {
+    for item in items {
+        let (slot, prefix) = match item {
+            InputItem::Message(message) => (&mut message.id, "msg"),
+            InputItem::FunctionCall(call) => (&mut call.id, "fc"),
+            InputItem::FunctionCallOutput(output) => (&mut output.id, "fco"),
+            InputItem::McpApprovalResponse(response) => (&mut response.id, "mcpa"),
+            _ => continue,
+        };
+        if slot.is_none() {
+            *slot = Some(new_id(prefix));
+        }
+    }
+}
+
+/// The id an input item is known by.
+pub(crate) fn input_id(item: &InputItem) -> Option<&str> {
+    match item {
+        InputItem::Message(message) => message.id.as_deref(),
+        InputItem::FunctionCall(call) => call.id.as_deref(),
+        InputItem::FunctionCallOutput(output) => output.id.as_deref(),
+        InputItem::Reasoning(reasoning) => reasoning.id.as_deref(),
+        InputItem::McpApprovalResponse(response) => response.id.as_deref(),
+        InputItem::McpApprovalRequest(request) => Some(&request.id),
+        InputItem::McpCall(call) => Some(&call.id),
+        InputItem::McpListTools(list) => Some(&list.id),
+        InputItem::ToolSearchOutput(search) => Some(&search.id),
+        InputItem::ItemReference(reference) => Some(&reference.id),
+    }
+}
+
+/// The id an output item is known by (items without one cannot be referenced).
+pub(crate) fn output_id(item: &OutputItem) -> Option<&str> {
+    match item {
+        OutputItem::Message(message) => Some(&message.id),
+        OutputItem::FunctionCall(call) => Some(&call.id),
+        OutputItem::McpListTools(list) => Some(&list.id),
+        OutputItem::McpCall(call) => Some(&call.id),
+        OutputItem::McpApprovalRequest(request) => Some(&request.id),
+        OutputItem::ToolSearchOutput(search) => Some(&search.id),
+        _ => None,
+    }
+}
+
+/// What a response indexes when it ends: this request's input items, then its output items
+/// that have an id.
+pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<StoredItem> {
+    let inputs = input.iter().filter_map(|item| {
+        let id = input_id(item)?.to_owned();
+        let item = serde_json::to_value(item).ok()?;
+        Some(StoredItem {
+            id,
+            kind: ItemKind::Input,
+            item,
+        })
+    });
+    let outputs = output.iter().filter_map(|item| {
+        let id = output_id(item)?.to_owned();
+        let item = serde_json::to_value(item).ok()?;
+        Some(StoredItem {
+            id,
+            kind: ItemKind::Output,
+            item,
+        })
+    });
+    inputs.chain(outputs).collect()
+}
+
+/// A stored item as an input item: input items as they were, output items as their replay
+/// (an assistant message, a function call, an MCP item). `None` for items that are no input
+/// (built-in tools' results: what the model read of them stays in the response's transcript).
+pub(crate) fn to_input(item: &StoredItem) -> Option<InputItem> {
+    serde_json::from_value(item.item.clone()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_and_calls_get_ids_and_keep_theirs() {
+        let mut items: Vec<InputItem> = serde_json::from_value(json!([
+            {"role": "user", "content": "hi"},
+            {"type": "message", "id": "msg_mine", "role": "user", "content": "again"},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+        ]))
+        .unwrap();
+        assign_ids(&mut items);
+        let ids: Vec<&str> = items.iter().filter_map(input_id).collect();
+        assert!(ids[0].starts_with("msg_"));
+        assert_eq!(ids[1], "msg_mine");
+        assert!(ids[2].starts_with("fc_") && ids[3].starts_with("fco_"));
+    }
+
+    #[test]
+    fn stored_output_messages_and_calls_come_back_as_input() {
+        let output: Vec<OutputItem> = serde_json::from_value(json!([
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+             "phase": "final_answer",
+             "content": [{"type": "output_text", "text": "Paris.", "annotations": [], "logprobs": []}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f",
+             "arguments": "{}", "status": "completed"},
+            {"type": "search_results", "queries": ["q"], "results": []}
+        ]))
+        .unwrap();
+        let stored = to_store(&[], &output);
+        assert_eq!(stored.len(), 2, "items without an id are not indexed");
+        let back: Vec<InputItem> = stored.iter().filter_map(to_input).collect();
+        assert_eq!(back.len(), 2);
+        assert!(matches!(&back[0], InputItem::Message(m) if m.content.text() == "Paris."));
+        assert!(matches!(&back[1], InputItem::FunctionCall(c) if c.call_id == "c1"));
+    }
+}

@@ -1,0 +1,355 @@
+//! [`ItemStore`]: the items of responses (indexed when a run ends) and OpenAI conversations with
+//! their items.
+
+use engine::store::{ConversationRecord, ItemKind, ItemStore, StoreError, StoredItem};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Row, Sqlite};
+
+use crate::{SqliteStore, error, now_secs};
+
+fn kind_text(kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::Input => "input",
+        ItemKind::Output => "output",
+    }
+}
+
+fn kind_of(text: &str) -> ItemKind {
+    if text == "output" {
+        ItemKind::Output
+    } else {
+        ItemKind::Input
+    }
+}
+
+fn item_json(item: &StoredItem) -> Result<String, StoreError> {
+    serde_json::to_string(&item.item)
+        .map_err(|e| StoreError::Backend(format!("cannot encode item {}: {e}", item.id)))
+}
+
+fn decode_item(row: &SqliteRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
+    let id: String = row
+        .try_get("item_id")
+        .map_err(|e| error::bad_column("item", "item_id", e))?;
+    let json: String = row
+        .try_get("item_json")
+        .map_err(|e| error::bad_column("item", "item_json", e))?;
+    let item = serde_json::from_str(&json).map_err(|e| error::bad_json(&id, "item_json", &e))?;
+    Ok(StoredItem { id, kind, item })
+}
+
+/// Indexes a response's items (within the transaction that ends its run).
+pub(crate) async fn index<'e, E>(
+    project_id: &str,
+    response_id: &str,
+    items: &[StoredItem],
+    executor: E,
+) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = Sqlite>,
+{
+    if items.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<(String, &StoredItem, i64)> = items
+        .iter()
+        .enumerate()
+        .map(|(position, item)| Ok((item_json(item)?, item, position as i64)))
+        .collect::<Result<_, StoreError>>()?;
+    let created_at = now_secs();
+    let mut insert = QueryBuilder::<Sqlite>::new(
+        "INSERT OR REPLACE INTO response_items \
+         (response_id, kind, position, project_id, item_id, item_json, created_at) ",
+    );
+    insert.push_values(rows, |mut row, (json, item, position)| {
+        row.push_bind(response_id)
+            .push_bind(kind_text(item.kind))
+            .push_bind(position)
+            .push_bind(project_id)
+            .push_bind(item.id.clone())
+            .push_bind(json)
+            .push_bind(created_at);
+    });
+    insert
+        .build()
+        .execute(executor)
+        .await
+        .map_err(error::backend)?;
+    Ok(())
+}
+
+/// Appends items to a conversation (within a transaction); `false` when it does not exist in
+/// this project.
+pub(crate) async fn append(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    project_id: &str,
+    conversation_id: &str,
+    items: &[StoredItem],
+) -> Result<bool, StoreError> {
+    let exists: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM conversations WHERE id = $1 AND project_id = $2")
+            .bind(conversation_id)
+            .bind(project_id)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(error::backend)?;
+    if exists.is_none() {
+        return Ok(false);
+    }
+    if items.is_empty() {
+        return Ok(true);
+    }
+    let next: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(position) + 1, 0) FROM conversation_items WHERE conversation_id = $1",
+    )
+    .bind(conversation_id)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(error::backend)?;
+    let rows: Vec<(String, String, i64)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| Ok((item.id.clone(), item_json(item)?, next + i as i64)))
+        .collect::<Result<_, StoreError>>()?;
+    let mut insert = QueryBuilder::<Sqlite>::new(
+        "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) ",
+    );
+    insert.push_values(rows, |mut row, (item_id, json, position)| {
+        row.push_bind(conversation_id)
+            .push_bind(position)
+            .push_bind(item_id)
+            .push_bind(json);
+    });
+    insert
+        .build()
+        .execute(&mut **tx)
+        .await
+        .map_err(error::backend)?;
+    Ok(true)
+}
+
+#[async_trait::async_trait]
+impl ItemStore for SqliteStore {
+    async fn find_items(
+        &self,
+        project_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<StoredItem>, StoreError> {
+        let mut found = Vec::with_capacity(ids.len());
+        for id in ids {
+            let row = sqlx::query(
+                "SELECT item_id, item_json, kind FROM response_items \
+                 WHERE project_id = $1 AND item_id = $2 \
+                 ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            )
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(error::backend)?;
+            if let Some(row) = row {
+                let kind: String = row
+                    .try_get("kind")
+                    .map_err(|e| error::bad_column("item", "kind", e))?;
+                found.push(decode_item(&row, kind_of(&kind))?);
+            }
+        }
+        Ok(found)
+    }
+
+    async fn response_items(
+        &self,
+        project_id: &str,
+        response_id: &str,
+        kind: ItemKind,
+    ) -> Result<Vec<StoredItem>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT item_id, item_json FROM response_items \
+             WHERE project_id = $1 AND response_id = $2 AND kind = $3 ORDER BY position",
+        )
+        .bind(project_id)
+        .bind(response_id)
+        .bind(kind_text(kind))
+        .fetch_all(&self.reader)
+        .await
+        .map_err(error::backend)?;
+        rows.iter().map(|row| decode_item(row, kind)).collect()
+    }
+
+    async fn delete_response(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let done = sqlx::query("DELETE FROM responses WHERE id = $1 AND project_id = $2")
+            .bind(id)
+            .bind(project_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(error::backend)?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        for statement in [
+            "DELETE FROM events WHERE response_id = $1",
+            "DELETE FROM response_items WHERE response_id = $1",
+            "DELETE FROM files WHERE response_id = $1",
+            "DELETE FROM jobs WHERE response_id = $1",
+        ] {
+            sqlx::query(statement)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(error::backend)?;
+        }
+        tx.commit().await.map_err(error::backend)?;
+        Ok(true)
+    }
+
+    async fn create_conversation(
+        &self,
+        record: &ConversationRecord,
+        items: &[StoredItem],
+    ) -> Result<(), StoreError> {
+        let metadata = serde_json::to_string(&record.metadata)
+            .map_err(|e| StoreError::Backend(format!("cannot encode metadata: {e}")))?;
+        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        sqlx::query(
+            "INSERT INTO conversations (id, project_id, created_at, metadata_json) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(record.id.as_str())
+        .bind(record.project_id.as_str())
+        .bind(record.created_at)
+        .bind(metadata)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match e.as_database_error().map(|d| d.kind()) {
+            Some(sqlx::error::ErrorKind::UniqueViolation) => {
+                StoreError::Conflict(format!("conversation {}", record.id))
+            }
+            _ => error::backend(e),
+        })?;
+        append(&mut tx, &record.project_id, &record.id, items).await?;
+        tx.commit().await.map_err(error::backend)
+    }
+
+    async fn get_conversation(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ConversationRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT id, project_id, created_at, metadata_json FROM conversations \
+             WHERE id = $1 AND project_id = $2",
+        )
+        .bind(id)
+        .bind(project_id)
+        .fetch_optional(&self.reader)
+        .await
+        .map_err(error::backend)?;
+        row.map(|row| {
+            let what = format!("conversation {id}");
+            let metadata: String = row
+                .try_get("metadata_json")
+                .map_err(|e| error::bad_column(&what, "metadata_json", e))?;
+            Ok(ConversationRecord {
+                id: row
+                    .try_get("id")
+                    .map_err(|e| error::bad_column(&what, "id", e))?,
+                project_id: row
+                    .try_get("project_id")
+                    .map_err(|e| error::bad_column(&what, "project_id", e))?,
+                created_at: row
+                    .try_get("created_at")
+                    .map_err(|e| error::bad_column(&what, "created_at", e))?,
+                metadata: serde_json::from_str(&metadata)
+                    .map_err(|e| error::bad_json(&what, "metadata_json", &e))?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn update_conversation(&self, record: &ConversationRecord) -> Result<bool, StoreError> {
+        let metadata = serde_json::to_string(&record.metadata)
+            .map_err(|e| StoreError::Backend(format!("cannot encode metadata: {e}")))?;
+        let done = sqlx::query(
+            "UPDATE conversations SET metadata_json = $1 WHERE id = $2 AND project_id = $3",
+        )
+        .bind(metadata)
+        .bind(record.id.as_str())
+        .bind(record.project_id.as_str())
+        .execute(&self.writer)
+        .await
+        .map_err(error::backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_conversation(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let done = sqlx::query("DELETE FROM conversations WHERE id = $1 AND project_id = $2")
+            .bind(id)
+            .bind(project_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(error::backend)?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query("DELETE FROM conversation_items WHERE conversation_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(error::backend)?;
+        tx.commit().await.map_err(error::backend)?;
+        Ok(true)
+    }
+
+    async fn conversation_items(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Vec<StoredItem>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT i.item_id, i.item_json FROM conversation_items i \
+             JOIN conversations c ON c.id = i.conversation_id \
+             WHERE c.id = $1 AND c.project_id = $2 ORDER BY i.position",
+        )
+        .bind(id)
+        .bind(project_id)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(error::backend)?;
+        rows.iter()
+            .map(|row| decode_item(row, ItemKind::Input))
+            .collect()
+    }
+
+    async fn append_conversation_items(
+        &self,
+        project_id: &str,
+        id: &str,
+        items: &[StoredItem],
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let appended = append(&mut tx, project_id, id, items).await?;
+        tx.commit().await.map_err(error::backend)?;
+        Ok(appended)
+    }
+
+    async fn delete_conversation_item(
+        &self,
+        project_id: &str,
+        id: &str,
+        item_id: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM conversation_items WHERE conversation_id = $1 AND item_id = $2 \
+             AND EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND project_id = $3)",
+        )
+        .bind(id)
+        .bind(item_id)
+        .bind(project_id)
+        .execute(&self.writer)
+        .await
+        .map_err(error::backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+}
