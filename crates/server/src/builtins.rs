@@ -13,8 +13,18 @@ use std::sync::Arc;
 use engine::hosted::{HostedError, HostedTool, HostedTools};
 use protocol::request::Tool;
 
-use crate::ServerError;
 use crate::config::Config;
+
+/// Why the built-in tools could not be set up (the start-up error says which part).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BuiltinsError(String);
+
+impl BuiltinsError {
+    pub fn new(message: impl Into<String>) -> BuiltinsError {
+        BuiltinsError(message.into())
+    }
+}
 
 /// The built-in tools of this server.
 pub struct Builtins {
@@ -49,19 +59,21 @@ impl Sandbox {
 }
 
 impl Builtins {
-    /// The built-in tools: `fetch_url` under the request policy, `web_search` on the configured
-    /// back end, the sandbox over bubblewrap when it works. The operator's SearxNG may sit on a
-    /// private address: its own addresses are allowed for the back end only, never for
-    /// request-supplied URLs.
-    pub async fn from_config(config: &Config) -> Result<Builtins, ServerError> {
-        let policy = crate::request_policy(config)?;
+    /// The built-in tools: `fetch_url` under the request policy (`policy`), `web_search` on the
+    /// configured back end, the sandbox over bubblewrap when it works. The operator's SearxNG
+    /// may sit on a private address: its own addresses are allowed for the back end only, never
+    /// for request-supplied URLs.
+    pub async fn from_config(
+        config: &Config,
+        policy: netguard::Policy,
+    ) -> Result<Builtins, BuiltinsError> {
         let shared_fetch = fetch::FetchShared::new(fetch::FetchSettings {
-            policy: policy.clone(),
+            policy,
             timeout: config.fetch_url.timeout,
             max_page_bytes: config.fetch_url.max_page_bytes,
             default_budget_tokens: config.fetch_url.default_budget_tokens,
         })
-        .map_err(|err| ServerError::Tools(err.to_string()))?;
+        .map_err(|err| BuiltinsError::new(err.to_string()))?;
         let mut allowed = config.allow_private.clone();
         if let Some(url) = config
             .web_search
@@ -72,10 +84,10 @@ impl Builtins {
             allowed.extend(operator_host_addresses(url).await?);
         }
         let backend_policy = netguard::Policy::with_allowed(&allowed)
-            .map_err(|err| ServerError::Tools(err.to_string()))?;
+            .map_err(|err| BuiltinsError::new(err.to_string()))?;
         let backend = search::backend_from_settings(&config.web_search, &backend_policy)
             .await
-            .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
+            .map_err(|err| BuiltinsError::new(format!("web_search back end: {err}")))?;
         let settings = &config.sandbox;
         let isolation: Result<Arc<dyn sandbox::Isolation>, String> = match sandbox::Bwrap::probe()
             .await
@@ -155,9 +167,9 @@ impl HostedTools for Builtins {
 }
 
 /// The addresses an operator-configured URL's host resolves to, as host CIDRs.
-async fn operator_host_addresses(url: &str) -> Result<Vec<String>, ServerError> {
+async fn operator_host_addresses(url: &str) -> Result<Vec<String>, BuiltinsError> {
     let parsed = url::Url::parse(url)
-        .map_err(|err| ServerError::Tools(format!("AGENTD_SEARXNG_URL is not a URL: {err}")))?;
+        .map_err(|err| BuiltinsError::new(format!("AGENTD_SEARXNG_URL is not a URL: {err}")))?;
     let port = parsed.port_or_known_default().unwrap_or(80);
     let addresses: Vec<std::net::IpAddr> = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => vec![ip.into()],
@@ -165,7 +177,7 @@ async fn operator_host_addresses(url: &str) -> Result<Vec<String>, ServerError> 
         Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
             .await
             .map_err(|err| {
-                ServerError::Tools(format!(
+                BuiltinsError::new(format!(
                     "AGENTD_SEARXNG_URL host {name} does not resolve: {err}"
                 ))
             })?

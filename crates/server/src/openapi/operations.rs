@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::schemas::Schemas;
-use crate::routes::{Endpoint, Route};
+use crate::route_table::{Endpoint, Route};
 
 /// The operation object of one route.
 pub fn operation(route: &Route, schemas: &Schemas) -> Value {
