@@ -4,8 +4,10 @@
 //! Layout: [`start`] (start-up: the store, providers, MCP client and built-in tools wired into
 //! the engine), [`serve`] (the application with its middleware, and the accept loop),
 //! [`route_table`] (method, path, endpoint), [`routes`] (endpoint -> handler), [`handlers`]
-//! (thin), [`auth`] (the `Project` extractor), [`json`] (the strict body extractor), [`sse`]
-//! (the SSE writer), [`error`] (the code table), [`config`] (defaults < file < env < flags),
+//! (thin), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
+//! pages: `Origin` and `Host`), [`json`] (the strict body extractor), [`params`] (path and
+//! query extractors), [`sse`] (the SSE writer), [`error`] (the code table), [`envelope`] (every
+//! error answer on the JSON envelope), [`config`] (defaults < file < env < flags),
 //! [`builtins`] (the built-in tools from the `fetch`, `search` and `sandbox` crates,
 //! assembled), [`metrics`] (the registry `GET /metrics` encodes), [`openapi`]
 //! (`/openapi.json`, built from the route table and the protocol types' JSON Schemas),
@@ -22,17 +24,20 @@
 pub mod auth;
 pub mod builtins;
 pub mod config;
+pub mod envelope;
 pub mod error;
 pub mod handlers;
 pub mod json;
 pub mod metrics;
 pub mod openapi;
+pub mod params;
 pub mod route_table;
 pub mod routes;
 pub mod serve;
 pub mod sse;
 pub mod start;
 pub mod state;
+pub mod web_guard;
 
 pub use serve::{SHUTDOWN_GRACE, app, run};
 pub use start::{ServerError, build_state, open_store};

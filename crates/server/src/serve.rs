@@ -13,16 +13,22 @@ use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 
 use crate::error::ErrorLog;
-use crate::routes;
 use crate::start::ServerError;
 use crate::state::AppState;
+use crate::{envelope, routes, web_guard};
 
 /// How long running foreground requests may take to finish after a shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// The application: routes plus middleware. Drivable without a socket.
+/// The application: routes plus middleware (outermost first: the error log, the error
+/// envelope, open mode's web-page guard). Drivable without a socket.
 pub fn app(state: AppState) -> Router {
     routes::routes()
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            web_guard::guard,
+        ))
+        .layer(middleware::from_fn(envelope::envelope_errors))
         .layer(middleware::from_fn(log_errors))
         .with_state(state)
 }

@@ -10,7 +10,7 @@ use store::SqliteStore;
 
 use crate::builtins::{Builtins, BuiltinsError};
 use crate::config::{Config, StoreLocation};
-use crate::state::{AppState, AuthCache};
+use crate::state::{AppState, AuthCache, RequestSettings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -92,6 +92,11 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     Ok(AppState {
         auth: Arc::new(AuthCache::new(default_project, has_keys)),
         sse_keep_alive: config.sse_keep_alive,
+        requests: RequestSettings {
+            body_timeout: config.body_timeout,
+            limits: config.request_limits,
+        },
+        allowed_hosts: Arc::new(config.allowed_hosts.clone()),
         engine,
     })
 }

@@ -38,7 +38,8 @@ fn build() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Perplexity Agent API / OpenAI Responses API compatible agent server. \
                             Every error answer is the envelope `{\"error\": {message, type, code, param?}}` \
-                            with `code` equal to the HTTP status.",
+                            with `code` equal to the HTTP status; a method a path does not take is 405 \
+                            (with `Allow`).",
         },
         "paths": paths,
         "security": [{"bearer": []}],
