@@ -3,6 +3,8 @@
 //!
 //! Layout: [`start`] (start-up: the store, providers, MCP client and built-in tools wired into
 //! the engine), [`serve`] (the application with its middleware, and the accept loop),
+//! [`connections`] (the connection cap, idle and write timeouts), [`fdlimit`] (the open-file
+//! limit and the default connection cap),
 //! [`route_table`] (method, path, endpoint), [`routes`] (endpoint -> handler), [`handlers`]
 //! (thin), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
 //! pages: `Origin` and `Host`), [`json`] (the strict body extractor), [`params`] (path and
@@ -17,15 +19,17 @@
 //! # async fn demo(config: agentd_server::config::Config) -> Result<(), agentd_server::ServerError> {
 //! let state = agentd_server::build_state(&config).await?;
 //! let listener = tokio::net::TcpListener::bind(config.listen).await?;
-//! agentd_server::run(listener, agentd_server::app(state), std::future::pending()).await?;
+//! agentd_server::run(listener, agentd_server::app(state), config.connections, std::future::pending()).await?;
 //! # Ok(()) }
 //! ```
 
 pub mod auth;
 pub mod builtins;
 pub mod config;
+pub mod connections;
 pub mod envelope;
 pub mod error;
+pub mod fdlimit;
 pub mod handlers;
 pub mod json;
 pub mod metrics;

@@ -171,6 +171,11 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve { listen, common } => {
             let config = load_config(&common, listen)?;
             init_logging(config.log_format);
+            // Every connection is a descriptor: take what the system allows.
+            match agentd_server::fdlimit::raise_open_files_limit() {
+                Ok(limit) => tracing::debug!(open_files = ?limit, "open-file limit"),
+                Err(err) => tracing::warn!(%err, "cannot raise the open-file limit"),
+            }
             let state = agentd_server::build_state(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.listen).await?;
             let addr = listener.local_addr()?;
@@ -183,6 +188,7 @@ async fn main() -> anyhow::Result<()> {
             agentd_server::run(
                 listener,
                 agentd_server::app(state.clone()),
+                config.connections,
                 shutdown_signal(),
             )
             .await?;

@@ -1,21 +1,23 @@
-//! Serving: the application (routes plus middleware) and the accept loop with graceful
-//! shutdown.
+//! Serving: the application (routes plus middleware) and the accept loop (connection cap and
+//! watchdogs from [`crate::connections`]) with graceful shutdown.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
+use crate::config::ConnectionSettings;
+use crate::connections::{Connections, Limits, task};
 use crate::error::ErrorLog;
 use crate::start::ServerError;
 use crate::state::AppState;
-use crate::{envelope, routes, web_guard};
+use crate::{envelope, fdlimit, routes, web_guard};
 
 /// How long running foreground requests may take to finish after a shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -51,31 +53,85 @@ async fn log_errors(request: Request, next: Next) -> Response {
 }
 
 /// Serves until `shutdown` resolves, then lets running requests finish for at most
-/// [`SHUTDOWN_GRACE`].
+/// [`SHUTDOWN_GRACE`]. Connections are capped and watched as [`crate::connections`] says.
 pub async fn run(
     listener: TcpListener,
     app: Router,
+    settings: ConnectionSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let signalled = Arc::new(tokio::sync::Notify::new());
-    let notify = signalled.clone();
-    // Without TCP_NODELAY, small SSE frames wait for the client's delayed ACK (about 40 ms each
-    // time): streamed deltas would arrive in bursts.
-    let listener = listener.tap_io(|tcp| {
+    let open_files = fdlimit::open_files_limit();
+    let (max_connections, lowered) = fdlimit::max_connections(settings.max_connections, open_files);
+    if lowered {
+        tracing::warn!(
+            max_connections,
+            open_files,
+            "http.max_connections is above the open-file limit: lowered"
+        );
+    }
+    let limits = Limits {
+        max_connections,
+        idle_timeout: settings.idle_timeout,
+    };
+    tracing::debug!(
+        max_connections,
+        idle_timeout_ms = limits.idle_timeout.as_millis(),
+        "serving connections"
+    );
+    let connections = Connections::new(limits);
+    let draining = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(err) => {
+                    accept_failed(&err).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Without TCP_NODELAY, small SSE frames wait for the client's delayed ACK (about 40 ms
+        // each time): streamed deltas would arrive in bursts.
         let _ = tcp.set_nodelay(true);
-    });
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        notify.notify_one();
-    });
+        let admitted = tokio::select! {
+            admitted = connections.admit() => admitted,
+            () = &mut shutdown => break,
+        };
+        let Some(admitted) = admitted else { continue };
+        tasks.spawn(task::serve(
+            tcp,
+            app.clone(),
+            admitted,
+            connections.limits(),
+            draining.clone(),
+        ));
+    }
+    drop(listener);
+    draining.cancel();
+    tasks.close();
     tokio::select! {
-        result = server => Ok(result?),
-        () = async {
-            signalled.notified().await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } => {
-            tracing::warn!("shutdown grace period over; stopping with requests still running");
+        () = tasks.wait() => Ok(()),
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {
+            tracing::warn!(
+                open = connections.open_count(),
+                "shutdown grace period over; stopping with requests still running"
+            );
             Ok(())
         }
+    }
+}
+
+/// An accept that failed: out of descriptors (wait for some to be freed) or a connection that
+/// was reset before it was accepted (go on).
+async fn accept_failed(err: &std::io::Error) {
+    let out_of_descriptors = matches!(err.raw_os_error(), Some(code) if code == rustix::io::Errno::MFILE.raw_os_error() || code == rustix::io::Errno::NFILE.raw_os_error());
+    if out_of_descriptors {
+        tracing::error!(%err, "cannot accept a connection: out of file descriptors");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    } else {
+        tracing::debug!(%err, "accept failed");
     }
 }
