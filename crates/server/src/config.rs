@@ -558,7 +558,7 @@ impl Config {
             brave_base_url: web.brave_base_url,
             tavily_base_url: web.tavily_base_url,
             perplexity_base_url: env_var("PERPLEXITY_BASE_URL").or(web.perplexity_base_url),
-            local_index_path: data_dir.join("index.sqlite"),
+            local_index_path: data_dir.join(crate::datadir::INDEX_FILE),
         };
         let fetch = file.tools.fetch_url;
         let fetch_url = FetchUrlSettings {

@@ -4,7 +4,7 @@
 //! Layout: [`start`] (start-up: the store, providers, MCP client and built-in tools wired into
 //! the engine), [`serve`] (the application with its middleware, and the accept loop),
 //! [`connections`] (the connection cap, idle and write timeouts), [`fdlimit`] (the open-file
-//! limit and the default connection cap),
+//! limit and the default connection cap), [`datadir`] (the data directory's permissions),
 //! [`route_table`] (method, path, endpoint), [`routes`] (endpoint -> handler), [`handlers`]
 //! (thin), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
 //! pages: `Origin` and `Host`), [`json`] (the strict body extractor), [`params`] (path and
@@ -27,6 +27,7 @@ pub mod auth;
 pub mod builtins;
 pub mod config;
 pub mod connections;
+pub mod datadir;
 pub mod envelope;
 pub mod error;
 pub mod fdlimit;

@@ -10,6 +10,7 @@ use store::SqliteStore;
 
 use crate::builtins::{Builtins, BuiltinsError};
 use crate::config::{Config, StoreLocation};
+use crate::datadir;
 use crate::state::{AppState, AuthCache, RequestSettings};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,12 +31,26 @@ pub enum ServerError {
         "refusing to listen on {0} without API keys (open mode is for loopback only): create a key with `agentd keys create`"
     )]
     OpenModeNotLoopback(std::net::SocketAddr),
+    #[error("cannot set up the data directory {path}: {source}")]
+    DataDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
-/// Opens the configured store.
+/// Opens the configured store, after setting up the data directory (its modes and those of
+/// its database files, see [`crate::datadir`]).
 pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError> {
+    let files: &[&str] = match &config.store {
+        StoreLocation::DataDir(_) => &[datadir::DATABASE_FILE, datadir::INDEX_FILE],
+        StoreLocation::Url(_) => &[datadir::INDEX_FILE],
+    };
+    datadir::prepare(&config.data_dir, files).map_err(|err| ServerError::DataDir {
+        path: config.data_dir.clone(),
+        source: err,
+    })?;
     let store = match &config.store {
         StoreLocation::DataDir(dir) => SqliteStore::open(dir).await?,
         StoreLocation::Url(url) => SqliteStore::connect(url).await?,

@@ -170,7 +170,11 @@ mod tests {
         assert_eq!(conn.expired(timeout), None);
         drop(request);
         tokio::time::advance(Duration::from_secs(29)).await;
-        assert_eq!(conn.expired(timeout), None, "idle counts from the answer's end");
+        assert_eq!(
+            conn.expired(timeout),
+            None,
+            "idle counts from the answer's end"
+        );
         tokio::time::advance(Duration::from_secs(1)).await;
         assert!(conn.expired(timeout).is_some());
     }
