@@ -10,6 +10,7 @@
 //! pages: `Origin` and `Host`), [`json`] (the strict body extractor), [`params`] (path and
 //! query extractors), [`sse`] (the SSE writer), [`error`] (the code table), [`envelope`] (every
 //! error answer on the JSON envelope), [`config`] (defaults < file < env < flags),
+//! [`logging`] (the log filter: `RUST_LOG` with the MCP library silenced),
 //! [`builtins`] (the built-in tools from the `fetch`, `search` and `sandbox` crates,
 //! assembled), [`metrics`] (the registry `GET /metrics` encodes), [`openapi`]
 //! (`/openapi.json`, built from the route table and the protocol types' JSON Schemas),
@@ -33,6 +34,7 @@ pub mod error;
 pub mod fdlimit;
 pub mod handlers;
 pub mod json;
+pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod params;

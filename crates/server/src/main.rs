@@ -92,15 +92,8 @@ fn load_config(common: &Common, listen: Option<String>) -> anyhow::Result<Config
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
+    let spec = std::env::var("RUST_LOG").ok();
+    agentd_server::logging::init(format, spec.as_deref());
 }
 
 async fn shutdown_signal() {
