@@ -4,8 +4,6 @@
 //! secret header and a secret argument (echoed back in the result), plus a discovery failure,
 //! all under `RUST_LOG=trace`; the real binary's whole log is searched for the secrets.
 
-#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
-
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 
