@@ -482,6 +482,7 @@ fn operator_limits_name_the_field_and_the_limit() {
     use agentd_protocol::limits::RequestLimits;
     let limits = RequestLimits {
         max_tools: 3,
+        max_tools_bytes: 1000,
         max_tool_schema_bytes: 100,
     };
     let tools =
@@ -512,4 +513,19 @@ fn operator_limits_name_the_field_and_the_limit() {
     assert_eq!(err.param.as_deref(), Some("tools[1].parameters"));
     assert!(err.message.contains("at most 100 bytes"), "{}", err.message);
     assert_eq!(RequestLimits::default().max_tools, 128);
+
+    // All tools together, descriptions included.
+    let described = |bytes: usize| json!({"tools": [function("a"), {"type": "function", "name": "f", "description": "d".repeat(bytes)}]});
+    request(described(900))
+        .check_limits(&limits)
+        .expect("under the total");
+    let err = request(described(1000))
+        .check_limits(&limits)
+        .expect_err("over the total");
+    assert_eq!(err.param.as_deref(), Some("tools"));
+    assert!(
+        err.message.contains("total at most 1000 bytes"),
+        "{}",
+        err.message
+    );
 }

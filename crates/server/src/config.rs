@@ -193,6 +193,8 @@ pub struct RawHttp {
 pub struct RawLimits {
     /// Entries in a request's `tools` (default 128).
     pub max_tools: Option<usize>,
+    /// Size of all of a request's `tools` as JSON, in bytes (default 1048576).
+    pub max_tools_bytes: Option<usize>,
     /// Size of one function tool's `parameters` schema as JSON, in bytes (default 65536).
     pub max_tool_schema_bytes: Option<usize>,
 }
@@ -738,6 +740,12 @@ fn request_limits(raw: &RawLimits) -> Result<protocol::limits::RequestLimits, Co
     };
     Ok(protocol::limits::RequestLimits {
         max_tools: within("max_tools", raw.max_tools, defaults.max_tools, 100_000)?,
+        max_tools_bytes: within(
+            "max_tools_bytes",
+            raw.max_tools_bytes,
+            defaults.max_tools_bytes,
+            32 << 20,
+        )?,
         max_tool_schema_bytes: within(
             "max_tool_schema_bytes",
             raw.max_tool_schema_bytes,
@@ -1080,7 +1088,7 @@ mod tests {
 
         let f = || {
             file(
-                "[http]\nidle_timeout_ms = 5000\nbody_timeout_ms = 7000\nmax_connections = 300\nallowed_hosts = [\"Agentd.LAN\", \"[::2]\"]\n[limits]\nmax_tools = 500\nmax_tool_schema_bytes = 1024\n",
+                "[http]\nidle_timeout_ms = 5000\nbody_timeout_ms = 7000\nmax_connections = 300\nallowed_hosts = [\"Agentd.LAN\", \"[::2]\"]\n[limits]\nmax_tools = 500\nmax_tools_bytes = 4096\nmax_tool_schema_bytes = 1024\n",
             )
         };
         let c = Config::resolve(f(), &env_of(&[]), &Flags::default()).expect("ok");
@@ -1093,6 +1101,7 @@ mod tests {
         assert_eq!(c.allowed_hosts, ["agentd.lan", "::2"]);
         assert_eq!(c.request_limits.max_tools, 500);
         assert_eq!(c.request_limits.max_tool_schema_bytes, 1024);
+        assert_eq!(c.request_limits.max_tools_bytes, 4096);
 
         let env = env_of(&[("AGENTD_ALLOWED_HOSTS", " a.example , B.example ")]);
         let c = Config::resolve(f(), &env, &Flags::default()).expect("ok");

@@ -44,6 +44,10 @@ impl FromRequest<AppState> for StrictRequest {
         .map_err(|_| ApiError::PayloadTooLarge {
             limit: MAX_BODY_BYTES,
         })?;
+        // Far too many tools are refused before they are built (each costs memory).
+        if let Some(count) = protocol::limits::count_tools(&bytes) {
+            settings.limits.check_tool_count(count)?;
+        }
         let request = CreateRequest::parse(&bytes)?;
         request.check_limits(&settings.limits)?;
         Ok(StrictRequest(request))

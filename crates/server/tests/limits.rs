@@ -51,6 +51,15 @@ async fn the_tool_count_and_schema_size_are_limited_and_configurable() {
         )
         .await;
     assert_refused(status, &body, "tools[1].parameters", "at most 65536 bytes");
+    let mut tools = functions(1);
+    tools[0]["description"] = json!("d".repeat(2 << 20));
+    let (status, body) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "x", "tools": tools}),
+        )
+        .await;
+    assert_refused(status, &body, "tools", "total at most 1048576 bytes");
     app.fake.push(Reply::text("128 tools are fine"));
     let (status, body) = app
         .post(
