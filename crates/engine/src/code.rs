@@ -55,10 +55,19 @@ codes! {
     InvalidModel => 400, "invalid_model", "invalid_request";
     /// No key, or a key the store does not know.
     Unauthorized => 401, "unauthorized", "unauthorized";
+    /// Refused for where it comes from: in open mode, a request from a web page of another
+    /// origin or for a host name that is not this server's (DNS rebinding).
+    Forbidden => 403, "forbidden", "forbidden";
     /// No such object in this project (or no such route).
     NotFound => 404, "not_found", "not_found";
+    /// The route exists, but not with this method.
+    MethodNotAllowed => 405, "method_not_allowed", "invalid_request";
+    /// The client took too long to send its request (head or body).
+    RequestTimeout => 408, "request_timeout", "invalid_request";
     /// The body is larger than the server takes.
     PayloadTooLarge => 413, "payload_too_large", "invalid_request";
+    /// The body's `Content-Type` is not the JSON the route reads.
+    UnsupportedMediaType => 415, "unsupported_media_type", "invalid_request";
     /// An MCP server could not be reached or listed when the run started.
     ExternalConnector => 424, "external_connector_error", "external_connector_error";
     /// Too many background runs are waiting.

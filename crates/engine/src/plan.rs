@@ -141,7 +141,7 @@ pub(crate) async fn transcript_for(
 async fn resolve_references(
     store: &dyn Store,
     project_id: &str,
-    input: &mut Vec<InputItem>,
+    input: &mut [InputItem],
 ) -> Result<(), EngineError> {
     let ids: Vec<String> = input
         .iter()

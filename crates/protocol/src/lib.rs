@@ -4,7 +4,9 @@
 //! (JSON Schemas behind the `schema` feature), no I/O.
 //!
 //! Layout: [`request`] (the create request, its tools and skills), [`validate`] (the request
-//! limits of spec §2–§4: [`request::CreateRequest::validate`]), [`input`] (input items),
+//! limits of spec §2–§4: [`request::CreateRequest::validate`]), [`limits`] (size limits against
+//! memory amplification: the operator's [`limits::RequestLimits`] and the fixed schema depth),
+//! [`input`] (input items),
 //! [`output`] (output items: the SDK's union plus agentd's `people_search_results` and
 //! `finance_results`), [`response`] (the response object and other bodies), [`events`] (stream
 //! events), [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing), `schema`
@@ -45,6 +47,7 @@ pub mod conversations;
 pub mod error;
 pub mod events;
 pub mod input;
+pub mod limits;
 pub mod options;
 pub mod output;
 pub mod request;

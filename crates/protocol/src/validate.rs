@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 
 use crate::input::{ContentPart, FunctionOutput, Input, InputItem, MessageContent};
+use crate::limits::check_depth;
 use crate::request::{
     ConnectorTool, CreateRequest, FetchUrlTool, FunctionTool, ImageSearchTool, McpTool,
     ResponseFormat, Skill, Tool, ToolChoice, ToolChoiceObject, WebSearchFilters, WebSearchTool,
@@ -116,6 +117,11 @@ impl CreateRequest {
         }
         if let Some(format) = &self.response_format {
             check_response_format(format)?;
+        }
+        if let Some(crate::request::TextFormat::JsonSchema(format)) =
+            self.text.as_ref().and_then(|text| text.format.as_ref())
+        {
+            check_depth("text.format.schema", &format.schema)?;
         }
         if let Some(tools) = &self.tools {
             check_tools(tools)?;
@@ -374,7 +380,7 @@ fn check_response_format(format: &ResponseFormat) -> Check {
             "schema must be a JSON Schema object",
         );
     }
-    Ok(())
+    check_depth("response_format.json_schema.schema", &schema.schema)
 }
 
 /// `^[a-zA-Z0-9_-]{1,64}$`.
@@ -430,13 +436,14 @@ fn check_function<'a>(at: &str, function: &'a FunctionTool, seen: &mut Seen<'a>)
             format!("function name \"{name}\" is used by more than one tool"),
         );
     }
-    if let Some(parameters) = &function.parameters
-        && !parameters.is_object()
-    {
-        return fail(
-            format!("{at}.parameters"),
-            "parameters must be a JSON Schema object",
-        );
+    if let Some(parameters) = &function.parameters {
+        if !parameters.is_object() {
+            return fail(
+                format!("{at}.parameters"),
+                "parameters must be a JSON Schema object",
+            );
+        }
+        check_depth(&format!("{at}.parameters"), parameters)?;
     }
     Ok(())
 }
@@ -610,7 +617,48 @@ fn check_mcp<'a>(at: &str, mcp: &'a McpTool, seen: &mut Seen<'a>) -> Check {
             "server_url must be an http(s) URL",
         );
     }
+    if let Some(token) = &mcp.authorization
+        && !is_header_value(token)
+    {
+        return fail(
+            format!("{at}.authorization"),
+            "authorization must be printable ASCII: no CR, LF or other control characters",
+        );
+    }
+    for (name, value) in mcp.headers.iter().flatten() {
+        if !is_header_name(name) {
+            return fail(
+                format!("{at}.headers"),
+                format!("\"{name}\" is not a valid HTTP header name"),
+            );
+        }
+        if !is_header_value(value) {
+            return fail(
+                format!("{at}.headers.{name}"),
+                format!(
+                    "the value of header \"{name}\" must be printable ASCII: no CR, LF or other \
+                     control characters"
+                ),
+            );
+        }
+    }
     Ok(())
+}
+
+/// An HTTP field name (RFC 9110 `token`).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// What an HTTP field value may hold as sent: visible ASCII, spaces and tabs (a CR or LF would
+/// end the header or start another).
+fn is_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
 }
 
 fn check_connector<'a>(at: &str, connector: &'a ConnectorTool, seen: &mut Seen<'a>) -> Check {

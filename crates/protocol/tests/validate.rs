@@ -383,3 +383,142 @@ fn bad_dates_and_domains_have_their_own_error_types() {
     ));
     assert_eq!(recency.kind, None, "a conflict is a plain invalid_request");
 }
+
+/// A JSON value nested `depth` levels deep (at least 3): an object schema whose property is
+/// wrapped in arrays around `{"type": "string"}`.
+fn nested_schema(depth: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for _ in 0..depth - 3 {
+        schema = json!([schema]);
+    }
+    json!({"type": "object", "properties": {"a": schema}})
+}
+
+/// Regression (issue 13): a background request whose tool schema nested 124 levels deep was
+/// accepted and then failed as "the server stopped while this run was in progress", because
+/// its stored job payload was too deep to read back. It is now a 400 naming the field.
+#[test]
+fn schemas_nested_deeper_than_the_limit_are_refused_at_request_time() {
+    use agentd_protocol::limits::{MAX_SCHEMA_DEPTH, json_depth};
+    let deep = json!([{"type": "function", "name": "f", "parameters": nested_schema(124)}]);
+    let err = violation(json!({"tools": deep, "background": true}));
+    assert_eq!(err.param.as_deref(), Some("tools[0].parameters"));
+    assert!(
+        err.message.contains(&MAX_SCHEMA_DEPTH.to_string()),
+        "{}",
+        err.message
+    );
+
+    let edge = nested_schema(MAX_SCHEMA_DEPTH);
+    assert_eq!(json_depth(&edge), MAX_SCHEMA_DEPTH);
+    assert_accepted(json!({"tools": [{"type": "function", "name": "f", "parameters": edge}]}));
+    let over = nested_schema(MAX_SCHEMA_DEPTH + 1);
+    assert_refused(
+        json!({"tools": [function("g"), {"type": "function", "name": "f", "parameters": over}]}),
+        "tools[1].parameters",
+    );
+    assert_refused(
+        json!({"response_format": {"type": "json_schema", "json_schema": {"schema": nested_schema(100)}}}),
+        "response_format.json_schema.schema",
+    );
+    assert_refused(json!({"text": {"format": nested_schema(100)}}), "text");
+}
+
+/// Regression (issue 13): a CR or LF in an MCP header value was reported as 424 "the MCP
+/// server sent an unusable answer" after discovery started; it is a 400 naming the header.
+#[test]
+fn mcp_header_values_with_control_characters_are_refused() {
+    let with = |field: &str, value: Value| {
+        let mut tool = mcp("docs");
+        tool[field] = value;
+        json!({"tools": [function("f"), tool]})
+    };
+    assert_refused(
+        with("headers", json!({"X-Api-Key": "abc\r\nX-Injected: 1"})),
+        "tools[1].headers.X-Api-Key",
+    );
+    assert_refused(
+        with("headers", json!({"X-Trace": "line\nbreak"})),
+        "tools[1].headers.X-Trace",
+    );
+    assert_refused(
+        with("headers", json!({"X-Null": "a\u{0}b"})),
+        "tools[1].headers.X-Null",
+    );
+    assert_refused(
+        with("headers", json!({"X-Utf8": "café"})),
+        "tools[1].headers.X-Utf8",
+    );
+    assert_refused(
+        with("headers", json!({"Bad Name": "v"})),
+        "tools[1].headers",
+    );
+    assert_refused(
+        with("authorization", json!("token\r\nX-Injected: 1")),
+        "tools[1].authorization",
+    );
+    let err = violation(with("headers", json!({"X-Api-Key": "secret\r\n"})));
+    assert!(
+        !err.message.contains("secret"),
+        "the value is never echoed: {}",
+        err.message
+    );
+    assert_accepted(with(
+        "headers",
+        json!({"X-Api-Key": "abc def\tghi~!", "x-b": ""}),
+    ));
+    assert_accepted(with("authorization", json!("tok.en-_~+/=")));
+}
+
+#[test]
+fn operator_limits_name_the_field_and_the_limit() {
+    use agentd_protocol::limits::RequestLimits;
+    let limits = RequestLimits {
+        max_tools: 3,
+        max_tools_bytes: 1000,
+        max_tool_schema_bytes: 100,
+    };
+    let tools =
+        |n: usize| json!({"tools": (0..n).map(|i| function(&format!("f{i}"))).collect::<Vec<_>>()});
+    request(tools(3))
+        .check_limits(&limits)
+        .expect("at the limit");
+    let err = request(tools(4))
+        .check_limits(&limits)
+        .expect_err("one over");
+    assert_eq!(err.param.as_deref(), Some("tools"));
+    assert!(
+        err.message.contains("at most 3 tools, got 4"),
+        "{}",
+        err.message
+    );
+
+    let schema = |bytes: usize| {
+        // `{"type":"object","description":"…"}` is 34 bytes around the description.
+        json!({"type": "object", "description": "d".repeat(bytes - 34)})
+    };
+    let at = json!({"tools": [function("a"), {"type": "function", "name": "f", "parameters": schema(100)}]});
+    request(at).check_limits(&limits).expect("at the limit");
+    let over = json!({"tools": [function("a"), {"type": "function", "name": "f", "parameters": schema(101)}]});
+    let err = request(over)
+        .check_limits(&limits)
+        .expect_err("one byte over");
+    assert_eq!(err.param.as_deref(), Some("tools[1].parameters"));
+    assert!(err.message.contains("at most 100 bytes"), "{}", err.message);
+    assert_eq!(RequestLimits::default().max_tools, 128);
+
+    // All tools together, descriptions included.
+    let described = |bytes: usize| json!({"tools": [function("a"), {"type": "function", "name": "f", "description": "d".repeat(bytes)}]});
+    request(described(900))
+        .check_limits(&limits)
+        .expect("under the total");
+    let err = request(described(1000))
+        .check_limits(&limits)
+        .expect_err("over the total");
+    assert_eq!(err.param.as_deref(), Some("tools"));
+    assert!(
+        err.message.contains("total at most 1000 bytes"),
+        "{}",
+        err.message
+    );
+}

@@ -2,7 +2,8 @@
 //!
 //! With keys in the store, `Authorization: Bearer KEY` must name one; it selects the project.
 //! With no key at all the server is in open mode (allowed only on loopback, checked at start):
-//! every request belongs to the `default` project.
+//! every request belongs to the `default` project, and requests from web pages are refused
+//! before they get here (`crate::web_guard`).
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;

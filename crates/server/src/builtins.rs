@@ -14,8 +14,18 @@ use std::sync::Arc;
 use engine::hosted::{HostedError, HostedTool, HostedTools};
 use protocol::request::Tool;
 
-use crate::ServerError;
 use crate::config::Config;
+
+/// Why the built-in tools could not be set up (the start-up error says which part).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BuiltinsError(String);
+
+impl BuiltinsError {
+    pub fn new(message: impl Into<String>) -> BuiltinsError {
+        BuiltinsError(message.into())
+    }
+}
 
 /// The built-in tools of this server.
 pub struct Builtins {
@@ -214,19 +224,21 @@ impl Sandbox {
 }
 
 impl Builtins {
-    /// The built-in tools: `fetch_url` under the request policy, `web_search` on the configured
-    /// back end, the sandbox over bubblewrap when it works. The operator's SearxNG may sit on a
-    /// private address: its own addresses are allowed for the back end only, never for
-    /// request-supplied URLs.
-    pub async fn from_config(config: &Config) -> Result<Builtins, ServerError> {
-        let policy = crate::request_policy(config)?;
+    /// The built-in tools: `fetch_url` under the request policy (`policy`), `web_search` on the
+    /// configured back end, the sandbox over bubblewrap when it works. The operator's SearxNG
+    /// may sit on a private address: its own addresses are allowed for the back end only, never
+    /// for request-supplied URLs.
+    pub async fn from_config(
+        config: &Config,
+        policy: netguard::Policy,
+    ) -> Result<Builtins, BuiltinsError> {
         let shared_fetch = fetch::FetchShared::new(fetch::FetchSettings {
-            policy: policy.clone(),
+            policy,
             timeout: config.fetch_url.timeout,
             max_page_bytes: config.fetch_url.max_page_bytes,
             default_budget_tokens: config.fetch_url.default_budget_tokens,
         })
-        .map_err(|err| ServerError::Tools(err.to_string()))?;
+        .map_err(|err| BuiltinsError::new(err.to_string()))?;
         let mut allowed = config.allow_private.clone();
         if let Some(url) = config
             .web_search
@@ -237,10 +249,10 @@ impl Builtins {
             allowed.extend(operator_host_addresses("AGENTD_SEARXNG_URL", url).await?);
         }
         let backend_policy = netguard::Policy::with_allowed(&allowed)
-            .map_err(|err| ServerError::Tools(err.to_string()))?;
+            .map_err(|err| BuiltinsError::new(err.to_string()))?;
         let backend = search::backend_from_settings(&config.web_search, &backend_policy)
             .await
-            .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
+            .map_err(|err| BuiltinsError::new(format!("web_search back end: {err}")))?;
         let tools = Sandbox::from_settings(&config.sandbox).await;
         let finance = finance_from_config(config).await?;
         Ok(Builtins::new(
@@ -308,7 +320,7 @@ impl HostedTools for Builtins {
 /// The finance sources: the operator's own service hosts (base URL overrides, MCP servers)
 /// may sit on private addresses, allowed for these sources only; MCP servers are reached
 /// through the server's guarded MCP client.
-async fn finance_from_config(config: &Config) -> Result<finance::Finance, ServerError> {
+async fn finance_from_config(config: &Config) -> Result<finance::Finance, BuiltinsError> {
     let settings = &config.finance_search;
     let mut allowed = config.allow_private.clone();
     let overrides = [
@@ -343,25 +355,25 @@ async fn finance_from_config(config: &Config) -> Result<finance::Finance, Server
         }
     }
     let policy = netguard::Policy::with_allowed(&allowed)
-        .map_err(|err| ServerError::Tools(err.to_string()))?;
+        .map_err(|err| BuiltinsError::new(err.to_string()))?;
     let mut mcp_config = mcp::McpConfig::new(policy.clone());
     mcp_config.request_timeout = config.mcp.request_timeout;
     mcp_config.connect_timeout = config.mcp.connect_timeout;
     mcp_config.max_response_bytes = config.mcp.max_response_bytes;
     let connector =
-        mcp::McpClient::new(mcp_config).map_err(|err| ServerError::Mcp(err.to_string()))?;
+        mcp::McpClient::new(mcp_config).map_err(|err| BuiltinsError::new(err.to_string()))?;
     let finance = finance::build(settings, &policy, Arc::new(connector))
         .await
-        .map_err(|err| ServerError::Tools(format!("finance_search: {err}")))?;
+        .map_err(|err| BuiltinsError::new(format!("finance_search: {err}")))?;
     tracing::info!(sources = ?finance.sources(), "finance_search sources");
     Ok(finance)
 }
 
 /// The addresses an operator-configured URL's host resolves to, as host CIDRs; `name` says
 /// which setting it came from.
-async fn operator_host_addresses(name: &str, url: &str) -> Result<Vec<String>, ServerError> {
+async fn operator_host_addresses(name: &str, url: &str) -> Result<Vec<String>, BuiltinsError> {
     let parsed = url::Url::parse(url)
-        .map_err(|err| ServerError::Tools(format!("{name} is not a URL: {err}")))?;
+        .map_err(|err| BuiltinsError::new(format!("{name} is not a URL: {err}")))?;
     let port = parsed.port_or_known_default().unwrap_or(80);
     let addresses: Vec<std::net::IpAddr> = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => vec![ip.into()],
@@ -369,7 +381,7 @@ async fn operator_host_addresses(name: &str, url: &str) -> Result<Vec<String>, S
         Some(url::Host::Domain(host)) => tokio::net::lookup_host((host, port))
             .await
             .map_err(|err| {
-                ServerError::Tools(format!("{name} host {host} does not resolve: {err}"))
+                BuiltinsError::new(format!("{name} host {host} does not resolve: {err}"))
             })?
             .map(|addr| addr.ip())
             .collect(),

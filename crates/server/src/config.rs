@@ -45,6 +45,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub http: RawHttp,
     #[serde(default)]
+    pub limits: RawLimits,
+    #[serde(default)]
     pub runs: RawRuns,
     #[serde(default)]
     pub network: RawNetwork,
@@ -253,6 +255,28 @@ pub struct RawMcp {
 pub struct RawHttp {
     /// Interval of SSE keep-alive comments on a quiet stream, in milliseconds (default 15000).
     pub sse_keep_alive_ms: Option<u64>,
+    /// A connection with no request in progress (idle between requests, or still sending a
+    /// request head) is closed after this long, in milliseconds (default 30000).
+    pub idle_timeout_ms: Option<u64>,
+    /// A request body must arrive whole within this long, in milliseconds (default 60000).
+    pub body_timeout_ms: Option<u64>,
+    /// Connections served at once (default: half the open-file limit, at most 16384).
+    pub max_connections: Option<usize>,
+    /// Host names (besides loopback ones) an open-mode server answers to
+    /// (`AGENTD_ALLOWED_HOSTS` wins).
+    pub allowed_hosts: Option<Vec<String>>,
+}
+
+/// `[limits]`: what one request may hold.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    /// Entries in a request's `tools` (default 128).
+    pub max_tools: Option<usize>,
+    /// Size of all of a request's `tools` as JSON, in bytes (default 1048576).
+    pub max_tools_bytes: Option<usize>,
+    /// Size of one function tool's `parameters` schema as JSON, in bytes (default 65536).
+    pub max_tool_schema_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -362,6 +386,15 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Interval of SSE keep-alive comments.
     pub sse_keep_alive: std::time::Duration,
+    /// Connection handling (`[http]`): timeouts and the connection cap.
+    pub connections: ConnectionSettings,
+    /// How long a request body may take to arrive (`http.body_timeout_ms`).
+    pub body_timeout: std::time::Duration,
+    /// Host names an open-mode server answers to besides loopback ones, lowercase
+    /// (`AGENTD_ALLOWED_HOSTS` or `http.allowed_hosts`).
+    pub allowed_hosts: Vec<String>,
+    /// What one request may hold (`[limits]`).
+    pub request_limits: protocol::limits::RequestLimits,
     /// Private CIDRs request-supplied URLs may reach (`AGENTD_ALLOW_PRIVATE_NETWORKS` or
     /// `[network] allow_private`), validated.
     pub allow_private: Vec<String>,
@@ -385,6 +418,29 @@ pub struct SecretsSettings {
     pub key_file: Option<PathBuf>,
     pub old_keys: Option<secrecy::SecretString>,
 }
+
+/// How connections are served (`[http]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// A connection with no request in progress is closed after this long.
+    pub idle_timeout: std::time::Duration,
+    /// Connections served at once; `None`: derived from the open-file limit at start.
+    pub max_connections: Option<usize>,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            idle_timeout: std::time::Duration::from_millis(DEFAULT_IDLE_TIMEOUT_MS),
+            max_connections: None,
+        }
+    }
+}
+
+/// Default of `http.idle_timeout_ms`.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
+/// Default of `http.body_timeout_ms`.
+pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 60_000;
 
 /// The sandbox (`[tools.sandbox]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -624,7 +680,7 @@ impl Config {
             brave_base_url: web.brave_base_url,
             tavily_base_url: web.tavily_base_url,
             perplexity_base_url: env_var("PERPLEXITY_BASE_URL").or(web.perplexity_base_url),
-            local_index_path: data_dir.join("index.sqlite"),
+            local_index_path: data_dir.join(crate::datadir::INDEX_FILE),
         };
         let fetch = file.tools.fetch_url;
         let fetch_url = FetchUrlSettings {
@@ -657,6 +713,36 @@ impl Config {
                 .or(file.secrets.key_file),
             old_keys: env_var("AGENTD_SECRET_KEYS_OLD").map(secrecy::SecretString::from),
         };
+        let connections = ConnectionSettings {
+            idle_timeout: millis(
+                "http.idle_timeout_ms",
+                file.http.idle_timeout_ms,
+                DEFAULT_IDLE_TIMEOUT_MS,
+            )?,
+            max_connections: match file.http.max_connections {
+                None => None,
+                Some(n @ 1..=1_000_000) => Some(n),
+                Some(_) => {
+                    return Err(ConfigError::Invalid {
+                        name: "http.max_connections".to_owned(),
+                        message: "must be within 1..=1000000".to_owned(),
+                    });
+                }
+            },
+        };
+        let body_timeout = millis(
+            "http.body_timeout_ms",
+            file.http.body_timeout_ms,
+            DEFAULT_BODY_TIMEOUT_MS,
+        )?;
+        let allowed_hosts = match env_var("AGENTD_ALLOWED_HOSTS") {
+            Some(list) => host_list("AGENTD_ALLOWED_HOSTS", list.split(','))?,
+            None => host_list(
+                "http.allowed_hosts",
+                file.http.allowed_hosts.iter().flatten().map(String::as_str),
+            )?,
+        };
+        let request_limits = request_limits(&file.limits)?;
         Ok(Config {
             listen,
             data_dir,
@@ -667,6 +753,10 @@ impl Config {
             engine,
             log_format,
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
+            connections,
+            body_timeout,
+            allowed_hosts,
+            request_limits,
             allow_private,
             mcp,
             web_search,
@@ -945,6 +1035,66 @@ fn sandbox_settings(
                 ));
             }
         },
+    })
+}
+
+/// Host names as the open-mode guard compares them: trimmed, lowercase, without brackets
+/// around an IPv6 address; a port or a scheme is refused (the guard compares names only).
+fn host_list<'a>(
+    name: &str,
+    entries: impl Iterator<Item = &'a str>,
+) -> Result<Vec<String>, ConfigError> {
+    let mut hosts = Vec::new();
+    for entry in entries.map(str::trim).filter(|e| !e.is_empty()) {
+        let host = entry.to_ascii_lowercase();
+        let bare = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(&host);
+        let is_ipv6 = bare.parse::<std::net::Ipv6Addr>().is_ok();
+        let is_name = !bare.is_empty()
+            && bare
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+        if !is_ipv6 && !is_name {
+            return Err(ConfigError::Invalid {
+                name: name.to_owned(),
+                message: format!(
+                    "{entry:?} is not a host name or IP address (write names without scheme or port)"
+                ),
+            });
+        }
+        hosts.push(bare.to_owned());
+    }
+    Ok(hosts)
+}
+
+/// `[limits]`, each within its range.
+fn request_limits(raw: &RawLimits) -> Result<protocol::limits::RequestLimits, ConfigError> {
+    let defaults = protocol::limits::RequestLimits::default();
+    let within = |name: &str, value: Option<usize>, default: usize, max: usize| match value
+        .unwrap_or(default)
+    {
+        n @ 1.. if n <= max => Ok(n),
+        _ => Err(ConfigError::Invalid {
+            name: format!("limits.{name}"),
+            message: format!("must be within 1..={max}"),
+        }),
+    };
+    Ok(protocol::limits::RequestLimits {
+        max_tools: within("max_tools", raw.max_tools, defaults.max_tools, 100_000)?,
+        max_tools_bytes: within(
+            "max_tools_bytes",
+            raw.max_tools_bytes,
+            defaults.max_tools_bytes,
+            32 << 20,
+        )?,
+        max_tool_schema_bytes: within(
+            "max_tool_schema_bytes",
+            raw.max_tool_schema_bytes,
+            defaults.max_tool_schema_bytes,
+            32 << 20,
+        )?,
     })
 }
 
@@ -1382,6 +1532,55 @@ tools = { quote = "GLOBAL_QUOTE", income_statement = "INCOME_STATEMENT" }
             &[],
             "tools.finance_search.budgets.local",
         );
+    }
+
+    #[test]
+    fn http_settings_limits_and_allowed_hosts_are_read_and_checked() {
+        let c = Config::resolve(RawConfig::default(), &env_of(&[]), &Flags::default()).expect("ok");
+        assert_eq!(c.connections, ConnectionSettings::default());
+        assert_eq!(
+            c.connections.idle_timeout,
+            std::time::Duration::from_secs(30)
+        );
+        assert_eq!(c.body_timeout, std::time::Duration::from_secs(60));
+        assert!(c.allowed_hosts.is_empty());
+        assert_eq!(c.request_limits, protocol::limits::RequestLimits::default());
+
+        let f = || {
+            file(
+                "[http]\nidle_timeout_ms = 5000\nbody_timeout_ms = 7000\nmax_connections = 300\nallowed_hosts = [\"Agentd.LAN\", \"[::2]\"]\n[limits]\nmax_tools = 500\nmax_tools_bytes = 4096\nmax_tool_schema_bytes = 1024\n",
+            )
+        };
+        let c = Config::resolve(f(), &env_of(&[]), &Flags::default()).expect("ok");
+        assert_eq!(
+            c.connections.idle_timeout,
+            std::time::Duration::from_secs(5)
+        );
+        assert_eq!(c.connections.max_connections, Some(300));
+        assert_eq!(c.body_timeout, std::time::Duration::from_secs(7));
+        assert_eq!(c.allowed_hosts, ["agentd.lan", "::2"]);
+        assert_eq!(c.request_limits.max_tools, 500);
+        assert_eq!(c.request_limits.max_tool_schema_bytes, 1024);
+        assert_eq!(c.request_limits.max_tools_bytes, 4096);
+
+        let env = env_of(&[("AGENTD_ALLOWED_HOSTS", " a.example , B.example ")]);
+        let c = Config::resolve(f(), &env, &Flags::default()).expect("ok");
+        assert_eq!(c.allowed_hosts, ["a.example", "b.example"], "env wins");
+
+        let err = |text: &str, env: &[(&str, &str)]| {
+            Config::resolve(file(text), &env_of(env), &Flags::default())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(err("[http]\nidle_timeout_ms = 1", &[]).contains("http.idle_timeout_ms"));
+        assert!(err("[http]\nmax_connections = 0", &[]).contains("http.max_connections"));
+        assert!(err("[limits]\nmax_tools = 0", &[]).contains("limits.max_tools"));
+        assert!(
+            err("", &[("AGENTD_ALLOWED_HOSTS", "http://x.example")])
+                .contains("AGENTD_ALLOWED_HOSTS")
+        );
+        assert!(err("[http]\nallowed_hosts = [\"x:80\"]", &[]).contains("http.allowed_hosts"));
     }
 
     #[test]

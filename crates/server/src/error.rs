@@ -16,10 +16,24 @@ pub enum ApiError {
     Request(#[from] RequestError),
     #[error("missing or invalid API key")]
     Unauthorized,
+    /// Refused for where the request comes from (open mode's web-page guard).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("{0}")]
     NotFound(String),
+    #[error("the request body did not arrive within {seconds} s")]
+    RequestTimeout { seconds: u64 },
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// A path segment that is not what the route takes (not valid UTF-8 once decoded, …).
+    #[error("{0}")]
+    InvalidPath(String),
+    /// An error answer of another layer (an axum rejection, …), put on the envelope with its
+    /// status's code.
+    #[error("{message}")]
+    Other { code: Code, message: String },
     #[error("{0}")]
     NotImplemented(String),
     #[error("{message}")]
@@ -52,8 +66,15 @@ impl ApiError {
                 None,
                 "missing or invalid API key: send Authorization: Bearer <key>".to_owned(),
             ),
+            ApiError::Forbidden(message) => (Code::Forbidden, None, message.clone()),
             ApiError::PayloadTooLarge { .. } => (Code::PayloadTooLarge, None, self.to_string()),
             ApiError::NotFound(message) => (Code::NotFound, None, message.clone()),
+            ApiError::RequestTimeout { .. } => (Code::RequestTimeout, None, self.to_string()),
+            ApiError::UnsupportedMediaType(message) => {
+                (Code::UnsupportedMediaType, None, message.clone())
+            }
+            ApiError::InvalidPath(message) => (Code::InvalidRequest, None, message.clone()),
+            ApiError::Other { code, message } => (*code, None, message.clone()),
             ApiError::NotImplemented(message) => (Code::NotImplemented, None, message.clone()),
             ApiError::InvalidQuery { message, param } => {
                 (Code::InvalidRequest, Some(param.clone()), message.clone())
@@ -66,6 +87,22 @@ impl ApiError {
 /// The HTTP status of a code.
 pub fn status(code: Code) -> StatusCode {
     StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// The code of an error status some other layer answered: the row with that status, else
+/// `invalid_request` (4xx) or `internal_error` (5xx).
+pub fn code_of_status(status: StatusCode) -> Code {
+    let generic = if status.is_server_error() {
+        Code::Internal
+    } else {
+        Code::InvalidRequest
+    };
+    // The first row with the status is its generic one (e.g. `invalid_request` for 400).
+    Code::ALL
+        .iter()
+        .copied()
+        .find(|code| code.status() == status.as_u16())
+        .unwrap_or(generic)
 }
 
 impl IntoResponse for ApiError {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use protocol::response::{CancelAck, Model, ModelList, ResponseFile, ResponseFileList};
 use serde_json::{Value, json};
@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::auth::Project;
 use crate::error::ApiError;
 use crate::json::StrictRequest;
+use crate::params::{PathParams, QueryParams};
 use crate::sse;
 use crate::state::AppState;
 
@@ -49,8 +50,8 @@ const MAX_CURSOR: u64 = (1 << 53) - 1;
 pub async fn retrieve(
     State(state): State<AppState>,
     Project(project): Project,
-    Path(id): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    PathParams(id): PathParams<String>,
+    QueryParams(query): QueryParams<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let stream = match query.get("stream").map(String::as_str) {
         None | Some("false") => false,
@@ -86,7 +87,7 @@ pub async fn retrieve(
 pub async fn cancel(
     State(state): State<AppState>,
     Project(project): Project,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
 ) -> Result<Json<CancelAck>, ApiError> {
     Ok(Json(state.engine.cancel(&project, &id).await?))
 }
@@ -95,7 +96,7 @@ pub async fn cancel(
 pub async fn files(
     State(state): State<AppState>,
     Project(project): Project,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
 ) -> Result<Json<ResponseFileList>, ApiError> {
     let files = state.engine.list_files(&project, &id).await?;
     let data = files
@@ -119,7 +120,7 @@ pub async fn files(
 pub async fn file_content(
     State(state): State<AppState>,
     Project(project): Project,
-    Path((id, file_id)): Path<(String, String)>,
+    PathParams((id, file_id)): PathParams<(String, String)>,
 ) -> Result<Response, ApiError> {
     let (file, bytes) = state.engine.file_content(&project, &id, &file_id).await?;
     let content_type = axum::http::HeaderValue::from_str(&file.content_type).unwrap_or(

@@ -1,11 +1,14 @@
-//! The strict JSON body extractor: size limit (413) and path-aware parse errors (400).
+//! The strict JSON body extractor: a JSON content type (415), the size limit (413), the body
+//! timeout (408), path-aware parse errors and the operator's request limits (400).
 
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
-use axum::http::header::CONTENT_LENGTH;
+use axum::http::HeaderMap;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use protocol::request::CreateRequest;
 
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// The largest request body accepted (32 MiB, spec §2).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
@@ -13,10 +16,11 @@ pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 /// A create request parsed strictly.
 pub struct StrictRequest(pub CreateRequest);
 
-impl<S: Send + Sync> FromRequest<S> for StrictRequest {
+impl FromRequest<AppState> for StrictRequest {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        check_content_type(req.headers())?;
         let declared = req
             .headers()
             .get(CONTENT_LENGTH)
@@ -27,12 +31,53 @@ impl<S: Send + Sync> FromRequest<S> for StrictRequest {
                 limit: MAX_BODY_BYTES,
             });
         }
+        let settings = state.requests;
         let body: Body = req.into_body();
-        let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge {
-                limit: MAX_BODY_BYTES,
-            })?;
-        Ok(StrictRequest(CreateRequest::parse(&bytes)?))
+        let bytes = tokio::time::timeout(
+            settings.body_timeout,
+            axum::body::to_bytes(body, MAX_BODY_BYTES),
+        )
+        .await
+        .map_err(|_| ApiError::RequestTimeout {
+            seconds: settings.body_timeout.as_secs(),
+        })?
+        .map_err(|_| ApiError::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        })?;
+        // Far too many tools are refused before they are built (each costs memory).
+        if let Some(count) = protocol::limits::count_tools(&bytes) {
+            settings.limits.check_tool_count(count)?;
+        }
+        let request = CreateRequest::parse(&bytes)?;
+        request.check_limits(&settings.limits)?;
+        Ok(StrictRequest(request))
+    }
+}
+
+/// A body without `Content-Type` is read as JSON; one with another type than JSON
+/// (`application/json`, `…+json`) is refused. A web page can send `text/plain`, form and
+/// multipart bodies to any origin without asking first; JSON it cannot.
+fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let is_json = essence == "application/json"
+        || essence
+            .strip_prefix("application/")
+            .is_some_and(|subtype| subtype.ends_with("+json"));
+    if is_json {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType(format!(
+            "the body must be JSON: send Content-Type: application/json (got {essence:?})"
+        )))
     }
 }

@@ -113,15 +113,8 @@ fn load_config(common: &Common, listen: Option<String>) -> anyhow::Result<Config
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
+    let spec = std::env::var("RUST_LOG").ok();
+    agentd_server::logging::init(format, spec.as_deref());
 }
 
 async fn shutdown_signal() {
@@ -149,6 +142,7 @@ async fn shutdown_signal() {
 /// `agentd index add`: every source is added or reported; the exit status says whether all were.
 async fn index_add(config: &Config, sources: &[String]) -> anyhow::Result<()> {
     use search::LocalIndex;
+    agentd_server::datadir::prepare(&config.data_dir, &[agentd_server::datadir::INDEX_FILE])?;
     let index = LocalIndex::open(&config.web_search.local_index_path).await?;
     let policy = netguard::Policy::with_allowed(&config.allow_private)?;
     let client = LocalIndex::guarded_client(&policy)?;
@@ -238,6 +232,11 @@ async fn run() -> anyhow::Result<()> {
         Command::Serve { listen, common } => {
             let config = load_config(&common, listen)?;
             init_logging(config.log_format);
+            // Every connection is a descriptor: take what the system allows.
+            match agentd_server::fdlimit::raise_open_files_limit() {
+                Ok(limit) => tracing::debug!(open_files = ?limit, "open-file limit"),
+                Err(err) => tracing::warn!(%err, "cannot raise the open-file limit"),
+            }
             let state = agentd_server::build_state(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.listen).await?;
             let addr = listener.local_addr()?;
@@ -250,6 +249,7 @@ async fn run() -> anyhow::Result<()> {
             agentd_server::run(
                 listener,
                 agentd_server::app(state.clone()),
+                config.connections,
                 shutdown_signal(),
             )
             .await?;

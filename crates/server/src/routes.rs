@@ -1,99 +1,12 @@
-//! The route table: method and path -> endpoint -> handler, and nothing else. The router and
-//! the OpenAPI document (`openapi`) are both built from [`table`], so a route cannot be served
-//! without being documented.
+//! The router: each row of the route table ([`crate::route_table`]) mapped to its handler, and
+//! nothing else.
 
 use axum::Router;
-use axum::routing::{MethodFilter, MethodRouter, on};
+use axum::routing::{MethodRouter, on};
 
 use crate::handlers;
+use crate::route_table::{Endpoint, Method, table};
 use crate::state::AppState;
-
-/// The API is served under both prefixes (spec decision 1).
-pub const API_BASES: [&str; 2] = ["/v1/agent", "/v1/responses"];
-
-/// What a route serves: one handler each (`handler`), one operation each in the OpenAPI
-/// document (`openapi::operations`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    Health,
-    Metrics,
-    OpenApi,
-    Models,
-    Create,
-    Retrieve,
-    Cancel,
-    Files,
-    FileContent,
-}
-
-/// The HTTP methods the table uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Get,
-    Post,
-}
-
-impl Method {
-    /// The lowercase name, as an OpenAPI path item key.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "get",
-            Method::Post => "post",
-        }
-    }
-
-    fn filter(self) -> MethodFilter {
-        match self {
-            Method::Get => MethodFilter::GET,
-            Method::Post => MethodFilter::POST,
-        }
-    }
-}
-
-/// One row of the table. Path parameters are written `{name}`, as axum and OpenAPI both read them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
-    pub method: Method,
-    pub path: String,
-    pub endpoint: Endpoint,
-}
-
-/// Every route the server answers (anything else is the `not_found` fallback).
-pub fn table() -> Vec<Route> {
-    let route = |method, path: &str, endpoint| Route {
-        method,
-        path: path.to_owned(),
-        endpoint,
-    };
-    let mut table = vec![
-        route(Method::Get, "/health", Endpoint::Health),
-        route(Method::Get, "/metrics", Endpoint::Metrics),
-        route(Method::Get, "/openapi.json", Endpoint::OpenApi),
-        route(Method::Get, "/v1/models", Endpoint::Models),
-    ];
-    for base in API_BASES {
-        table.extend([
-            route(Method::Post, base, Endpoint::Create),
-            route(Method::Get, &format!("{base}/{{id}}"), Endpoint::Retrieve),
-            route(
-                Method::Post,
-                &format!("{base}/{{id}}/cancel"),
-                Endpoint::Cancel,
-            ),
-            route(
-                Method::Get,
-                &format!("{base}/{{id}}/files"),
-                Endpoint::Files,
-            ),
-            route(
-                Method::Get,
-                &format!("{base}/{{id}}/files/{{file_id}}/content"),
-                Endpoint::FileContent,
-            ),
-        ]);
-    }
-    table
-}
 
 /// The router built from [`table`].
 pub fn routes() -> Router<AppState> {

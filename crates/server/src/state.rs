@@ -15,6 +15,20 @@ pub struct AppState {
     pub auth: Arc<AuthCache>,
     /// Interval of SSE keep-alive comments.
     pub sse_keep_alive: std::time::Duration,
+    /// What a request body may be: how long it may take to arrive, and the operator's limits
+    /// on what it holds (the strict extractor checks both).
+    pub requests: RequestSettings,
+    /// Host names besides loopback ones an open-mode server answers to (the web-page guard).
+    pub allowed_hosts: Arc<Vec<String>>,
+}
+
+/// The strict extractor's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestSettings {
+    /// How long a request body may take to arrive.
+    pub body_timeout: std::time::Duration,
+    /// The operator's limits on tools and schemas.
+    pub limits: protocol::limits::RequestLimits,
 }
 
 /// Key-to-project lookups, cached: keys are never revoked while the server runs, so a known key
@@ -74,7 +88,8 @@ impl AuthCache {
         }
     }
 
-    async fn open_mode(&self, engine: &Engine) -> Result<bool, ApiError> {
+    /// Whether the server is in open mode (no key in the store) now.
+    pub async fn open_mode(&self, engine: &Engine) -> Result<bool, ApiError> {
         if self.has_keys.load(Ordering::Relaxed) {
             return Ok(false);
         }

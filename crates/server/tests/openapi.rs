@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use agentd_server::routes;
+use agentd_server::route_table;
 use protocol::request::CreateRequest;
 use serde_json::{Value, json};
 use testkit::mcp::{McpFixture, Transport};
@@ -145,7 +145,7 @@ async fn every_route_is_documented_and_every_documented_route_is_served() {
                 .map(move |method| (method.clone(), path.clone()))
         })
         .collect();
-    let table: BTreeSet<(String, String)> = routes::table()
+    let table: BTreeSet<(String, String)> = route_table::table()
         .into_iter()
         .map(|route| (route.method.as_str().to_owned(), route.path))
         .collect();
@@ -226,7 +226,7 @@ async fn answers_validate_against_the_document() {
     assert_eq!(completed["status"], "completed");
     doc.check("post", "/v1/agent", status, &completed);
     let id = completed["id"].as_str().unwrap();
-    for base in routes::API_BASES {
+    for base in route_table::API_BASES {
         let (status, stored) = app.get(&format!("{base}/{id}")).await;
         doc.check("get", &format!("{base}/{{id}}"), status, &stored);
         let (status, files) = app.get(&format!("{base}/{id}/files")).await;
@@ -842,7 +842,7 @@ async fn the_request_schema_accepts_and_refuses_what_the_parser_does() {
     assert!(checked > 1000, "{checked}");
 
     // The other bases take the same body.
-    for base in routes::API_BASES {
+    for base in route_table::API_BASES {
         assert_eq!(
             doc.operation("post", base)["requestBody"]["content"]["application/json"]["schema"],
             *schema

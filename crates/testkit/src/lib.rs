@@ -85,8 +85,9 @@ impl TestApp {
         let addr = listener.local_addr().expect("local addr");
         let (tx, rx) = oneshot::channel::<()>();
         let app = server::app(state.clone());
+        let connections = config.connections;
         tokio::spawn(async move {
-            let _ = server::run(listener, app, async {
+            let _ = server::run(listener, app, connections, async {
                 let _ = rx.await;
             })
             .await;

@@ -1,5 +1,5 @@
 //! The OpenAPI 3.1 document served on `/openapi.json`, built once per process: the paths from
-//! the route table ([`crate::routes::table`]: every route, its method and path parameters),
+//! the route table ([`crate::route_table::table`]: every route, its method and path parameters),
 //! one operation per endpoint ([`operations`]), and component schemas generated from the
 //! protocol types ([`schemas`]).
 //!
@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use serde_json::{Map, Value, json};
 
-use crate::routes;
+use crate::route_table;
 
 static DOCUMENT: LazyLock<Value> = LazyLock::new(build);
 
@@ -25,7 +25,7 @@ pub fn document() -> &'static Value {
 fn build() -> Value {
     let schemas = schemas::Schemas::generate();
     let mut paths = Map::new();
-    for route in routes::table() {
+    for route in route_table::table() {
         let item = paths
             .entry(route.path.clone())
             .or_insert_with(|| Value::Object(Map::new()));
@@ -38,7 +38,8 @@ fn build() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Perplexity Agent API / OpenAI Responses API compatible agent server. \
                             Every error answer is the envelope `{\"error\": {message, type, code, param?}}` \
-                            with `code` equal to the HTTP status.",
+                            with `code` equal to the HTTP status; a method a path does not take is 405 \
+                            (with `Allow`).",
         },
         "paths": paths,
         "security": [{"bearer": []}],

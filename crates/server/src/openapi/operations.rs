@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::schemas::Schemas;
-use crate::routes::{Endpoint, Route};
+use crate::route_table::{Endpoint, Route};
 
 /// The operation object of one route.
 pub fn operation(route: &Route, schemas: &Schemas) -> Value {
@@ -51,9 +51,16 @@ const UNAUTHORIZED: (u16, &str) = (
     401,
     "Missing or unknown API key (only when the server has keys)",
 );
+const FORBIDDEN: (u16, &str) = (
+    403,
+    "Open mode (no keys) only: the request came from a web page of another origin, or for a host name that is not loopback nor allowed",
+);
 const NOT_FOUND: (u16, &str) = (404, "No such response (or another project's)");
 const INTERNAL: (u16, &str) = (500, "The store failed; the request may be retried");
-const BAD_PATH: (u16, &str) = (400, "A path parameter is not valid UTF-8");
+const BAD_PATH: (u16, &str) = (
+    400,
+    "A path parameter is not valid UTF-8 once percent-decoded",
+);
 
 fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
     match endpoint {
@@ -66,7 +73,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
                 "The server is up",
                 json!({"type": "object", "properties": {"status": {"const": "ok"}}, "required": ["status"]}),
             ),
-            errors: Vec::new(),
+            errors: vec![FORBIDDEN],
         },
         Endpoint::Metrics => Spec {
             summary: "Prometheus metrics (text exposition format)",
@@ -74,7 +81,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             query: Vec::new(),
             body: None,
             ok: json!({"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}),
-            errors: vec![INTERNAL],
+            errors: vec![FORBIDDEN, INTERNAL],
         },
         Endpoint::OpenApi => Spec {
             summary: "This OpenAPI document",
@@ -82,7 +89,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             query: Vec::new(),
             body: None,
             ok: json_answer("The OpenAPI 3.1 document", json!({"type": "object"})),
-            errors: Vec::new(),
+            errors: vec![FORBIDDEN],
         },
         Endpoint::Models => Spec {
             summary: "The models of the configured providers",
@@ -90,7 +97,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             query: Vec::new(),
             body: None,
             ok: json_answer("The model list", schemas.model_list.clone()),
-            errors: Vec::new(),
+            errors: vec![FORBIDDEN],
         },
         Endpoint::Create => Spec {
             summary: "Create a response: run the agent loop",
@@ -98,7 +105,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             query: Vec::new(),
             body: Some(json!({
                 "required": true,
-                "description": "Unknown fields anywhere are refused (400 naming the field in `param`); limits are checked after parsing (400 too).",
+                "description": "Unknown fields anywhere are refused (400 naming the field in `param`); limits are checked after parsing (400 too). A `Content-Type` other than JSON is refused (415).",
                 "content": {"application/json": {"schema": schemas.create_request}},
             })),
             ok: response_or_stream(
@@ -112,8 +119,14 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
                     "Invalid request (`param` names the field), an unconfigured model, or a continuation that does not fit",
                 ),
                 UNAUTHORIZED,
+                FORBIDDEN,
                 (404, "The run ended without a response"),
+                (
+                    408,
+                    "The body did not arrive within the server's body timeout",
+                ),
                 (413, "The body is larger than 32 MiB"),
+                (415, "The body's `Content-Type` is not JSON"),
                 (
                     424,
                     "An MCP server could not be reached or listed when the run started (a stream or a background run ends `failed` instead)",
@@ -148,6 +161,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
                     "`stream` or `starting_after` is invalid (`param` names it), or a path parameter is not valid UTF-8",
                 ),
                 UNAUTHORIZED,
+                FORBIDDEN,
                 NOT_FOUND,
                 INTERNAL,
             ],
@@ -164,6 +178,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
                     "The run has already ended, or a path parameter is not valid UTF-8",
                 ),
                 UNAUTHORIZED,
+                FORBIDDEN,
                 NOT_FOUND,
                 INTERNAL,
             ],
@@ -174,7 +189,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             query: Vec::new(),
             body: None,
             ok: json_answer("The files", schemas.file_list.clone()),
-            errors: vec![BAD_PATH, UNAUTHORIZED, NOT_FOUND, INTERNAL],
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, INTERNAL],
         },
         Endpoint::FileContent => Spec {
             summary: "Download a shared file",
@@ -188,6 +203,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             errors: vec![
                 BAD_PATH,
                 UNAUTHORIZED,
+                FORBIDDEN,
                 (404, "No such response or file (or another project's)"),
                 INTERNAL,
             ],

@@ -1,0 +1,137 @@
+//! Serving: the application (routes plus middleware) and the accept loop (connection cap and
+//! watchdogs from [`crate::connections`]) with graceful shutdown.
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::ConnectionSettings;
+use crate::connections::{Connections, Limits, task};
+use crate::error::ErrorLog;
+use crate::start::ServerError;
+use crate::state::AppState;
+use crate::{envelope, fdlimit, routes, web_guard};
+
+/// How long running foreground requests may take to finish after a shutdown signal.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The application: routes plus middleware (outermost first: the error log, the error
+/// envelope, open mode's web-page guard). Drivable without a socket.
+pub fn app(state: AppState) -> Router {
+    routes::routes()
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            web_guard::guard,
+        ))
+        .layer(middleware::from_fn(envelope::envelope_errors))
+        .layer(middleware::from_fn(log_errors))
+        .with_state(state)
+}
+
+/// Logs each error answer once, here (errors are not logged where they are built).
+async fn log_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    // The path only: query strings may carry values we do not want in logs.
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    if let Some(ErrorLog(detail)) = response.extensions().get::<ErrorLog>() {
+        let status = response.status().as_u16();
+        if response.status().is_server_error() {
+            tracing::error!(%method, %path, status, error = %detail, "request failed");
+        } else {
+            tracing::info!(%method, %path, status, error = %detail, "request refused");
+        }
+    }
+    response
+}
+
+/// Serves until `shutdown` resolves, then lets running requests finish for at most
+/// [`SHUTDOWN_GRACE`]. Connections are capped and watched as [`crate::connections`] says.
+pub async fn run(
+    listener: TcpListener,
+    app: Router,
+    settings: ConnectionSettings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let open_files = fdlimit::open_files_limit();
+    let (max_connections, lowered) = fdlimit::max_connections(settings.max_connections, open_files);
+    if lowered {
+        tracing::warn!(
+            max_connections,
+            open_files,
+            "http.max_connections is above the open-file limit: lowered"
+        );
+    }
+    let limits = Limits {
+        max_connections,
+        idle_timeout: settings.idle_timeout,
+    };
+    tracing::debug!(
+        max_connections,
+        idle_timeout_ms = limits.idle_timeout.as_millis(),
+        "serving connections"
+    );
+    let connections = Connections::new(limits);
+    let draining = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(err) => {
+                    accept_failed(&err).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Without TCP_NODELAY, small SSE frames wait for the client's delayed ACK (about 40 ms
+        // each time): streamed deltas would arrive in bursts.
+        let _ = tcp.set_nodelay(true);
+        let admitted = tokio::select! {
+            admitted = connections.admit() => admitted,
+            () = &mut shutdown => break,
+        };
+        let Some(admitted) = admitted else { continue };
+        tasks.spawn(task::serve(
+            tcp,
+            app.clone(),
+            admitted,
+            connections.limits(),
+            draining.clone(),
+        ));
+    }
+    drop(listener);
+    draining.cancel();
+    tasks.close();
+    tokio::select! {
+        () = tasks.wait() => Ok(()),
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {
+            tracing::warn!(
+                open = connections.open_count(),
+                "shutdown grace period over; stopping with requests still running"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// An accept that failed: out of descriptors (wait for some to be freed) or a connection that
+/// was reset before it was accepted (go on).
+async fn accept_failed(err: &std::io::Error) {
+    let out_of_descriptors = matches!(err.raw_os_error(), Some(code) if code == rustix::io::Errno::MFILE.raw_os_error() || code == rustix::io::Errno::NFILE.raw_os_error());
+    if out_of_descriptors {
+        tracing::error!(%err, "cannot accept a connection: out of file descriptors");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    } else {
+        tracing::debug!(%err, "accept failed");
+    }
+}
