@@ -32,7 +32,8 @@
 //!
 //! # Layout
 //! - `backend`: [`Backend`], [`SearchQuery`], [`Hit`], [`BackendError`].
-//! - `filter`: domain lists, date parsing, the final check (pure).
+//! - `filter`: domain lists, date parsing (pure).
+//! - `check`: the final check of every hit (pure).
 //! - `budget`: `search_context_size` / `max_tokens` / `max_tokens_per_page` (pure).
 //! - `http`: the guarded client, capped bodies, error mapping.
 //! - `searxng`, `brave`, `tavily`, `perplexity`, `local`: the back ends.
@@ -68,6 +69,7 @@
 mod backend;
 mod brave;
 mod budget;
+mod check;
 mod filter;
 mod html;
 mod http;
