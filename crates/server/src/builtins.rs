@@ -1,11 +1,12 @@
 //! The built-in tools agentd runs itself, behind the engine's [`engine::hosted`] port, assembled
 //! from the operator's configuration: `fetch_url` (the `fetch` crate), `web_search` (the
-//! `search` crate) and the code sandbox with its file tools (the `sandbox` crate). Every URL
-//! they contact goes through the network guard (`netguard`).
+//! `search` crate), `people_search` (the `people` crate) and the code sandbox with its file
+//! tools (the `sandbox` crate). Every URL they contact goes through the network guard
+//! (`netguard`).
 //!
 //! [`Builtins`] is the [`HostedTools`] the server hands the engine: it holds what is shared
 //! for the life of the process (the guarded HTTP client of `fetch_url`, the search back end,
-//! the sandbox's workspaces) and builds each request's tools from their configuration, which
+//! the people directories, the sandbox's workspaces) and builds each request's tools from their configuration, which
 //! is cheap.
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::config::Config;
 pub struct Builtins {
     fetch: Arc<fetch::FetchShared>,
     search: Arc<dyn search::Backend>,
+    people: Arc<people::People>,
     sandbox: Sandbox,
 }
 
@@ -69,13 +71,14 @@ impl Builtins {
             .as_deref()
             .filter(|u| !u.trim().is_empty())
         {
-            allowed.extend(operator_host_addresses(url).await?);
+            allowed.extend(operator_host_addresses("AGENTD_SEARXNG_URL", url).await?);
         }
         let backend_policy = netguard::Policy::with_allowed(&allowed)
             .map_err(|err| ServerError::Tools(err.to_string()))?;
         let backend = search::backend_from_settings(&config.web_search, &backend_policy)
             .await
             .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
+        let people = people_search(config, &policy).await?;
         let settings = &config.sandbox;
         let isolation: Result<Arc<dyn sandbox::Isolation>, String> = match sandbox::Bwrap::probe()
             .await
@@ -107,17 +110,24 @@ impl Builtins {
             limits,
             sandbox::files::FileLimits::default(),
         );
-        Ok(Builtins::new(Arc::new(shared_fetch), backend, tools))
+        Ok(Builtins::new(
+            Arc::new(shared_fetch),
+            backend,
+            Arc::new(people),
+            tools,
+        ))
     }
 
     pub fn new(
         fetch: Arc<fetch::FetchShared>,
         search: Arc<dyn search::Backend>,
+        people: Arc<people::People>,
         sandbox: Sandbox,
     ) -> Builtins {
         Builtins {
             fetch,
             search,
+            people,
             sandbox,
         }
     }
@@ -141,6 +151,10 @@ impl HostedTools for Builtins {
                 index,
                 config,
             )?)],
+            Tool::PeopleSearch(_) => vec![Arc::new(people::PeopleSearch::new(
+                self.people.clone(),
+                index,
+            )?)],
             Tool::FetchUrl(config) => {
                 vec![Arc::new(fetch::FetchUrl::new(config, self.fetch.clone()))]
             }
@@ -154,10 +168,32 @@ impl HostedTools for Builtins {
     }
 }
 
+/// The people_search back ends. The operator's SCIM service may sit on a private address:
+/// its own addresses are allowed for that back end only; profile URLs the back ends return
+/// are judged by the request policy.
+async fn people_search(
+    config: &Config,
+    request_policy: &netguard::Policy,
+) -> Result<people::People, ServerError> {
+    let settings = &config.people_search;
+    let mut allowed = config.allow_private.clone();
+    if let Some(scim) = &settings.scim {
+        allowed.extend(
+            operator_host_addresses("[tools.people_search.scim] base_url", &scim.base_url).await?,
+        );
+    }
+    let backend_policy = netguard::Policy::with_allowed(&allowed)
+        .map_err(|err| ServerError::Tools(err.to_string()))?;
+    let people = people::People::from_settings(settings, &backend_policy, request_policy.clone())
+        .map_err(|err| ServerError::Tools(format!("people_search: {err}")))?;
+    tracing::info!(people_search = ?people.names(), "people_search back ends");
+    Ok(people)
+}
+
 /// The addresses an operator-configured URL's host resolves to, as host CIDRs.
-async fn operator_host_addresses(url: &str) -> Result<Vec<String>, ServerError> {
+async fn operator_host_addresses(setting: &str, url: &str) -> Result<Vec<String>, ServerError> {
     let parsed = url::Url::parse(url)
-        .map_err(|err| ServerError::Tools(format!("AGENTD_SEARXNG_URL is not a URL: {err}")))?;
+        .map_err(|err| ServerError::Tools(format!("{setting} is not a URL: {err}")))?;
     let port = parsed.port_or_known_default().unwrap_or(80);
     let addresses: Vec<std::net::IpAddr> = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => vec![ip.into()],
@@ -165,9 +201,7 @@ async fn operator_host_addresses(url: &str) -> Result<Vec<String>, ServerError> 
         Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
             .await
             .map_err(|err| {
-                ServerError::Tools(format!(
-                    "AGENTD_SEARXNG_URL host {name} does not resolve: {err}"
-                ))
+                ServerError::Tools(format!("{setting} host {name} does not resolve: {err}"))
             })?
             .map(|addr| addr.ip())
             .collect(),
