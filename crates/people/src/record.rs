@@ -71,11 +71,23 @@ pub fn clean(text: &str, max_chars: usize) -> Option<String> {
             })
             .into_owned();
     }
+    // Tidy what a removal left behind: `(call )` -> `(call)`, `(, )` -> nothing.
+    let mut text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    loop {
+        let tidied = text
+            .replace("( ", "(")
+            .replace(" )", ")")
+            .replace("(,", "(")
+            .replace(",)", ")")
+            .replace(" ,", ",")
+            .replace("()", "");
+        if tidied == text {
+            break;
+        }
+        text = tidied;
+    }
     let text = text
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .trim_matches(|c: char| matches!(c, ',' | ';' | '-' | '(' | ')' | '|') || c.is_whitespace())
+        .trim_matches(|c: char| matches!(c, ',' | ';' | '-' | '|') || c.is_whitespace())
         .to_owned();
     if text.is_empty() {
         return None;
@@ -319,6 +331,10 @@ mod tests {
         assert_eq!(
             clean("CTO (ada@example.com, +1 (555) 123-4567)", 100).as_deref(),
             Some("CTO")
+        );
+        assert_eq!(
+            clean("Builds it (call +44 20 7946 0958)", 100).as_deref(),
+            Some("Builds it (call)")
         );
         assert_eq!(
             clean("Staff  Engineer\n  ada at example dot com", 100).as_deref(),
