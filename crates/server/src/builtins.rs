@@ -1,6 +1,6 @@
 //! The built-in tools agentd runs itself, behind the engine's [`engine::hosted`] port, assembled
 //! from the operator's configuration: `fetch_url` (the `fetch` crate), `web_search` (the
-//! `search` crate), `people_search` (the `people` crate) and the code sandbox with its file
+//! `search` crate), `image_search` (the `search` crate too), `people_search` (the `people` crate) and the code sandbox with its file
 //! tools (the `sandbox` crate). Every URL they contact goes through the network guard
 //! (`netguard`).
 //!
@@ -21,8 +21,17 @@ use crate::config::Config;
 pub struct Builtins {
     fetch: Arc<fetch::FetchShared>,
     search: Arc<dyn search::Backend>,
+    images: Images,
     people: Arc<people::People>,
     sandbox: Sandbox,
+}
+
+/// What `image_search` needs: its back end, and the request policy with a guarded client
+/// for the URLs back ends return.
+#[derive(Clone)]
+pub struct Images {
+    pub backend: Arc<dyn search::ImageBackend>,
+    pub shared: Arc<search::ImageShared>,
 }
 
 /// What the `sandbox` tool brings: `execute` and the seven file tools, over shared
@@ -78,6 +87,19 @@ impl Builtins {
         let backend = search::backend_from_settings(&config.web_search, &backend_policy)
             .await
             .map_err(|err| ServerError::Tools(format!("web_search back end: {err}")))?;
+        let images = Images {
+            backend: search::image_backend_from_settings(&config.web_search, &backend_policy)
+                .await
+                .map_err(|err| ServerError::Tools(format!("image_search back end: {err}")))?,
+            shared: Arc::new(
+                search::ImageShared::new(policy.clone())
+                    .map_err(|err| ServerError::Tools(format!("image_search: {err}")))?,
+            ),
+        };
+        tracing::info!(
+            image_search = images.backend.name(),
+            "image_search back end"
+        );
         let people = people_search(config, &policy).await?;
         let settings = &config.sandbox;
         let isolation: Result<Arc<dyn sandbox::Isolation>, String> = match sandbox::Bwrap::probe()
@@ -113,6 +135,7 @@ impl Builtins {
         Ok(Builtins::new(
             Arc::new(shared_fetch),
             backend,
+            images,
             Arc::new(people),
             tools,
         ))
@@ -121,12 +144,14 @@ impl Builtins {
     pub fn new(
         fetch: Arc<fetch::FetchShared>,
         search: Arc<dyn search::Backend>,
+        images: Images,
         people: Arc<people::People>,
         sandbox: Sandbox,
     ) -> Builtins {
         Builtins {
             fetch,
             search,
+            images,
             people,
             sandbox,
         }
@@ -148,6 +173,12 @@ impl HostedTools for Builtins {
         Ok(match tool {
             Tool::WebSearch(config) => vec![Arc::new(search::WebSearch::new(
                 self.search.clone(),
+                index,
+                config,
+            )?)],
+            Tool::ImageSearch(config) => vec![Arc::new(search::ImageSearch::new(
+                self.images.backend.clone(),
+                self.images.shared.clone(),
                 index,
                 config,
             )?)],
