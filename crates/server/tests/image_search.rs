@@ -55,15 +55,22 @@ async fn the_local_index_answers_image_search() {
         config.allow_private = vec!["127.0.0.0/8".to_owned()];
     })
     .await;
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["index", "add", "--data-dir"])
-        .arg(&app.data_dir)
-        .arg(format!("{site}/lighthouses"))
-        .env("AGENTD_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
-        .env_remove("AGENTD_SEARXNG_URL")
-        .env_remove("BRAVE_API_KEY")
-        .output()
-        .unwrap();
+    // The page server runs on this test's runtime: the CLI waits on a blocking thread.
+    let data_dir = app.data_dir.clone();
+    let page = format!("{site}/lighthouses");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(["index", "add", "--data-dir"])
+            .arg(&data_dir)
+            .arg(page)
+            .env("AGENTD_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
+            .env_remove("AGENTD_SEARXNG_URL")
+            .env_remove("BRAVE_API_KEY")
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
     assert!(
         output.status.success(),
         "{}{}",
