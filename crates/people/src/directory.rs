@@ -141,7 +141,13 @@ impl LocalDirectory {
         replace: bool,
     ) -> Result<u64, DirectoryError> {
         let now = chrono::Utc::now().timestamp_millis();
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        // IMMEDIATE: take the write lock (waiting up to the busy timeout) before the first
+        // statement, so an import next to a running server queues instead of failing.
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(store_error)?;
         if replace {
             sqlx::query("DELETE FROM people WHERE project = ?")
                 .bind(project)

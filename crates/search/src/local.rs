@@ -348,7 +348,13 @@ impl LocalIndex {
             )));
         }
         let added_at = chrono::Utc::now().timestamp_millis();
-        let mut tx = self.pool.begin().await.map_err(index_error)?;
+        // IMMEDIATE: the write lock is taken (waiting up to the busy timeout) before the first
+        // statement, so concurrent writers queue instead of failing to upgrade a read.
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(index_error)?;
         sqlx::query(
             "INSERT INTO documents (url, host, title, body, date, last_updated, added_at)
              VALUES (?, ?, ?, ?, ?, ?, ?)
