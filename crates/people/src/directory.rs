@@ -40,29 +40,30 @@ const SCHEMA: &[&str] = &[
         education TEXT NOT NULL DEFAULT '',
         skills TEXT NOT NULL DEFAULT '',
         summary TEXT NOT NULL DEFAULT '',
+        extra TEXT NOT NULL DEFAULT '',
         profile_url TEXT,
         updated_at TEXT,
         imported_at INTEGER NOT NULL,
         UNIQUE (project, person_id)
     )",
     "CREATE VIRTUAL TABLE IF NOT EXISTS people_fts USING fts5(
-        name, title, company, department, location, education, skills, summary,
+        name, title, company, department, location, education, skills, summary, extra,
         content = 'people', content_rowid = 'rowid',
         tokenize = 'unicode61 remove_diacritics 2'
     )",
     "CREATE TRIGGER IF NOT EXISTS people_ai AFTER INSERT ON people BEGIN
-        INSERT INTO people_fts(rowid, name, title, company, department, location, education, skills, summary)
-        VALUES (new.rowid, new.name, new.title, new.company, new.department, new.location, new.education, new.skills, new.summary);
+        INSERT INTO people_fts(rowid, name, title, company, department, location, education, skills, summary, extra)
+        VALUES (new.rowid, new.name, new.title, new.company, new.department, new.location, new.education, new.skills, new.summary, new.extra);
     END",
     "CREATE TRIGGER IF NOT EXISTS people_ad AFTER DELETE ON people BEGIN
-        INSERT INTO people_fts(people_fts, rowid, name, title, company, department, location, education, skills, summary)
-        VALUES ('delete', old.rowid, old.name, old.title, old.company, old.department, old.location, old.education, old.skills, old.summary);
+        INSERT INTO people_fts(people_fts, rowid, name, title, company, department, location, education, skills, summary, extra)
+        VALUES ('delete', old.rowid, old.name, old.title, old.company, old.department, old.location, old.education, old.skills, old.summary, old.extra);
     END",
     "CREATE TRIGGER IF NOT EXISTS people_au AFTER UPDATE ON people BEGIN
-        INSERT INTO people_fts(people_fts, rowid, name, title, company, department, location, education, skills, summary)
-        VALUES ('delete', old.rowid, old.name, old.title, old.company, old.department, old.location, old.education, old.skills, old.summary);
-        INSERT INTO people_fts(rowid, name, title, company, department, location, education, skills, summary)
-        VALUES (new.rowid, new.name, new.title, new.company, new.department, new.location, new.education, new.skills, new.summary);
+        INSERT INTO people_fts(people_fts, rowid, name, title, company, department, location, education, skills, summary, extra)
+        VALUES ('delete', old.rowid, old.name, old.title, old.company, old.department, old.location, old.education, old.skills, old.summary, old.extra);
+        INSERT INTO people_fts(rowid, name, title, company, department, location, education, skills, summary, extra)
+        VALUES (new.rowid, new.name, new.title, new.company, new.department, new.location, new.education, new.skills, new.summary, new.extra);
     END",
 ];
 
@@ -163,13 +164,14 @@ impl LocalDirectory {
             };
             sqlx::query(
                 "INSERT INTO people (project, person_id, name, title, company, department,
-                    location, education, skills, summary, profile_url, updated_at, imported_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    location, education, skills, summary, extra, profile_url, updated_at, imported_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                  ON CONFLICT (project, person_id) DO UPDATE SET
                     name = excluded.name, title = excluded.title, company = excluded.company,
                     department = excluded.department, location = excluded.location,
                     education = excluded.education, skills = excluded.skills,
-                    summary = excluded.summary, profile_url = excluded.profile_url,
+                    summary = excluded.summary, extra = excluded.extra,
+                    profile_url = excluded.profile_url,
                     updated_at = excluded.updated_at, imported_at = excluded.imported_at",
             )
             .bind(project)
@@ -182,6 +184,14 @@ impl LocalDirectory {
             .bind(person.schools().join(LIST_SEPARATOR))
             .bind(person.skill_list().join(LIST_SEPARATOR))
             .bind(person.about().unwrap_or_default())
+            .bind(
+                person
+                    .extra_fields()
+                    .iter()
+                    .map(|(column, value)| format!("{column}: {value}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
             .bind(person.profile())
             .bind(person.updated())
             .bind(now)
@@ -200,10 +210,10 @@ impl LocalDirectory {
         };
         let rows = sqlx::query(
             "SELECT p.person_id, p.name, p.title, p.company, p.department, p.location,
-                    p.education, p.skills, p.summary, p.profile_url, p.updated_at
+                    p.education, p.skills, p.summary, p.extra, p.profile_url, p.updated_at
              FROM people_fts JOIN people p ON p.rowid = people_fts.rowid
              WHERE people_fts MATCH ? AND p.project = ?
-             ORDER BY bm25(people_fts, 10.0, 5.0, 5.0, 1.0, 1.0, 1.0, 3.0, 1.0)
+             ORDER BY bm25(people_fts, 10.0, 5.0, 5.0, 1.0, 1.0, 1.0, 3.0, 1.0, 1.0)
              LIMIT ?",
         )
         .bind(expression)
@@ -221,7 +231,7 @@ impl LocalDirectory {
                 row.try_get::<Option<String>, _>(column)
                     .map_err(store_error)
             };
-            let (education, skills) = (text("education")?, text("skills")?);
+            let (education, skills, extra) = (text("education")?, text("skills")?, text("extra")?);
             let (title, company, department, location, summary) = (
                 text("title")?,
                 text("company")?,
@@ -241,6 +251,7 @@ impl LocalDirectory {
                     .education(education.split(LIST_SEPARATOR))
                     .skills(skills.split(LIST_SEPARATOR))
                     .summary(Some(&summary))
+                    .extra(extra.lines().filter_map(|line| line.split_once(": ")))
                     .profile_url(optional("profile_url")?.as_deref())
                     .last_updated(optional("updated_at")?.as_deref()),
             );

@@ -1,8 +1,9 @@
 //! Reading a directory export the operator owns (`agentd people import FILE`): CSV with a
 //! header row, or JSON Lines. Only the pinned columns are read (`id, name, title, company,
-//! department, location, education, skills, profile_url, summary, updated_at`, any case);
-//! every other column (e-mail, phone, address, birth date, …) is ignored, so it never
-//! reaches the directory. List columns (`education`, `skills`) are `;`-separated in CSV
+//! department, location, education, skills, profile_url, summary, updated_at`, any case),
+//! plus the extra columns the operator names (`[tools.people_search] extra_columns`); every
+//! other column (e-mail, phone, address, birth date, …) is ignored, so it never reaches the
+//! directory. List columns (`education`, `skills`) are `;`-separated in CSV
 //! (skills may also be `,`-separated) and strings or arrays in JSON.
 
 use std::path::Path;
@@ -65,10 +66,11 @@ struct Row {
     profile_url: Option<String>,
     summary: Option<String>,
     updated_at: Option<String>,
+    extra: Vec<(String, String)>,
 }
 
 impl Row {
-    fn set(&mut self, column: &str, value: Value) {
+    fn set(&mut self, column: &str, value: Value, extra: &[String]) {
         let text = || match &value {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
@@ -86,7 +88,13 @@ impl Row {
             "profile_url" => self.profile_url = text(),
             "summary" => self.summary = text(),
             "updated_at" => self.updated_at = text(),
-            _ => {}
+            other => {
+                if extra.iter().any(|e| e.eq_ignore_ascii_case(other))
+                    && let Some(value) = text()
+                {
+                    self.extra.push((other.to_owned(), value));
+                }
+            }
         }
     }
 
@@ -106,6 +114,7 @@ impl Row {
                 .skills(self.skills.iter().map(String::as_str))
                 .profile_url(self.profile_url.as_deref())
                 .summary(self.summary.as_deref())
+                .extra(self.extra.iter().map(|(c, v)| (c.as_str(), v.as_str())))
                 .last_updated(self.updated_at.as_deref()),
         )
     }
@@ -139,8 +148,8 @@ fn list(value: &Value, separators: &[char]) -> Vec<String> {
     }
 }
 
-/// Reads a `.csv` or `.jsonl` / `.ndjson` file.
-pub async fn read_file(path: &Path) -> Result<Imported, ImportError> {
+/// Reads a `.csv` or `.jsonl` / `.ndjson` file; `extra` names the further columns to keep.
+pub async fn read_file(path: &Path, extra: &[String]) -> Result<Imported, ImportError> {
     let shown = path.display().to_string();
     let file_error = |message: String| ImportError::File {
         path: shown.clone(),
@@ -161,8 +170,8 @@ pub async fn read_file(path: &Path) -> Result<Imported, ImportError> {
         .unwrap_or_default()
         .to_ascii_lowercase();
     match extension.as_str() {
-        "csv" => read_csv(&shown, &bytes),
-        "jsonl" | "ndjson" => read_jsonl(&shown, &bytes),
+        "csv" => read_csv(&shown, &bytes, extra),
+        "jsonl" | "ndjson" => read_jsonl(&shown, &bytes, extra),
         _ => Err(file_error(
             "expected a .csv or .jsonl file (by its extension)".to_owned(),
         )),
@@ -170,7 +179,7 @@ pub async fn read_file(path: &Path) -> Result<Imported, ImportError> {
 }
 
 /// Reads CSV with a header row.
-pub fn read_csv(path: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
+pub fn read_csv(path: &str, bytes: &[u8], extra: &[String]) -> Result<Imported, ImportError> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .trim(csv::Trim::All)
@@ -202,7 +211,7 @@ pub fn read_csv(path: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
         let mut row = Row::default();
         for (header, value) in headers.iter().zip(record.iter()) {
             if !value.is_empty() {
-                row.set(header, Value::String(value.to_owned()));
+                row.set(header, Value::String(value.to_owned()), extra);
             }
         }
         match row.person() {
@@ -214,7 +223,7 @@ pub fn read_csv(path: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
 }
 
 /// Reads JSON Lines: one object per line, blank lines skipped.
-pub fn read_jsonl(path: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
+pub fn read_jsonl(path: &str, bytes: &[u8], extra: &[String]) -> Result<Imported, ImportError> {
     let text = std::str::from_utf8(bytes).map_err(|_| ImportError::File {
         path: path.to_owned(),
         message: "not UTF-8 text".to_owned(),
@@ -239,7 +248,7 @@ pub fn read_jsonl(path: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
         };
         let mut row = Row::default();
         for (key, value) in object {
-            row.set(&key, value);
+            row.set(&key, value, extra);
         }
         match row.person() {
             Some(person) => imported.people.push(person),
@@ -258,7 +267,7 @@ mod tests {
         let csv = "ID,Name,Title,Company,personal_email,phone,skills,education,birth_date\n\
                    e1,Ada Lovelace,Engineer,Engines Ltd,ada@home.example,+44 20 7946 0958,\"Math, Poetry\",Cambridge; Home-schooled,1815-12-10\n\
                    e2,,Nameless,X,,,,,\n";
-        let imported = read_csv("people.csv", csv.as_bytes()).unwrap();
+        let imported = read_csv("people.csv", csv.as_bytes(), &[]).unwrap();
         assert_eq!(imported.people.len(), 1);
         assert_eq!(imported.skipped, vec![3]);
         let ada = &imported.people[0];
@@ -269,18 +278,35 @@ mod tests {
         for secret in ["ada@home.example", "7946", "1815"] {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
-        let err = read_csv("x.csv", b"title\nboss\n").unwrap_err();
+        let err = read_csv("x.csv", b"title\nboss\n", &[]).unwrap_err();
         assert!(err.to_string().contains("\"name\""), "{err}");
+    }
+
+    #[test]
+    fn extra_columns_only_when_configured() {
+        let csv = b"name,team,phone\nAda,Compilers (call +44 20 7946 0958),+44 20 7946 0958\n";
+        let plain = read_csv("p.csv", csv, &[]).unwrap();
+        assert!(plain.people[0].extra_fields().is_empty());
+        let configured = read_csv("p.csv", csv, &["Team".to_owned()]).unwrap();
+        assert_eq!(
+            configured.people[0].extra_fields(),
+            [("team".to_owned(), "Compilers (call)".to_owned())]
+        );
+        assert!(
+            configured.people[0]
+                .snippet()
+                .contains("team: Compilers (call)")
+        );
     }
 
     #[test]
     fn jsonl_takes_strings_and_arrays() {
         let text = "{\"name\":\"Grace Hopper\",\"skills\":[\"COBOL\"],\"education\":[{\"school\":\"Yale\",\"degree\":\"PhD\"}],\"ssn\":\"123-45-6789\"}\n\n{\"title\":\"no name\"}\n";
-        let imported = read_jsonl("p.jsonl", text.as_bytes()).unwrap();
+        let imported = read_jsonl("p.jsonl", text.as_bytes(), &[]).unwrap();
         assert_eq!(imported.people.len(), 1);
         assert_eq!(imported.skipped, vec![3]);
         assert_eq!(imported.people[0].schools(), ["Yale, PhD"]);
-        let err = read_jsonl("p.jsonl", b"{\"name\":\"a\"}\nnot json\n").unwrap_err();
+        let err = read_jsonl("p.jsonl", b"{\"name\":\"a\"}\nnot json\n", &[]).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
     }
 }

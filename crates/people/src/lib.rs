@@ -58,7 +58,7 @@
 //!
 //! // `agentd people import` does this: read the export, store it for a project.
 //! let csv = "id,name,title,company,personal_email\n7,Ada Lovelace,Engineer,Engines Ltd,ada@home.example\n";
-//! let rows = import::read_csv("people.csv", csv.as_bytes())?;
+//! let rows = import::read_csv("people.csv", csv.as_bytes(), &[])?;
 //! let directory = LocalDirectory::in_memory().await?;
 //! directory.import("project-1", &rows.people, false).await?;
 //!

@@ -33,6 +33,8 @@ pub struct Person {
     profile_url: Option<String>,
     /// The operator's own `summary` column (directory imports only).
     summary: Option<String>,
+    /// Columns the operator chose to show (`extra_columns`), as (column, value).
+    extra: Vec<(String, String)>,
     /// The back end: `directory`, `pdl`, `apollo`, `github`, `orcid`, `scim`, `ldap`.
     source: &'static str,
     /// `YYYY-MM-DD`.
@@ -162,6 +164,24 @@ impl Person {
         self
     }
 
+    /// Extra columns the operator configured, values cleaned like every other field.
+    pub fn extra<'a>(mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Person {
+        self.extra = pairs
+            .into_iter()
+            .filter_map(|(column, value)| {
+                let column = column.trim().to_ascii_lowercase();
+                let value = clean(value, MAX_FIELD_CHARS)?;
+                (!column.is_empty()).then_some((column, value))
+            })
+            .take(MAX_LIST)
+            .collect();
+        self
+    }
+
+    pub fn extra_fields(&self) -> &[(String, String)] {
+        &self.extra
+    }
+
     pub fn summary(mut self, summary: Option<&str>) -> Person {
         self.summary = summary.and_then(|text| clean(text, MAX_SUMMARY_CHARS));
         self
@@ -245,7 +265,7 @@ impl Person {
         }
     }
 
-    /// Department, location, education, skills and summary in one line.
+    /// Department, location, education, skills, extra columns and summary in one line.
     pub fn snippet(&self) -> String {
         let mut parts = Vec::new();
         if let Some(department) = &self.department {
@@ -259,6 +279,9 @@ impl Person {
         }
         if !self.skills.is_empty() {
             parts.push(format!("Skills: {}", self.skills.join(", ")));
+        }
+        for (column, value) in &self.extra {
+            parts.push(format!("{column}: {value}"));
         }
         if let Some(summary) = &self.summary {
             parts.push(summary.clone());

@@ -50,6 +50,8 @@ pub struct PeopleSettings {
     /// The embedded directory's file (`<data_dir>/people.sqlite`): it answers once
     /// `agentd people import` has created it.
     pub directory_path: PathBuf,
+    /// Columns of an import kept and shown besides the pinned ones (`extra_columns`).
+    pub extra_columns: Vec<String>,
 }
 
 fn set(value: &Option<String>) -> Option<&str> {
@@ -69,6 +71,7 @@ impl fmt::Debug for PeopleSettings {
             .field("scim", &self.scim.as_ref().map(|s| &s.base_url))
             .field("ldap", &self.ldap)
             .field("directory_path", &self.directory_path)
+            .field("extra_columns", &self.extra_columns)
             .finish()
     }
 }

@@ -597,13 +597,13 @@ async fn the_embedded_directory_is_per_project_and_ranks_names_first() {
         1,Marie Curie,Physicist,Institut du Radium,Research,Paris,radioactivity; chemistry,Two Nobel prizes,https://people.example/marie,ada.private@example.com,+1-555-0100\n\
         2,Pierre Dupont,Engineer,Acme,Ops,Paris,kubernetes,Worked with Marie on tooling,,,\n\
         3,Ada Byron,Engineer,Acme,Platform,London,rust,Call +1-555-0100 or ada.private@example.com,,,\n";
-    let rows = people::import::read_csv("people.csv", csv.as_bytes()).unwrap();
+    let rows = people::import::read_csv("people.csv", csv.as_bytes(), &[]).unwrap();
     directory
         .import("project-a", &rows.people, false)
         .await
         .unwrap();
     let other =
-        people::import::read_csv("o.csv", b"name,title\nMarie Other,Secret Agent\n").unwrap();
+        people::import::read_csv("o.csv", b"name,title\nMarie Other,Secret Agent\n", &[]).unwrap();
     directory
         .import("project-b", &other.people, false)
         .await
@@ -665,7 +665,8 @@ fn results_titles(outcome: &ToolOutcome) -> Vec<String> {
 #[tokio::test]
 async fn one_failing_source_is_a_note_and_the_others_answer() {
     let directory = LocalDirectory::in_memory().await.unwrap();
-    let rows = people::import::read_csv("p.csv", b"name,title\nLise Meitner,Physicist\n").unwrap();
+    let rows =
+        people::import::read_csv("p.csv", b"name,title\nLise Meitner,Physicist\n", &[]).unwrap();
     directory.import("p", &rows.people, false).await.unwrap();
     // Nothing listens on port 9 of loopback.
     let down: Arc<dyn Directory> =
@@ -684,4 +685,26 @@ async fn one_failing_source_is_a_note_and_the_others_answer() {
         outcome.model_text
     );
     assert_eq!(outcome.invocations, vec![("search_people".to_owned(), 2)]);
+}
+
+#[tokio::test]
+async fn configured_extra_columns_are_stored_searched_and_shown() {
+    let directory = LocalDirectory::in_memory().await.unwrap();
+    let csv = b"name,title,team,home_phone\nAnnie Easley,Programmer,Centaur rocket (ext. +1-555-0100),+1-555-0100\n";
+    let rows = people::import::read_csv("p.csv", csv, &["team".to_owned()]).unwrap();
+    directory.import("p", &rows.people, false).await.unwrap();
+    let (outcome, events) = call(
+        Vec::new(),
+        Some(directory),
+        "p",
+        json!({"queries": ["centaur"]}),
+    )
+    .await;
+    assert_private(&everything(&outcome, &events));
+    let found = results(&outcome);
+    assert_eq!(found[0]["title"], "Annie Easley — Programmer");
+    assert_eq!(
+        found[0]["snippet"],
+        "team: Centaur rocket (ext.). Source: directory"
+    );
 }

@@ -118,6 +118,8 @@ pub struct RawPeopleSearch {
     pub apollo_base_url: Option<String>,
     pub github_base_url: Option<String>,
     pub orcid_base_url: Option<String>,
+    /// Columns of `agentd people import` kept and shown besides the pinned ones (default none).
+    pub extra_columns: Option<Vec<String>>,
     pub scim: Option<RawScim>,
     pub ldap: Option<RawLdap>,
 }
@@ -685,6 +687,7 @@ fn people_settings(
         scim,
         ldap,
         directory_path: data_dir.join("people.sqlite"),
+        extra_columns: raw.extra_columns.unwrap_or_default(),
     })
 }
 
@@ -1068,7 +1071,7 @@ mod tests {
     fn people_search_settings_take_secrets_from_the_environment() {
         let raw = || {
             file(
-                "[tools.people_search]\norcid = true\n[tools.people_search.scim]\nbase_url = \"https://idp.example/scim/v2\"\ntoken_env = \"SCIM_T\"\n[tools.people_search.ldap]\nurl = \"ldap://127.0.0.1:389\"\nbase_dn = \"dc=example,dc=org\"\nbind_dn = \"cn=reader,dc=example,dc=org\"\n",
+                "[tools.people_search]\norcid = true\nextra_columns = [\"team\"]\n[tools.people_search.scim]\nbase_url = \"https://idp.example/scim/v2\"\ntoken_env = \"SCIM_T\"\n[tools.people_search.ldap]\nurl = \"ldap://127.0.0.1:389\"\nbase_dn = \"dc=example,dc=org\"\nbind_dn = \"cn=reader,dc=example,dc=org\"\n",
             )
         };
         let env = env_of(&[
@@ -1079,6 +1082,7 @@ mod tests {
         let c = Config::resolve(raw(), &env, &Flags::default()).expect("ok");
         let people = &c.people_search;
         assert!(people.orcid);
+        assert_eq!(people.extra_columns, ["team"]);
         assert_eq!(people.pdl_api_key.as_deref(), Some("pdl"));
         assert_eq!(people.scim.as_ref().map(|s| s.token.as_str()), Some("tok"));
         let ldap = people.ldap.as_ref().expect("ldap");

@@ -197,7 +197,7 @@ async fn people_import(
     replace: bool,
 ) -> anyhow::Result<()> {
     use engine::store::KeyStore as _;
-    let imported = people::import::read_file(file).await?;
+    let imported = people::import::read_file(file, &config.people_search.extra_columns).await?;
     let store = agentd_server::open_store(config).await?;
     let project_id = store.ensure_project(project).await?;
     let directory = people::LocalDirectory::open(&config.people_search.directory_path).await?;
