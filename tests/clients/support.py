@@ -101,13 +101,15 @@ PPLX_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.output_text.done": pplx_types.TextDoneEventOutput,
     "response.completed": pplx_types.ResponseCompletedEventOutput,
     "response.failed": pplx_types.ResponseFailedEventOutput,
-    # The built-in tools' progress events (web_search, fetch_url).
+    # The built-in tools' progress events (web_search, people_search, fetch_url, image_search).
     "response.reasoning.started": pplx_types.ReasoningStartedEventOutput,
     "response.reasoning.search_queries": pplx_types.SearchQueriesEventOutput,
     "response.reasoning.search_results": pplx_types.SearchResultsEventOutput,
     "response.reasoning.fetch_url_queries": pplx_types.FetchUrlQueriesEventOutput,
     "response.reasoning.fetch_url_results": pplx_types.FetchUrlResultsEventOutput,
     "response.reasoning.stopped": pplx_types.ReasoningStoppedEventOutput,
+    "response.reasoning.image_search_queries": pplx_types.ImageSearchQueriesEventOutput,
+    "response.reasoning.image_search_results": pplx_types.ImageSearchResultsEventOutput,
 }
 
 # OpenAI-parity events outside Perplexity's catalogue (spec §7.2) that a stream may carry; the

@@ -5,8 +5,10 @@
   `web_search` uses when `AGENTD_SEARXNG_URL` is set. conftest.py starts it before agentd (the
   variable is read at startup) and points agentd at it, so `web_search` never reaches the
   internet and no test depends on agentd's local index.
+  With `categories=images` it answers SearxNG's image results (`img_src`, the page `url`,
+  `title`, `resolution` when known) for `image_search`.
 - A page server for `fetch_url`: an HTML article wrapped in navigation and footer boilerplate,
-  and a plain-text page.
+  and a plain-text page; and a PNG that `image_search` measures.
 
 Both are stdlib `http.server`s on 127.0.0.1 (agentd may reach loopback:
 `AGENTD_ALLOW_PRIVATE_NETWORKS=127.0.0.0/8`), each in a daemon thread, and record every request
@@ -50,6 +52,37 @@ SEARCH_RESULTS: dict[str, list[dict[str, str]]] = {
     ],
 }
 
+# SearxNG image results by query text (`categories=images`); `{pages}` is the page server's URL.
+IMAGE_PATH = "/bilder/faehre.png"
+IMAGE_SIZE = (320, 240)
+IMAGE_RESULTS: dict[str, list[dict[str, str]]] = {
+    "Fähre Horgen": [
+        {
+            "url": "https://zuerich.example.org/faehre",
+            "title": "Die Fähre <b>Horgen–Meilen</b>",
+            "img_src": "https://bilder.example.org/faehre-gross.jpg",
+            "resolution": "1600 x 900",
+            "img_format": "JPEG",
+        },
+        # No resolution: agentd reads the image (through the guard) to measure it.
+        {"url": "https://zuerich.example.org/see", "title": "Zürichsee", "img_src": "{pages}" + IMAGE_PATH},
+        # The metadata address: refused by the guard, never shown.
+        {"url": "https://evil.example.org/", "title": "Metadaten", "img_src": "http://169.254.169.254/latest/x.png",
+         "resolution": "1 x 1"},
+    ],
+}
+
+
+def png(width: int, height: int) -> bytes:
+    """A PNG header of that size (what a measuring read needs)."""
+    return (
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"
+        + width.to_bytes(4, "big")
+        + height.to_bytes(4, "big")
+        + bytes([8, 6, 0, 0, 0, 0, 0, 0, 0])
+    )
+
+
 # --- the page server's pages --------------------------------------------------------------------
 
 ARTICLE_PATH = "/artikel/rheinschwimmen"
@@ -80,9 +113,10 @@ ARTICLE_HTML = f"""<!doctype html>
 NOTES_PATH = "/notizen.txt"
 NOTES_TEXT = "Notizen zum Zürichsee: Die Fähre Horgen–Meilen fährt rund um die Uhr.\n"
 
-PAGES: dict[str, tuple[str, str]] = {
+PAGES: dict[str, tuple[str, str | bytes]] = {
     ARTICLE_PATH: ("text/html; charset=utf-8", ARTICLE_HTML),
     NOTES_PATH: ("text/plain; charset=utf-8", NOTES_TEXT),
+    IMAGE_PATH: ("image/png", png(*IMAGE_SIZE)),
 }
 
 
@@ -161,33 +195,39 @@ def _json(status: int, value: object) -> Answer:
     return status, "application/json", json.dumps(value, ensure_ascii=False).encode()
 
 
-def searxng_route(path: str, query: dict[str, list[str]]) -> Answer:
+def searxng_route(path: str, query: dict[str, list[str]], pages_url: str = "") -> Answer:
     """SearxNG's `/search`: JSON only when `format=json` is asked for (403 otherwise, as an
-    instance without the JSON format answers)."""
+    instance without the JSON format answers); image results for `categories=images`."""
     if path != "/search":
         return _json(404, {"error": "not found"})
     if query.get("format") != ["json"]:
         return 403, "text/plain; charset=utf-8", b"Forbidden"
     text = query.get("q", [""])[0]
+    if query.get("categories") == ["images"]:
+        results = [
+            {key: value.replace("{pages}", pages_url) for key, value in hit.items()}
+            for hit in IMAGE_RESULTS.get(text, [])
+        ]
+        return _json(200, {"query": text, "number_of_results": len(results), "results": results})
     return _json(200, {"query": text, "number_of_results": 0, "results": SEARCH_RESULTS.get(text, [])})
 
 
 def pages_route(path: str, query: dict[str, list[str]]) -> Answer:
     if path not in PAGES:
         return 404, "text/plain; charset=utf-8", b"no such page"
-    content_type, text = PAGES[path]
-    return 200, content_type, text.encode()
+    content_type, body = PAGES[path]
+    return 200, content_type, body if isinstance(body, bytes) else body.encode()
 
 
 class WebServers:
     """The search service and the page server, started together."""
 
     def __init__(self) -> None:
-        self.searxng = LocalServer(searxng_route)
+        self.pages = LocalServer(pages_route)
         try:
-            self.pages = LocalServer(pages_route)
+            self.searxng = LocalServer(lambda path, query: searxng_route(path, query, self.pages.url))
         except BaseException:
-            self.searxng.close()
+            self.pages.close()
             raise
 
     @property

@@ -5,6 +5,10 @@
 //! domain), `count` (Brave's cap is 20), `country` from `user_location`, and `freshness`:
 //! `pd`/`pw`/`pm`/`py` for recency (`hour` asks for `pd`) or a `YYYY-MM-DDtoYYYY-MM-DD`
 //! range for the publication dates. Brave has no last-updated filter; the tool checks.
+//!
+//! Images: `GET {base}/res/v1/images/search` (`q`, `count` ≤ 100, `safesearch`
+//! `strict`/`off`); results carry the page `url`, `title` and `properties.url` (the image)
+//! with `properties.width`/`height` when known.
 
 use chrono::NaiveDate;
 use netguard::Policy;
@@ -17,6 +21,7 @@ use crate::backend::{Backend, BackendError, Hit, SearchQuery};
 use crate::filter::normalize_date;
 use crate::html::clean_inline;
 use crate::http;
+use crate::image::{ImageBackend, ImageHit, ImageQuery};
 
 /// The public endpoint's base.
 pub const DEFAULT_BASE_URL: &str = "https://api.search.brave.com";
@@ -28,6 +33,7 @@ const MAX_COUNT: u32 = 20;
 pub struct Brave {
     client: reqwest::Client,
     endpoint: Url,
+    images_endpoint: Url,
     headers: HeaderMap,
 }
 
@@ -47,13 +53,11 @@ impl Brave {
             reqwest::header::ACCEPT,
             HeaderValue::from_static("application/json"),
         );
+        let base = base_url.unwrap_or(DEFAULT_BASE_URL);
         Ok(Brave {
             client: http::client(policy)?,
-            endpoint: http::endpoint(
-                policy,
-                base_url.unwrap_or(DEFAULT_BASE_URL),
-                "/res/v1/web/search",
-            )?,
+            endpoint: http::endpoint(policy, base, "/res/v1/web/search")?,
+            images_endpoint: http::endpoint(policy, base, "/res/v1/images/search")?,
             headers,
         })
     }
@@ -129,6 +133,71 @@ struct Result_ {
     /// A display date (`January 5, 2025`, or `2 days ago`).
     #[serde(default)]
     age: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ImageAnswer {
+    #[serde(default)]
+    results: Vec<ImageResult>,
+}
+
+#[derive(Deserialize)]
+struct ImageResult {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    properties: Option<ImageProperties>,
+}
+
+#[derive(Deserialize)]
+struct ImageProperties {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    width: Option<u32>,
+    #[serde(default)]
+    height: Option<u32>,
+}
+
+/// Brave's largest image `count`.
+const MAX_IMAGE_COUNT: u32 = 100;
+
+#[async_trait::async_trait]
+impl ImageBackend for Brave {
+    fn name(&self) -> &'static str {
+        "brave"
+    }
+
+    async fn search_images(&self, query: &ImageQuery) -> Result<Vec<ImageHit>, BackendError> {
+        let mut url = self.images_endpoint.clone();
+        url.query_pairs_mut()
+            .append_pair("q", &query.text_with_site())
+            .append_pair("count", &query.limit().min(MAX_IMAGE_COUNT).to_string())
+            .append_pair(
+                "safesearch",
+                if query.safe_search { "strict" } else { "off" },
+            );
+        let request = self.client.get(url).headers(self.headers.clone());
+        let answer: ImageAnswer = http::send_json(request).await?;
+        Ok(answer
+            .results
+            .into_iter()
+            .filter_map(|result| {
+                let properties = result.properties?;
+                Some(ImageHit {
+                    image_url: properties.url.filter(|u| !u.is_empty())?,
+                    origin_url: result.url.filter(|u| !u.is_empty())?,
+                    title: result.title.map(|t| clean_inline(&t)),
+                    width: properties.width.filter(|w| *w > 0),
+                    height: properties.height.filter(|h| *h > 0),
+                    format: None,
+                })
+            })
+            .take(query.limit() as usize)
+            .collect())
+    }
 }
 
 #[async_trait::async_trait]

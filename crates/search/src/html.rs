@@ -81,6 +81,57 @@ pub fn meta_content(document: &Document, names: &[&str]) -> Option<String> {
         })
 }
 
+/// An `<img>` of a page, as written (the `src` may be relative).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageImage {
+    pub src: String,
+    pub alt: String,
+    pub title: Option<String>,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+}
+
+/// The most images kept of one page.
+const MAX_PAGE_IMAGES: usize = 200;
+
+/// The page's images that have alt text (what an image search can match), in order,
+/// without repeats; `src` (or `data-src`) as written.
+pub fn images(document: &Document) -> Vec<PageImage> {
+    let Some(selection) = document.try_select("img") else {
+        return Vec::new();
+    };
+    let mut images: Vec<PageImage> = Vec::new();
+    for img in selection.nodes() {
+        let attribute = |name: &str| {
+            img.attr(name)
+                .map(|value| collapse_whitespace(&value))
+                .filter(|value| !value.is_empty())
+        };
+        let (Some(src), Some(alt)) = (
+            attribute("src").or_else(|| attribute("data-src")),
+            attribute("alt"),
+        ) else {
+            continue;
+        };
+        if images.iter().any(|image| image.src == src) {
+            continue;
+        }
+        let pixels =
+            |name: &str| attribute(name).and_then(|v| v.trim_end_matches("px").parse().ok());
+        images.push(PageImage {
+            src,
+            alt,
+            title: attribute("title"),
+            width: pixels("width"),
+            height: pixels("height"),
+        });
+        if images.len() == MAX_PAGE_IMAGES {
+            break;
+        }
+    }
+    images
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +187,22 @@ mod tests {
         assert!(!text.contains("color:red"), "{text}");
         assert!(!text.contains("var x"), "{text}");
         assert!(!text.contains('<'), "{text}");
+    }
+
+    #[test]
+    fn images_with_alt_text() {
+        let page = Document::from(
+            r#"<p><img src="/a.png" alt=" A  red &amp; blue kite " width="640" height="480px">
+               <img src="/b.png"><img data-src="c.jpg" alt="C" title="Cee">
+               <img src="/a.png" alt="again"></p>"#,
+        );
+        let found = images(&page);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].src, "/a.png");
+        assert_eq!(found[0].alt, "A red & blue kite");
+        assert_eq!((found[0].width, found[0].height), (Some(640), Some(480)));
+        assert_eq!(found[1].src, "c.jpg");
+        assert_eq!(found[1].title.as_deref(), Some("Cee"));
     }
 
     #[test]

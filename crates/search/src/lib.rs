@@ -1,6 +1,7 @@
-//! `web_search`, one of agentd's built-in tools: the hosted tool ([`WebSearch`], an
-//! [`engine::hosted::HostedTool`]) and the search services behind it, including an embedded
-//! local index (SQLite FTS5) that `agentd index add` fills. The server picks the back end
+//! `web_search` and `image_search`, two of agentd's built-in tools: the hosted tools
+//! ([`WebSearch`], [`ImageSearch`], [`engine::hosted::HostedTool`]s) and the search
+//! services behind them, including an embedded local index (SQLite FTS5) that
+//! `agentd index add` fills. The server picks the back end
 //! once at start-up and builds a [`WebSearch`] per request. It depends on `engine` (the
 //! port), `protocol` (the wire types) and `netguard` only.
 //!
@@ -12,6 +13,15 @@
 //! `…search_results` and `…stopped`, returns one `search_results` item, a numbered text
 //! for the model, one citable source per result and `("search_web", queries answered)`.
 //! A failing service is an error text for the model, never a failed run.
+//!
+//! `image_search` takes 1 to 3 queries on its [`ImageBackend`] (SearxNG's image category,
+//! Brave's image search, else the local index's images: the `<img>` elements with alt text
+//! of pages added with `agentd index add`), checks the image and page URL of every hit with
+//! the network guard, reads the first 64 KiB of an image (through the guarded client) when
+//! its size or format is not known, applies `domain_filter` and `format_filter`, and
+//! returns one `image_search_results` item as the SDK types it (`image_url`, `origin_url`,
+//! `title`, `width`, `height`), the `response.reasoning.image_search_*` events, the pages as
+//! citable sources and `("image_search", queries answered)`.
 //!
 //! # Back ends
 //! Chosen by [`backend_from_settings`] from the operator's settings, first configured
@@ -32,13 +42,17 @@
 //!
 //! # Layout
 //! - `backend`: [`Backend`], [`SearchQuery`], [`Hit`], [`BackendError`].
-//! - `filter`: domain lists, date parsing, the final check (pure).
+//! - `filter`: domain lists, date parsing (pure).
+//! - `check`: the final check of every hit (pure).
 //! - `budget`: `search_context_size` / `max_tokens` / `max_tokens_per_page` (pure).
 //! - `http`: the guarded client, capped bodies, error mapping.
 //! - `searxng`, `brave`, `tavily`, `perplexity`, `local`: the back ends.
 //! - `html`: page text, titles and dates for the local index.
-//! - `select`: [`BackendSettings`] and [`backend_from_settings`].
+//! - `select`: [`BackendSettings`], [`backend_from_settings`] and
+//!   [`image_backend_from_settings`].
 //! - `tool`: [`WebSearch`].
+//! - `image`: the [`ImageBackend`] port, [`ImageQuery`], [`ImageHit`] (SearxNG, Brave and
+//!   the local index implement it in their own modules); `image_tool`: [`ImageSearch`].
 //!
 //! # Example
 //! ```
@@ -68,9 +82,12 @@
 mod backend;
 mod brave;
 mod budget;
+mod check;
 mod filter;
 mod html;
 mod http;
+mod image;
+mod image_tool;
 mod local;
 mod perplexity;
 mod searxng;
@@ -84,10 +101,14 @@ pub use backend::{
 pub use brave::Brave;
 pub use budget::{Budget, CHARS_PER_TOKEN, MIN_SNIPPET_CHARS};
 pub use filter::{domain_allowed, host_matches, normalize_date, parse_date, split_domain_filter};
+pub use image::{DEFAULT_MAX_IMAGES, ImageBackend, ImageHit, ImageQuery};
+pub use image_tool::{IMAGE_TOOL_NAME, ImageSearch, ImageShared};
 pub use local::{LocalIndex, MAX_DOCUMENT_BYTES};
 pub use perplexity::Perplexity;
 pub use searxng::SearxNg;
-pub use select::{BackendKind, BackendSettings, backend_from_settings};
+pub use select::{
+    BackendKind, BackendSettings, backend_from_settings, image_backend_from_settings,
+};
 pub use tavily::Tavily;
 pub use tool::{BILLING_KEY, MAX_QUERIES, TOOL_NAME, WebSearch};
 

@@ -3,8 +3,12 @@
 //! more than body matches).
 //!
 //! Tables: `documents` (one row per URL: host, title, text, dates) and the FTS5 table
-//! `documents_fts` over its title and text, kept in step by triggers. Adding a URL again
-//! replaces its document. Domain and date filters are applied in SQL, so a narrow filter
+//! `documents_fts` over its title and text, kept in step by triggers; `images` (the
+//! `<img>` elements with alt text of HTML pages: image URL, alt, title, size) and
+//! `images_fts` over alt and title, for `image_search`. Every table is created with
+//! `IF NOT EXISTS`, so an index file from before images existed gains them when opened
+//! (its pages have images once added again). Adding a URL again replaces its document
+//! and its images. Domain and date filters are applied in SQL, so a narrow filter
 //! still finds matches ranked below many others.
 
 use std::path::{Path, PathBuf};
@@ -18,6 +22,7 @@ use sqlx::{Connection as _, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use crate::backend::{Backend, BackendError, Hit, SearchQuery};
 use crate::filter::{normalize_date, recency_cutoff, url_host};
+use crate::image::{ImageBackend, ImageHit, ImageQuery};
 use crate::{html, http};
 
 /// The largest document (file or fetched page) the index takes.
@@ -65,6 +70,27 @@ const SCHEMA: &[&str] = &[
             VALUES ('delete', old.id, old.title, old.body);
         INSERT INTO documents_fts(rowid, title, body) VALUES (new.id, new.title, new.body);
     END",
+    "CREATE TABLE IF NOT EXISTS images (
+        id INTEGER PRIMARY KEY,
+        document_url TEXT NOT NULL,
+        image_url TEXT NOT NULL,
+        alt TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        width INTEGER,
+        height INTEGER,
+        UNIQUE (document_url, image_url)
+    )",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS images_fts USING fts5(
+        alt, title,
+        content = 'images', content_rowid = 'id',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    )",
+    "CREATE TRIGGER IF NOT EXISTS images_ai AFTER INSERT ON images BEGIN
+        INSERT INTO images_fts(rowid, alt, title) VALUES (new.id, new.alt, new.title);
+    END",
+    "CREATE TRIGGER IF NOT EXISTS images_ad AFTER DELETE ON images BEGIN
+        INSERT INTO images_fts(images_fts, rowid, alt, title) VALUES ('delete', old.id, old.alt, old.title);
+    END",
 ];
 
 /// The local search index in one SQLite file. Cheap to clone (a pool).
@@ -80,6 +106,7 @@ struct NewDocument<'a> {
     body: &'a str,
     date: Option<String>,
     last_updated: Option<String>,
+    images: Vec<html::PageImage>,
 }
 
 impl LocalIndex {
@@ -167,6 +194,7 @@ impl LocalIndex {
             body: text,
             date,
             last_updated: Some(today().format("%Y-%m-%d").to_string()),
+            images: Vec::new(),
         })
         .await
     }
@@ -232,6 +260,7 @@ impl LocalIndex {
             body: &document.body,
             date: document.date,
             last_updated,
+            images: document.images,
         })
         .await?;
         Ok(url)
@@ -305,6 +334,7 @@ impl LocalIndex {
             body: &document.body,
             date: document.date,
             last_updated: last_modified.or_else(|| Some(today().format("%Y-%m-%d").to_string())),
+            images: document.images,
         })
         .await?;
         Ok(url)
@@ -318,6 +348,13 @@ impl LocalIndex {
             )));
         }
         let added_at = chrono::Utc::now().timestamp_millis();
+        // IMMEDIATE: the write lock is taken (waiting up to the busy timeout) before the first
+        // statement, so concurrent writers queue instead of failing to upgrade a read.
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(index_error)?;
         sqlx::query(
             "INSERT INTO documents (url, host, title, body, date, last_updated, added_at)
              VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -333,10 +370,92 @@ impl LocalIndex {
         .bind(document.date)
         .bind(document.last_updated)
         .bind(added_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(index_error)?;
+        sqlx::query("DELETE FROM images WHERE document_url = ?")
+            .bind(document.url)
+            .execute(&mut *tx)
+            .await
+            .map_err(index_error)?;
+        let base = url::Url::parse(document.url).ok();
+        for image in &document.images {
+            // Only images a browser could load from the web: http(s), relative ones resolved
+            // against the page (a file's relative images stay on disk and are skipped).
+            let Some(image_url) = base
+                .as_ref()
+                .and_then(|base| base.join(&image.src).ok())
+                .or_else(|| url::Url::parse(&image.src).ok())
+                .filter(|url| matches!(url.scheme(), "http" | "https"))
+            else {
+                continue;
+            };
+            sqlx::query(
+                "INSERT OR IGNORE INTO images (document_url, image_url, alt, title, width, height)
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(document.url)
+            .bind(image_url.as_str())
+            .bind(&image.alt)
+            .bind(image.title.as_deref().unwrap_or_default())
+            .bind(image.width.map(i64::from))
+            .bind(image.height.map(i64::from))
+            .execute(&mut *tx)
+            .await
+            .map_err(index_error)?;
+        }
+        tx.commit().await.map_err(index_error)?;
         Ok(())
+    }
+
+    /// How many images the index holds.
+    pub async fn image_count(&self) -> Result<u64, BackendError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM images")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(index_error)?;
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    /// The images whose alt text or title best match `query`, best first; the result's
+    /// title is the alt text, its origin the page.
+    pub async fn search_images(&self, query: &ImageQuery) -> Result<Vec<ImageHit>, BackendError> {
+        let terms = query_terms(&query.text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = QueryBuilder::<Sqlite>::new(
+            "SELECT i.image_url, i.document_url, i.alt, i.width, i.height
+             FROM images_fts JOIN images i ON i.id = images_fts.rowid
+             JOIN documents d ON d.url = i.document_url
+             WHERE images_fts MATCH ",
+        );
+        sql.push_bind(match_expression(&terms));
+        push_domains(&mut sql, &query.allow_domains, false);
+        push_domains(&mut sql, &query.deny_domains, true);
+        sql.push(" ORDER BY bm25(images_fts, 1.0, 0.5) LIMIT ")
+            .push_bind(i64::from(query.limit()));
+        let rows = sql
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(index_error)?;
+        rows.iter()
+            .map(|row| {
+                let pixels = |column: &str| -> Result<Option<u32>, BackendError> {
+                    let value: Option<i64> = row.try_get(column).map_err(index_error)?;
+                    Ok(value.and_then(|v| u32::try_from(v).ok()))
+                };
+                Ok(ImageHit {
+                    image_url: row.try_get("image_url").map_err(index_error)?,
+                    origin_url: row.try_get("document_url").map_err(index_error)?,
+                    title: Some(row.try_get("alt").map_err(index_error)?),
+                    width: pixels("width")?,
+                    height: pixels("height")?,
+                    format: None,
+                })
+            })
+            .collect()
     }
 
     /// The best matches for `query`, best first, with the passage around the first match
@@ -399,6 +518,17 @@ impl LocalIndex {
                 })
             })
             .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl ImageBackend for LocalIndex {
+    fn name(&self) -> &'static str {
+        "local index"
+    }
+
+    async fn search_images(&self, query: &ImageQuery) -> Result<Vec<ImageHit>, BackendError> {
+        LocalIndex::search_images(self, query).await
     }
 }
 
@@ -517,6 +647,7 @@ struct Page {
     title: Option<String>,
     body: String,
     date: Option<String>,
+    images: Vec<html::PageImage>,
 }
 
 impl Page {
@@ -539,6 +670,7 @@ impl Page {
             title: html::title(&document),
             body: html::page_text(source),
             date,
+            images: html::images(&document),
         }
     }
 
@@ -555,6 +687,7 @@ impl Page {
             title,
             body: source.to_owned(),
             date: front_matter_date(source),
+            images: Vec::new(),
         }
     }
 }

@@ -9,6 +9,7 @@ use netguard::Policy;
 
 use crate::backend::{Backend, BackendError};
 use crate::brave::Brave;
+use crate::image::ImageBackend;
 use crate::local::LocalIndex;
 use crate::perplexity::Perplexity;
 use crate::searxng::SearxNg;
@@ -113,6 +114,27 @@ pub async fn backend_from_settings(
             policy,
         )?),
         BackendKind::LocalIndex => Arc::new(LocalIndex::open(&settings.local_index_path).await?),
+    })
+}
+
+/// The back end of `image_search`: SearxNG's image category when `AGENTD_SEARXNG_URL` is
+/// set, else Brave's image search when `BRAVE_API_KEY` is, else the local index's images
+/// (Tavily and Perplexity have no image search).
+pub async fn image_backend_from_settings(
+    settings: &BackendSettings,
+    policy: &Policy,
+) -> Result<Arc<dyn ImageBackend>, BackendError> {
+    let or_empty = |value: &Option<String>| set(value).unwrap_or_default().to_owned();
+    Ok(match settings.kind() {
+        BackendKind::Searxng => Arc::new(SearxNg::new(&or_empty(&settings.searxng_url), policy)?),
+        BackendKind::Brave => Arc::new(Brave::new(
+            &or_empty(&settings.brave_api_key),
+            set(&settings.brave_base_url),
+            policy,
+        )?),
+        BackendKind::Tavily | BackendKind::Perplexity | BackendKind::LocalIndex => {
+            Arc::new(LocalIndex::open(&settings.local_index_path).await?)
+        }
     })
 }
 

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, DateRange, Hit, SearchQuery};
 use crate::budget::{Budget, truncate};
-use crate::filter::{normalize_date, parse_us_date, passes, split_domain_filter};
+use crate::check::passes;
+use crate::filter::{normalize_date, parse_us_date, split_domain_filter};
 
 /// The tool's fixed name.
 pub const TOOL_NAME: &str = "web_search";

@@ -1,12 +1,13 @@
 //! The built-in tools agentd runs itself, behind the engine's [`engine::hosted`] port, assembled
 //! from the operator's configuration: `fetch_url` (the `fetch` crate), `web_search` (the
-//! `search` crate), the code sandbox with its file tools (the `sandbox` crate) and
-//! `finance_search` (the `finance` crate). Every URL they contact goes through the network
-//! guard (`netguard`).
+//! `search` crate), `image_search` (the `search` crate too), `people_search` (the `people`
+//! crate), the code sandbox with its file tools (the `sandbox` crate) and `finance_search` (the
+//! `finance` crate). Every URL they contact goes through the network guard (`netguard`).
 //!
 //! [`Builtins`] is the [`HostedTools`] the server hands the engine: it holds what is shared
 //! for the life of the process (the guarded HTTP client of `fetch_url`, the search back end,
-//! the sandbox's workspaces, the finance sources with their cache and budgets) and builds each
+//! the people directories, the sandbox's workspaces, the finance sources with their cache and
+//! budgets) and builds each
 //! request's tools from their configuration, which is cheap.
 
 use std::sync::Arc;
@@ -31,8 +32,18 @@ impl BuiltinsError {
 pub struct Builtins {
     fetch: Arc<fetch::FetchShared>,
     search: Arc<dyn search::Backend>,
+    images: Images,
+    people: Arc<people::People>,
     sandbox: Sandbox,
     finance: Arc<finance::Finance>,
+}
+
+/// What `image_search` needs: its back end, and the request policy with a guarded client
+/// for the URLs back ends return.
+#[derive(Clone)]
+pub struct Images {
+    pub backend: Arc<dyn search::ImageBackend>,
+    pub shared: Arc<search::ImageShared>,
 }
 
 /// What the `sandbox` tool brings: `execute` and the seven file tools, over shared
@@ -233,7 +244,7 @@ impl Builtins {
         policy: netguard::Policy,
     ) -> Result<Builtins, BuiltinsError> {
         let shared_fetch = fetch::FetchShared::new(fetch::FetchSettings {
-            policy,
+            policy: policy.clone(),
             timeout: config.fetch_url.timeout,
             max_page_bytes: config.fetch_url.max_page_bytes,
             default_budget_tokens: config.fetch_url.default_budget_tokens,
@@ -253,28 +264,30 @@ impl Builtins {
         let backend = search::backend_from_settings(&config.web_search, &backend_policy)
             .await
             .map_err(|err| BuiltinsError::new(format!("web_search back end: {err}")))?;
+        let images = Images {
+            backend: search::image_backend_from_settings(&config.web_search, &backend_policy)
+                .await
+                .map_err(|err| BuiltinsError::new(format!("image_search back end: {err}")))?,
+            shared: Arc::new(
+                search::ImageShared::new(policy.clone())
+                    .map_err(|err| BuiltinsError::new(format!("image_search: {err}")))?,
+            ),
+        };
+        tracing::info!(
+            image_search = images.backend.name(),
+            "image_search back end"
+        );
+        let people = people_search(config, &policy).await?;
         let tools = Sandbox::from_settings(&config.sandbox).await;
         let finance = finance_from_config(config).await?;
-        Ok(Builtins::new(
-            Arc::new(shared_fetch),
-            backend,
-            tools,
-            Arc::new(finance),
-        ))
-    }
-
-    pub fn new(
-        fetch: Arc<fetch::FetchShared>,
-        search: Arc<dyn search::Backend>,
-        sandbox: Sandbox,
-        finance: Arc<finance::Finance>,
-    ) -> Builtins {
-        Builtins {
-            fetch,
-            search,
-            sandbox,
-            finance,
-        }
+        Ok(Builtins {
+            fetch: Arc::new(shared_fetch),
+            search: backend,
+            images,
+            people: Arc::new(people),
+            sandbox: tools,
+            finance: Arc::new(finance),
+        })
     }
 
     /// The name of the search back end in use (for the start-up log).
@@ -301,6 +314,16 @@ impl HostedTools for Builtins {
                 index,
                 config,
             )?)],
+            Tool::ImageSearch(config) => vec![Arc::new(search::ImageSearch::new(
+                self.images.backend.clone(),
+                self.images.shared.clone(),
+                index,
+                config,
+            )?)],
+            Tool::PeopleSearch(_) => vec![Arc::new(people::PeopleSearch::new(
+                self.people.clone(),
+                index,
+            )?)],
             Tool::FetchUrl(config) => {
                 vec![Arc::new(fetch::FetchUrl::new(config, self.fetch.clone()))]
             }
@@ -315,6 +338,28 @@ impl HostedTools for Builtins {
             _ => Vec::new(),
         })
     }
+}
+
+/// The people_search back ends. The operator's SCIM service may sit on a private address:
+/// its own addresses are allowed for that back end only; profile URLs the back ends return
+/// are judged by the request policy.
+async fn people_search(
+    config: &Config,
+    request_policy: &netguard::Policy,
+) -> Result<people::People, BuiltinsError> {
+    let settings = &config.people_search;
+    let mut allowed = config.allow_private.clone();
+    if let Some(scim) = &settings.scim {
+        allowed.extend(
+            operator_host_addresses("[tools.people_search.scim] base_url", &scim.base_url).await?,
+        );
+    }
+    let backend_policy = netguard::Policy::with_allowed(&allowed)
+        .map_err(|err| BuiltinsError::new(err.to_string()))?;
+    let people = people::People::from_settings(settings, &backend_policy, request_policy.clone())
+        .map_err(|err| BuiltinsError::new(format!("people_search: {err}")))?;
+    tracing::info!(people_search = ?people.names(), "people_search back ends");
+    Ok(people)
 }
 
 /// The finance sources: the operator's own service hosts (base URL overrides, MCP servers)

@@ -115,6 +115,8 @@ pub struct RawTools {
     pub sandbox: RawSandbox,
     #[serde(default)]
     pub finance_search: RawFinanceSearch,
+    #[serde(default)]
+    pub people_search: RawPeopleSearch,
 }
 
 /// `[tools.finance_search]`. API keys never sit in the file: `FMP_API_KEY`,
@@ -168,6 +170,54 @@ pub struct RawFinanceMcp {
     /// Category → the server's tool name (`quote = "GLOBAL_QUOTE"`).
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
+}
+
+/// `[tools.people_search]`. Keys, tokens and passwords never sit in the file: `PDL_API_KEY`,
+/// `APOLLO_API_KEY`, `GITHUB_TOKEN`, and the variables `token_env` / `bind_password_env` name.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPeopleSearch {
+    /// GitHub user search (default: on when `GITHUB_TOKEN` is set).
+    pub github: Option<bool>,
+    /// The ORCID public API (default false).
+    pub orcid: Option<bool>,
+    pub pdl_base_url: Option<String>,
+    pub apollo_base_url: Option<String>,
+    pub github_base_url: Option<String>,
+    pub orcid_base_url: Option<String>,
+    /// Columns of `agentd people import` kept and shown besides the pinned ones (default none).
+    pub extra_columns: Option<Vec<String>>,
+    pub scim: Option<RawScim>,
+    pub ldap: Option<RawLdap>,
+}
+
+/// `[tools.people_search.scim]`: a SCIM 2.0 service.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScim {
+    /// E.g. `https://idp.example.com/scim/v2` (users are read from `{base_url}/Users`).
+    pub base_url: String,
+    /// The variable holding the bearer token (default `AGENTD_SCIM_TOKEN`).
+    pub token_env: Option<String>,
+}
+
+/// `[tools.people_search.ldap]`: an LDAP directory.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLdap {
+    /// `ldap://host:389` or `ldaps://host:636`.
+    pub url: String,
+    pub base_dn: String,
+    /// Bind DN (anonymous when unset).
+    pub bind_dn: Option<String>,
+    /// The variable holding the bind password (default `AGENTD_LDAP_PASSWORD`).
+    pub bind_password_env: Option<String>,
+    /// Which entries are people (default `(objectClass=person)`).
+    pub object_filter: Option<String>,
+    /// Upgrade `ldap://` with StartTLS (default false).
+    pub starttls: Option<bool>,
+    /// Limit on connecting, binding and searching, in ms (default 10000).
+    pub timeout_ms: Option<u64>,
 }
 
 /// `[tools.sandbox]`.
@@ -405,6 +455,8 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// The `finance_search` sources (keys from the environment only).
     pub finance_search: finance::Settings,
+    /// The `people_search` back ends (keys and secrets from the environment only).
+    pub people_search: people::PeopleSettings,
     /// The key that seals stored credentials.
     pub secrets: SecretsSettings,
 }
@@ -743,6 +795,7 @@ impl Config {
             )?,
         };
         let request_limits = request_limits(&file.limits)?;
+        let people_search = people_settings(file.tools.people_search, env, &data_dir)?;
         Ok(Config {
             listen,
             data_dir,
@@ -764,8 +817,98 @@ impl Config {
             sandbox,
             finance_search,
             secrets,
+            people_search,
         })
     }
+}
+
+/// `[tools.people_search]` with the keys and secrets from the environment.
+fn people_settings(
+    raw: RawPeopleSearch,
+    env: &dyn Fn(&str) -> Option<String>,
+    data_dir: &std::path::Path,
+) -> Result<people::PeopleSettings, ConfigError> {
+    let env_var = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let invalid = |name: &str, message: String| ConfigError::Invalid {
+        name: format!("tools.people_search.{name}"),
+        message,
+    };
+    let scim = match raw.scim {
+        None => None,
+        Some(scim) => {
+            if scim.base_url.trim().is_empty() {
+                return Err(invalid("scim.base_url", "must be set".to_owned()));
+            }
+            let variable = scim
+                .token_env
+                .unwrap_or_else(|| "AGENTD_SCIM_TOKEN".to_owned());
+            let token = env_var(&variable).ok_or_else(|| {
+                invalid(
+                    "scim.token_env",
+                    format!("the bearer token variable {variable} is not set"),
+                )
+            })?;
+            Some(people::ScimSettings {
+                base_url: scim.base_url,
+                token,
+            })
+        }
+    };
+    let ldap = match raw.ldap {
+        None => None,
+        Some(ldap) => {
+            let bind_password = match &ldap.bind_dn {
+                Some(_) => {
+                    let variable = ldap
+                        .bind_password_env
+                        .clone()
+                        .unwrap_or_else(|| "AGENTD_LDAP_PASSWORD".to_owned());
+                    Some(env_var(&variable).ok_or_else(|| {
+                        invalid(
+                            "ldap.bind_password_env",
+                            format!("the bind password variable {variable} is not set"),
+                        )
+                    })?)
+                }
+                None => None,
+            };
+            let settings = people::LdapSettings {
+                url: ldap.url,
+                base_dn: ldap.base_dn,
+                bind_dn: ldap.bind_dn,
+                bind_password,
+                object_filter: ldap.object_filter,
+                starttls: ldap.starttls.unwrap_or(false),
+                timeout: Some(millis(
+                    "tools.people_search.ldap.timeout_ms",
+                    ldap.timeout_ms,
+                    10_000,
+                )?),
+            };
+            // The URL and base DN are checked now, not at the first search.
+            people::Ldap::new(settings.clone()).map_err(|err| invalid("ldap", err.to_string()))?;
+            Some(settings)
+        }
+    };
+    Ok(people::PeopleSettings {
+        pdl_api_key: env_var("PDL_API_KEY"),
+        apollo_api_key: env_var("APOLLO_API_KEY"),
+        github_token: env_var("GITHUB_TOKEN"),
+        github: raw.github,
+        orcid: raw.orcid.unwrap_or(false),
+        pdl_base_url: raw.pdl_base_url,
+        apollo_base_url: raw.apollo_base_url,
+        github_base_url: raw.github_base_url,
+        orcid_base_url: raw.orcid_base_url,
+        scim,
+        ldap,
+        directory_path: data_dir.join("people.sqlite"),
+        extra_columns: raw.extra_columns.unwrap_or_default(),
+    })
 }
 
 /// `[tools.finance_search]` and its variables, checked: known source names, budgets,
@@ -1581,6 +1724,49 @@ tools = { quote = "GLOBAL_QUOTE", income_statement = "INCOME_STATEMENT" }
                 .contains("AGENTD_ALLOWED_HOSTS")
         );
         assert!(err("[http]\nallowed_hosts = [\"x:80\"]", &[]).contains("http.allowed_hosts"));
+    }
+
+    #[test]
+    fn people_search_settings_take_secrets_from_the_environment() {
+        let raw = || {
+            file(
+                "[tools.people_search]\norcid = true\nextra_columns = [\"team\"]\n[tools.people_search.scim]\nbase_url = \"https://idp.example/scim/v2\"\ntoken_env = \"SCIM_T\"\n[tools.people_search.ldap]\nurl = \"ldap://127.0.0.1:389\"\nbase_dn = \"dc=example,dc=org\"\nbind_dn = \"cn=reader,dc=example,dc=org\"\n",
+            )
+        };
+        let env = env_of(&[
+            ("SCIM_T", "tok"),
+            ("AGENTD_LDAP_PASSWORD", "pw"),
+            ("PDL_API_KEY", "pdl"),
+        ]);
+        let c = Config::resolve(raw(), &env, &Flags::default()).expect("ok");
+        let people = &c.people_search;
+        assert!(people.orcid);
+        assert_eq!(people.extra_columns, ["team"]);
+        assert_eq!(people.pdl_api_key.as_deref(), Some("pdl"));
+        assert_eq!(people.scim.as_ref().map(|s| s.token.as_str()), Some("tok"));
+        let ldap = people.ldap.as_ref().expect("ldap");
+        assert_eq!(ldap.bind_password.as_deref(), Some("pw"));
+        assert_eq!(
+            people.directory_path,
+            PathBuf::from(DEFAULT_DATA_DIR).join("people.sqlite")
+        );
+        let shown = format!("{c:?}");
+        for secret in ["\"tok\"", "\"pw\"", "\"pdl\""] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        let err = Config::resolve(
+            raw(),
+            &env_of(&[("AGENTD_LDAP_PASSWORD", "pw")]),
+            &Flags::default(),
+        )
+        .expect_err("no SCIM token");
+        assert!(err.to_string().contains("SCIM_T"), "{err}");
+        let bad = file("[tools.people_search.ldap]\nurl = \"http://x\"\nbase_dn = \"dc=x\"\n");
+        let err = Config::resolve(bad, &env_of(&[]), &Flags::default()).expect_err("bad url");
+        assert!(
+            err.to_string().contains("tools.people_search.ldap"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -51,6 +51,11 @@ enum Command {
         #[command(subcommand)]
         command: FinanceCommand,
     },
+    /// Manage the people directory people_search answers from.
+    People {
+        #[command(subcommand)]
+        command: PeopleCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -64,6 +69,26 @@ enum FinanceCommand {
         /// Daily prices: a CSV with the header symbol,date,open,high,low,close,volume.
         #[arg(long, value_name = "FILE.csv")]
         prices: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Subcommand)]
+enum PeopleCommand {
+    /// Import a directory export you own: CSV with a header row, or JSON Lines. Columns read:
+    /// id, name, title, company, department, location, education, skills, profile_url,
+    /// summary, updated_at (any others, e-mails and phones included, are ignored).
+    Import {
+        /// The .csv or .jsonl file.
+        #[arg(value_name = "FILE.csv|FILE.jsonl")]
+        file: PathBuf,
+        /// The project whose people_search sees these people (created when missing).
+        #[arg(long, default_value = "default")]
+        project: String,
+        /// Remove the project's people that are not in this file.
+        #[arg(long)]
+        replace: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -179,6 +204,40 @@ async fn index_add(config: &Config, sources: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `agentd people import`: reads the file, stores its people for the project.
+async fn people_import(
+    config: &Config,
+    file: &std::path::Path,
+    project: &str,
+    replace: bool,
+) -> anyhow::Result<()> {
+    use engine::store::KeyStore as _;
+    let imported = people::import::read_file(file, &config.people_search.extra_columns).await?;
+    let store = agentd_server::open_store(config).await?;
+    let project_id = store.ensure_project(project).await?;
+    let directory = people::LocalDirectory::open(&config.people_search.directory_path).await?;
+    let count = directory
+        .import(&project_id, &imported.people, replace)
+        .await?;
+    let total = directory.count(&project_id).await?;
+    directory.close().await;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "imported {count} people into project \"{project}\"; it holds {total}"
+    )?;
+    if !imported.skipped.is_empty() {
+        let lines: Vec<String> = imported.skipped.iter().map(u64::to_string).collect();
+        writeln!(
+            std::io::stderr(),
+            "agentd people import: skipped rows without a name (lines {})",
+            lines.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+
 /// `agentd finance import`: what was imported on stdout, what was skipped on stderr.
 async fn finance_import(
     config: &Config,
@@ -274,6 +333,19 @@ async fn run() -> anyhow::Result<()> {
             let config = load_config(&common, None)?;
             init_logging(config.log_format);
             finance_import(&config, &paths, prices.as_deref()).await?;
+        }
+        Command::People {
+            command:
+                PeopleCommand::Import {
+                    file,
+                    project,
+                    replace,
+                    common,
+                },
+        } => {
+            let config = load_config(&common, None)?;
+            init_logging(config.log_format);
+            people_import(&config, &file, &project, replace).await?;
         }
         Command::Keys {
             command: KeysCommand::Create { project, common },

@@ -1,0 +1,269 @@
+//! The operator's settings and the set of back ends built from them ([`People`]), shared
+//! for the life of the process. The caller reads the environment and config; this takes
+//! values.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use netguard::Policy;
+use tokio::sync::OnceCell;
+
+use crate::apollo::Apollo;
+use crate::backend::{Directory, DirectoryError};
+use crate::directory::LocalDirectory;
+use crate::github::GitHub;
+use crate::ldap::{Ldap, LdapSettings};
+use crate::orcid::Orcid;
+use crate::pdl::Pdl;
+use crate::scim::Scim;
+
+/// `[tools.people_search.scim]`.
+#[derive(Clone, Default)]
+pub struct ScimSettings {
+    /// E.g. `https://idp.example.com/scim/v2`; users are read from `{base_url}/Users`.
+    pub base_url: String,
+    /// The bearer token (from the variable the config names).
+    pub token: String,
+}
+
+/// The operator's people_search settings. Empty strings count as unset.
+#[derive(Clone, Default)]
+pub struct PeopleSettings {
+    /// `PDL_API_KEY`.
+    pub pdl_api_key: Option<String>,
+    /// `APOLLO_API_KEY`.
+    pub apollo_api_key: Option<String>,
+    /// `GITHUB_TOKEN` (optional for GitHub).
+    pub github_token: Option<String>,
+    /// GitHub user search on or off; unset means on when `GITHUB_TOKEN` is set.
+    pub github: Option<bool>,
+    /// The ORCID public API (keyless), on when true.
+    pub orcid: bool,
+    /// Base URL overrides (proxies, tests); the public endpoints when unset.
+    pub pdl_base_url: Option<String>,
+    pub apollo_base_url: Option<String>,
+    pub github_base_url: Option<String>,
+    pub orcid_base_url: Option<String>,
+    pub scim: Option<ScimSettings>,
+    pub ldap: Option<LdapSettings>,
+    /// The embedded directory's file (`<data_dir>/people.sqlite`): it answers once
+    /// `agentd people import` has created it.
+    pub directory_path: PathBuf,
+    /// Columns of an import kept and shown besides the pinned ones (`extra_columns`).
+    pub extra_columns: Vec<String>,
+}
+
+fn set(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// Keys, tokens and passwords stay out of logs.
+impl fmt::Debug for PeopleSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = |value: &Option<String>| set(value).map(|_| "<redacted>");
+        f.debug_struct("PeopleSettings")
+            .field("pdl_api_key", &key(&self.pdl_api_key))
+            .field("apollo_api_key", &key(&self.apollo_api_key))
+            .field("github_token", &key(&self.github_token))
+            .field("github", &self.github)
+            .field("orcid", &self.orcid)
+            .field("scim", &self.scim.as_ref().map(|s| &s.base_url))
+            .field("ldap", &self.ldap)
+            .field("directory_path", &self.directory_path)
+            .field("extra_columns", &self.extra_columns)
+            .finish()
+    }
+}
+
+impl PeopleSettings {
+    /// Whether GitHub user search is on.
+    pub fn github_enabled(&self) -> bool {
+        self.github.unwrap_or(set(&self.github_token).is_some())
+    }
+}
+
+/// What to set to make people_search work, for the refusal message.
+pub const HOW_TO_CONFIGURE: &str = "import a directory with `agentd people import FILE.csv|FILE.jsonl`, \
+or set PDL_API_KEY, APOLLO_API_KEY or GITHUB_TOKEN, or configure [tools.people_search] \
+(github = true, orcid = true) or [tools.people_search.scim] or [tools.people_search.ldap]";
+
+/// A source that could not be used, by name.
+pub(crate) type SourceFailure = (&'static str, DirectoryError);
+
+/// The embedded directory: opened on first use, once `agentd people import` created it.
+struct Local {
+    path: Option<PathBuf>,
+    opened: OnceCell<LocalDirectory>,
+}
+
+/// The people_search back ends of this process.
+pub struct People {
+    remote: Vec<Arc<dyn Directory>>,
+    local: Local,
+    /// Checks every profile URL a back end returns (the request policy).
+    url_policy: Policy,
+}
+
+impl People {
+    /// Builds every configured back end. `backend_policy` is for the services' own
+    /// addresses (allow the operator's SCIM host there when it is private);
+    /// `url_policy` judges the profile URLs they return.
+    pub fn from_settings(
+        settings: &PeopleSettings,
+        backend_policy: &Policy,
+        url_policy: Policy,
+    ) -> Result<People, DirectoryError> {
+        let mut remote: Vec<Arc<dyn Directory>> = Vec::new();
+        if let Some(scim) = &settings.scim {
+            remote.push(Arc::new(Scim::new(
+                &scim.base_url,
+                &scim.token,
+                backend_policy,
+            )?));
+        }
+        if let Some(ldap) = &settings.ldap {
+            remote.push(Arc::new(Ldap::new(ldap.clone())?));
+        }
+        if let Some(key) = set(&settings.pdl_api_key) {
+            remote.push(Arc::new(Pdl::new(
+                key,
+                set(&settings.pdl_base_url),
+                backend_policy,
+            )?));
+        }
+        if let Some(key) = set(&settings.apollo_api_key) {
+            remote.push(Arc::new(Apollo::new(
+                key,
+                set(&settings.apollo_base_url),
+                backend_policy,
+            )?));
+        }
+        if settings.github_enabled() {
+            remote.push(Arc::new(GitHub::new(
+                set(&settings.github_token),
+                set(&settings.github_base_url),
+                backend_policy,
+            )?));
+        }
+        if settings.orcid {
+            remote.push(Arc::new(Orcid::new(
+                set(&settings.orcid_base_url),
+                backend_policy,
+            )?));
+        }
+        Ok(People {
+            remote,
+            local: Local {
+                path: Some(settings.directory_path.clone()),
+                opened: OnceCell::new(),
+            },
+            url_policy,
+        })
+    }
+
+    /// Exactly these back ends (tests, embedders); `local` is the embedded directory.
+    pub fn with_directories(
+        remote: Vec<Arc<dyn Directory>>,
+        local: Option<LocalDirectory>,
+        url_policy: Policy,
+    ) -> People {
+        People {
+            remote,
+            local: Local {
+                path: None,
+                opened: match local {
+                    Some(directory) => OnceCell::new_with(Some(directory)),
+                    None => OnceCell::new(),
+                },
+            },
+            url_policy,
+        }
+    }
+
+    /// Whether the embedded directory exists (it was opened, or its file is there).
+    fn has_local(&self) -> bool {
+        self.local.opened.initialized()
+            || self
+                .local
+                .path
+                .as_deref()
+                .is_some_and(|path| path.is_file())
+    }
+
+    /// Whether any back end can answer: a remote one is configured, or the embedded
+    /// directory exists.
+    pub fn is_configured(&self) -> bool {
+        !self.remote.is_empty() || self.has_local()
+    }
+
+    /// The names of the back ends that answer now, in order (`directory` first when it
+    /// exists).
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.has_local() {
+            names.push(crate::directory::SOURCE);
+        }
+        names.extend(self.remote.iter().map(|d| d.name()));
+        names
+    }
+
+    /// The back ends for one call: the embedded directory (opened on first use) and the
+    /// remote ones. The directory failing to open is an error for that source only.
+    pub(crate) async fn directories(&self) -> Vec<Result<Arc<dyn Directory>, SourceFailure>> {
+        let mut out: Vec<Result<Arc<dyn Directory>, SourceFailure>> = Vec::new();
+        if self.has_local() {
+            let opened = self
+                .local
+                .opened
+                .get_or_try_init(|| async {
+                    match &self.local.path {
+                        Some(path) => LocalDirectory::open(path).await,
+                        None => Err(DirectoryError::Store("no directory file".to_owned())),
+                    }
+                })
+                .await;
+            out.push(match opened {
+                Ok(directory) => Ok(Arc::new(directory.clone()) as Arc<dyn Directory>),
+                Err(err) => Err((crate::directory::SOURCE, err)),
+            });
+        }
+        out.extend(self.remote.iter().cloned().map(Ok));
+        out
+    }
+
+    pub(crate) fn url_policy(&self) -> &Policy {
+        &self.url_policy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_configured_means_nothing_answers() {
+        let dir = std::env::temp_dir().join(format!("agentd-people-none-{}", std::process::id()));
+        let settings = PeopleSettings {
+            directory_path: dir.join("people.sqlite"),
+            ..PeopleSettings::default()
+        };
+        let people = People::from_settings(&settings, &Policy::strict(), Policy::strict()).unwrap();
+        assert!(!people.is_configured());
+        assert!(people.names().is_empty());
+        let with_token = PeopleSettings {
+            github_token: Some("t".into()),
+            orcid: true,
+            ..settings.clone()
+        };
+        let people =
+            People::from_settings(&with_token, &Policy::strict(), Policy::strict()).unwrap();
+        assert_eq!(people.names(), ["github", "orcid"]);
+        let off = PeopleSettings {
+            github: Some(false),
+            ..with_token
+        };
+        assert!(!off.github_enabled());
+        assert!(!format!("{off:?}").contains("\"t\""));
+    }
+}
