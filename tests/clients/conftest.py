@@ -26,15 +26,18 @@ else `<repo>/target/debug` (run.sh sets the variables from `cargo metadata`).
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import json
 import os
 import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import openai
@@ -373,6 +376,28 @@ def http(agentd: Agentd) -> Iterator[httpx.Client]:
     client.close()
 
 
+T = TypeVar("T")
+# Runs `body(client)` with an `AsyncOpenAI` client on agentd (see `with_async_oai`).
+WithAsyncOpenAI = Callable[[Callable[[openai.AsyncOpenAI], Awaitable[Any]]], Any]
+
+
+@pytest.fixture
+def with_async_oai(agentd: Agentd) -> WithAsyncOpenAI:
+    """For the async frameworks: runs `body(client)` in a fresh event loop with an `AsyncOpenAI`
+    client on agentd, closed in that same loop (a client outlives no loop)."""
+
+    def run(body: Callable[[openai.AsyncOpenAI], Awaitable[T]]) -> T:
+        async def main() -> T:
+            async with openai.AsyncOpenAI(
+                base_url=agentd.url + "/v1", api_key="any", max_retries=0, timeout=CLIENT_TIMEOUT_S
+            ) as client:
+                return await body(client)
+
+        return asyncio.run(main())
+
+    return run
+
+
 @pytest.fixture
 def mcp_servers(tmp_path: Path) -> Iterator[McpServers]:
     """Starts MCP fixture servers (`mcp_servers.start("basic")`); all are stopped after the test."""
@@ -391,6 +416,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "last: run after every other test (checks what the whole session left behind)"
     )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With `AGENTD_RECORDINGS=<file>`, writes what the recording proxies saw (one JSON object
+    per request: the test, method, path, request body, status, response body or events)."""
+    target = os.environ.get("AGENTD_RECORDINGS")
+    if target:
+        with open(target, "w") as out:
+            for exchange in RECORDINGS.exchanges():
+                out.write(json.dumps(dataclasses.asdict(exchange)) + "\n")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -37,11 +37,12 @@ RECORDED_PREFIXES = ("/v1/responses", "/v1/agent")
 class Exchange:
     """One request through the proxy and what agentd answered."""
 
-    test: str  # the test that was running (pytest node id, or what the Node runner reported)
+    test: str  # the pytest node id of the test that was running
     method: str
     path: str
     status: int
     content_type: str
+    request: Any = None  # the request's JSON body (None when it had none)
     body: Any = None  # the JSON body (None for a stream or a non-JSON body)
     events: list[Any] = field(default_factory=list)  # the SSE events' JSON data, in order
 
@@ -147,6 +148,7 @@ class RecordingProxy:
 
     def _forward(self, handler: BaseHTTPRequestHandler) -> None:
         body = self._read_request_body(handler)
+        exchange = self._exchange(handler, body)
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
         headers["Host"] = "%s:%d" % self._upstream
         if body or handler.command in ("POST", "PUT", "PATCH"):
@@ -155,30 +157,54 @@ class RecordingProxy:
         try:
             upstream.request(handler.command, handler.path, body=body, headers=headers)
             response = upstream.getresponse()
-            self._relay(handler, response)
+            self._relay(handler, response, exchange)
         except Exception as err:
             self._recordings.add_error(f"{self._recordings.current_test}: {handler.command} {handler.path}: {err!r}")
             raise
         finally:
             upstream.close()
 
-    def _relay(self, handler: BaseHTTPRequestHandler, response: http.client.HTTPResponse) -> None:
+    def _exchange(self, handler: BaseHTTPRequestHandler, body: bytes) -> Exchange | None:
+        """The record of this request, already in the recordings (None when not recorded)."""
+        if not handler.path.split("?")[0].startswith(RECORDED_PREFIXES):
+            return None
+        exchange = Exchange(self._recordings.current_test, handler.command, handler.path, 0, "")
+        if body and handler.headers.get("content-type", "").startswith("application/json"):
+            try:
+                exchange.request = json.loads(body)
+            except ValueError:
+                exchange.request = None  # a test of malformed bodies
+        self._recordings.add(exchange)
+        return exchange
+
+    def _relay(
+        self, handler: BaseHTTPRequestHandler, response: http.client.HTTPResponse, exchange: Exchange | None
+    ) -> None:
+        """Relays the answer. What is recorded is recorded before the client gets it, so a test
+        reading the recordings after its client returned finds everything."""
         content_type = response.getheader("content-type", "")
-        streamed = content_type.startswith("text/event-stream")
+        if exchange is not None:
+            exchange.status = response.status
+            exchange.content_type = content_type
         handler.send_response_only(response.status, response.reason)
         for name, value in response.getheaders():
             if name.lower() not in _HOP_BY_HOP:
                 handler.send_header(name, value)
-        received = bytearray()
         if handler.command == "HEAD" or response.status in (204, 304):
             handler.send_header("Content-Length", "0")
             handler.end_headers()
-        elif streamed:
+        elif content_type.startswith("text/event-stream"):
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
+            pending = b""
             try:
                 while chunk := response.read1(65536):
-                    received += chunk
+                    if exchange is not None:
+                        # Complete events (a blank line ends each) are recorded as they pass.
+                        pending += chunk.replace(b"\r\n", b"\n")
+                        complete, _, pending = pending.rpartition(b"\n\n")
+                        if complete:
+                            exchange.events.extend(parse_sse(complete + b"\n\n"))
                     handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     handler.wfile.flush()
                 handler.wfile.write(b"0\r\n\r\n")
@@ -187,22 +213,10 @@ class RecordingProxy:
                 # The client went away: so does the upstream connection (closed by the caller).
                 handler.close_connection = True
         else:
-            received += response.read()
+            received = response.read()
+            if exchange is not None and content_type.startswith("application/json") and received:
+                exchange.body = json.loads(received)
             handler.send_header("Content-Length", str(len(received)))
             handler.end_headers()
             handler.wfile.write(received)
             handler.wfile.flush()
-        self._record(handler, response.status, content_type, bytes(received), streamed)
-
-    def _record(
-        self, handler: BaseHTTPRequestHandler, status: int, content_type: str, raw: bytes, streamed: bool
-    ) -> None:
-        path = handler.path.split("?")[0]
-        if not path.startswith(RECORDED_PREFIXES):
-            return
-        exchange = Exchange(self._recordings.current_test, handler.command, handler.path, status, content_type)
-        if streamed:
-            exchange.events = parse_sse(raw)
-        elif content_type.startswith("application/json") and raw:
-            exchange.body = json.loads(raw)
-        self._recordings.add(exchange)
