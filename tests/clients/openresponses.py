@@ -69,7 +69,7 @@ class Failure:
 
     where: str  # e.g. "ResponseResource", "response.output_item.added"
     path: str  # JSON path inside the instance, e.g. "$.response.tools[0].strict"
-    rule: str  # the schema keyword and its location, e.g. "required at ResponseResource"
+    rule: str  # the keyword broken, its value and the schema's title, e.g. 'type: "number"'
     message: str
 
     def __str__(self) -> str:
@@ -77,6 +77,8 @@ class Failure:
 
 
 class Validator:
+    """Validates response objects and events, counting what it validated and what it skipped."""
+
     def __init__(self, document: Path = DOCUMENT) -> None:
         doc = json.loads(document.read_text())
         schemas = doc["components"]["schemas"]

@@ -101,7 +101,8 @@ def report(failures: dict[str, set[str]]) -> str:
 def test_the_validator_finds_what_breaks_the_document(http: httpx.Client, fake: FakeProvider) -> None:
     """The check can fail: a real response, broken on purpose, fails where it was broken."""
     fake.script(order_call())
-    body = http.post("/v1/responses", json={"model": MODEL, "input": ORDER_QUESTION, "tools": ORDER_TOOLS}).json()
+    request = {"model": MODEL, "input": ORDER_QUESTION, "tools": ORDER_TOOLS}
+    body = http.post("/v1/responses", json=request).json()
     validator = Validator()
     assert validator.response(body) == []
 
@@ -127,7 +128,8 @@ def test_the_validator_finds_what_breaks_the_document(http: httpx.Client, fake: 
     extended["output"].append({"type": "function_call", "id": "fc_2"})
     assert {f.path for f in validator.response(extended)} == {"$.output[2]"}
 
-    event = {"type": "response.output_text.delta", "sequence_number": 3, "item_id": "m", "output_index": 0, "delta": "x"}
+    event = {"type": "response.output_text.delta", "sequence_number": 3, "item_id": "m", "output_index": 0}
+    event["delta"] = "x"
     assert [f.path for f in validator.event(event) or []] == ["$"]  # content_index missing
     assert validator.event({"type": "response.reasoning.started", "sequence_number": 1}) is None
 
@@ -155,14 +157,16 @@ def test_every_recorded_response_and_event_meets_the_open_responses_document(
     assert created.status_code == 200, created.text
     assert http.get(f"/v1/responses/{created.json()['id']}").status_code == 200
     stream(http, {"input": "hi"})
-    assert http.post("/v1/responses", json={"model": MODEL, "input": ORDER_QUESTION, "tools": ORDER_TOOLS}).status_code == 200
-    stream(http, {"input": ORDER_QUESTION, "tools": ORDER_TOOLS})
+    order = {"input": ORDER_QUESTION, "tools": ORDER_TOOLS}
+    assert http.post("/v1/responses", json={"model": MODEL, **order}).status_code == 200
+    stream(http, order)
     assert http.post("/v1/responses", json={"model": MODEL, **STRUCTURED}).status_code == 200
     stream(http, STRUCTURED)
     background = http.post("/v1/responses", json={"model": MODEL, "input": "hi", "background": True}).json()
     deadline = time.monotonic() + 30
     while fake.pending() and time.monotonic() < deadline:  # wait until the run reached the model
         time.sleep(0.05)
+    assert fake.pending() == 0, "the background run never reached the model"
     cancelled = http.post(f"/v1/responses/{background['id']}/cancel")
     assert cancelled.status_code == 200, cancelled.text
 
@@ -174,7 +178,8 @@ def test_every_recorded_response_and_event_meets_the_open_responses_document(
     undefined = {kind: dict(sorted(seen.items())) for kind, seen in validator.undefined.items() if seen}
     skipped_errors = sum(1 for e in exchanges if e.status >= 400)
     print(
-        f"\nvalidated {sum(validator.validated.values())} objects from {len(exchanges)} recorded answers: "
+        f"\nvalidated {sum(validator.validated.values())} objects "
+        f"from {len(exchanges)} recorded answers: "
         f"{dict(sorted(validator.validated.items()))}\n"
         f"not in the document, not validated: {undefined}; error bodies: {skipped_errors}\n"
         f"known deviations (KNOWN_DEVIATIONS):\n" + "\n".join(sorted(map(str, deviations)))
