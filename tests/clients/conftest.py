@@ -11,6 +11,10 @@ Session fixtures start two processes built by `cargo build --bin agentd --bin fa
   at a local SearxNG-shaped server (web_servers.py, started first), so `web_search` never
   reaches the internet; the `web` fixture gives tests that server and a page server for `fetch_url`.
 
+Clients do not reach agentd directly: each agentd gets a recording reverse proxy in front
+(recorder.py), whose URL is `Agentd.url`; it keeps every response body and SSE event, which
+`test_openresponses.py` validates at the end of the session against the Open Responses document.
+
 Both print `listening on http://ADDR` on stdout; stdout and stderr go to files in the session's
 temporary directory (agentd's stderr is read by the no-secret-in-logs test). Tests share the
 two processes and run one at a time; the `fake` fixture resets the fake provider before each
@@ -22,15 +26,18 @@ else `<repo>/target/debug` (run.sh sets the variables from `cargo metadata`).
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import json
 import os
 import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import openai
@@ -38,6 +45,7 @@ import perplexity
 import pytest
 
 from mcp_servers import McpServers
+from recorder import RECORDINGS, RecordingProxy
 from web_servers import WebServers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -191,15 +199,21 @@ class FakeProvider:
 
 @dataclass
 class Agentd:
-    """A running `agentd serve`."""
+    """A running `agentd serve` and the recording proxy in front of it."""
 
     process: Process
-    url: str
+    url: str  # the proxy's URL: what clients use
     data_dir: Path
+    direct_url: str  # agentd's own address
+    proxy: RecordingProxy
 
     @property
     def stderr_path(self) -> Path:
         return self.process.stderr_path
+
+    def stop(self) -> None:
+        self.process.stop()
+        self.proxy.close()
 
 
 def provider_env(fake: FakeProvider) -> dict[str, str]:
@@ -238,7 +252,8 @@ def start_agentd(
     )
     url = "http://" + process.wait_for_line(r"^listening on http://(\S+)$").group(1)
     wait_healthy(url, process)
-    return Agentd(process, url, data_dir)
+    proxy = RecordingProxy(url)
+    return Agentd(process, proxy.url, data_dir, url, proxy)
 
 
 @pytest.fixture(scope="session")
@@ -296,7 +311,7 @@ def agentd(
         extra_env={"AGENTD_SEARXNG_URL": web_servers.searxng_url},
     )
     yield server
-    server.process.stop()
+    server.stop()
 
 
 # Clients. Retries are off: a retried request would consume the next scripted reply.
@@ -361,6 +376,28 @@ def http(agentd: Agentd) -> Iterator[httpx.Client]:
     client.close()
 
 
+T = TypeVar("T")
+# Runs `body(client)` with an `AsyncOpenAI` client on agentd (see `with_async_oai`).
+WithAsyncOpenAI = Callable[[Callable[[openai.AsyncOpenAI], Awaitable[Any]]], Any]
+
+
+@pytest.fixture
+def with_async_oai(agentd: Agentd) -> WithAsyncOpenAI:
+    """For the async frameworks: runs `body(client)` in a fresh event loop with an `AsyncOpenAI`
+    client on agentd, closed in that same loop (a client outlives no loop)."""
+
+    def run(body: Callable[[openai.AsyncOpenAI], Awaitable[T]]) -> T:
+        async def main() -> T:
+            async with openai.AsyncOpenAI(
+                base_url=agentd.url + "/v1", api_key="any", max_retries=0, timeout=CLIENT_TIMEOUT_S
+            ) as client:
+                return await body(client)
+
+        return asyncio.run(main())
+
+    return run
+
+
 @pytest.fixture
 def mcp_servers(tmp_path: Path) -> Iterator[McpServers]:
     """Starts MCP fixture servers (`mcp_servers.start("basic")`); all are stopped after the test."""
@@ -369,10 +406,26 @@ def mcp_servers(tmp_path: Path) -> Iterator[McpServers]:
     servers.close()
 
 
+@pytest.fixture(autouse=True)
+def _record_test_name(request: pytest.FixtureRequest) -> None:
+    """Labels what the recording proxies record with the test that caused it."""
+    RECORDINGS.current_test = request.node.nodeid
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "last: run after every other test (checks what the whole session left behind)"
     )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With `AGENTD_RECORDINGS=<file>`, writes what the recording proxies saw (one JSON object
+    per request: the test, method, path, request body, status, response body or events)."""
+    target = os.environ.get("AGENTD_RECORDINGS")
+    if target:
+        with open(target, "w") as out:
+            for exchange in RECORDINGS.exchanges():
+                out.write(json.dumps(dataclasses.asdict(exchange)) + "\n")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

