@@ -177,6 +177,8 @@ pub struct ModelRequest {
     /// `text.verbosity` (`low`, `medium`, `high`).
     pub verbosity: Option<String>,
     pub prompt_cache_key: Option<String>,
+    /// `prompt_cache_retention` (`in-memory`, `24h`), for upstreams that take it.
+    pub prompt_cache_retention: Option<String>,
     /// `service_tier`, `user` and `safety_identifier`, for upstreams that take them.
     pub service_tier: Option<String>,
     pub user: Option<String>,

@@ -80,6 +80,9 @@ pub fn build(
             .and_then(|text| text.verbosity)
             .map(|v| v.as_str().to_owned()),
         prompt_cache_key: request.prompt_cache_key.clone(),
+        prompt_cache_retention: request
+            .prompt_cache_retention
+            .map(|retention| retention.as_str().to_owned()),
         service_tier: request.service_tier.map(|tier| tier.as_str().to_owned()),
         user: request.user.clone(),
         safety_identifier: request.safety_identifier.clone(),

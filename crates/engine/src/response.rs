@@ -60,6 +60,7 @@ pub(crate) fn initial(
             id: c.id().to_owned(),
         }),
         prompt_cache_key: request.prompt_cache_key.clone(),
+        prompt_cache_retention: request.prompt_cache_retention,
         reasoning: request.reasoning.clone(),
         effort: request.effort.clone(),
         preset: request.preset.clone(),
@@ -82,7 +83,7 @@ fn text_in_effect(request: &CreateRequest) -> TextConfig {
                 .unwrap_or_else(|| DEFAULT_FORMAT_NAME.to_owned()),
             schema: format.schema,
             description: format.description,
-            strict: format.strict,
+            strict: Some(format.strict.unwrap_or(false)),
         }),
         None => TextFormat::Text(EmptyFormat {}),
     };

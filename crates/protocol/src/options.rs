@@ -15,7 +15,9 @@
 //! | `language_preference` | the model is asked to answer in that language |
 //! | `step_budget_reminder` | each step tells the model how many steps are left |
 //! | `max_tool_calls` | caps tool calls of every kind over the run (at least 1) |
-//! | `profile`, `skills` | refused: not supported by this server |
+//! | `prompt_cache_retention` | sent to OpenAI-wire upstreams; others cache as they do |
+//! | `profile`, `skills`, `prompt`, `context_management` | refused: not supported by this server |
+//! | `conversation` | an OpenAI conversation: its items first, the run's appended (not with `previous_response_id`) |
 //! | `prompt_cache_key`, `parallel_tool_calls`, `metadata`, `stream_options` | applied |
 
 use crate::request::{
@@ -89,6 +91,18 @@ impl CreateRequest {
         }
         if self.profile.is_some() {
             return fail("profile", "profiles are not supported by this server");
+        }
+        if self.context_management.is_some() {
+            return fail(
+                "context_management",
+                "server-side context management is not supported: compact a long conversation with POST /v1/responses/compact and continue from its output",
+            );
+        }
+        if self.prompt.is_some() {
+            return fail(
+                "prompt",
+                "stored prompt templates are not supported by this server: send instructions and input instead",
+            );
         }
         if self
             .skills

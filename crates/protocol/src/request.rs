@@ -64,6 +64,15 @@ pub struct CreateRequest {
     pub conversation: Option<ConversationRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<String>,
+    /// OpenAI's prompt cache retention (`in-memory`, `24h`): sent to OpenAI-wire upstreams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_retention: Option<PromptCacheRetention>,
+    /// OpenAI's server-side context management: refused (see `options.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<Value>,
+    /// OpenAI's stored prompt templates: refused (see `options.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,6 +186,25 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
+/// `prompt_cache_retention`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum PromptCacheRetention {
+    #[serde(rename = "in-memory")]
+    InMemory,
+    #[serde(rename = "24h")]
+    Day,
+}
+
+impl PromptCacheRetention {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptCacheRetention::InMemory => "in-memory",
+            PromptCacheRetention::Day => "24h",
+        }
+    }
+}
+
 /// `conversation`: an id, or `{"id": …}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -253,7 +281,8 @@ pub struct EmptyFormat {}
 pub struct TextJsonSchema {
     pub name: String,
     pub schema: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Serialized as `null` when absent (Open Responses requires the field on echoes).
+    #[serde(default)]
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,

@@ -93,6 +93,9 @@ pub struct Response {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<ConversationObject>,
     pub prompt_cache_key: Option<String>,
+    /// The request's `prompt_cache_retention`, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_retention: Option<crate::request::PromptCacheRetention>,
     pub reasoning: Option<Reasoning>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,

@@ -269,6 +269,11 @@ fn options_are_applied_or_refused_by_name() {
         ),
         (r#""top_logprobs":21"#, "top_logprobs"),
         (r#""max_tool_calls":0"#, "max_tool_calls"),
+        (
+            r#""context_management":[{"type":"compaction","compact_threshold":1000}]"#,
+            "context_management",
+        ),
+        (r#""prompt":{"id":"pmpt_1","version":"2"}"#, "prompt"),
         (r#""language_preference":"German""#, "language_preference"),
         (
             r#""text":{"format":{"type":"json_object"}},"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object"}}}"#,
@@ -290,6 +295,7 @@ fn options_are_applied_or_refused_by_name() {
         r#""text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"},"strict":true},"verbosity":"low"},"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"}}}"#,
         r#""text":{"format":{"type":"json_object"}}"#,
         r#""service_tier":"flex","user":"u","safety_identifier":"s""#,
+        r#""prompt_cache_key":"k","prompt_cache_retention":"24h""#,
     ];
     for extra in accepted {
         assert_eq!(check(extra), None, "{extra}");

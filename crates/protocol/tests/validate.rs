@@ -421,7 +421,10 @@ fn schemas_nested_deeper_than_the_limit_are_refused_at_request_time() {
         json!({"response_format": {"type": "json_schema", "json_schema": {"schema": nested_schema(100)}}}),
         "response_format.json_schema.schema",
     );
-    assert_refused(json!({"text": {"format": nested_schema(100)}}), "text");
+    assert_refused(
+        json!({"text": {"format": {"type": "json_schema", "name": "a", "schema": nested_schema(100)}}}),
+        "text.format.schema",
+    );
 }
 
 /// Regression (issue 13): a CR or LF in an MCP header value was reported as 424 "the MCP

@@ -237,7 +237,6 @@ async fn people_import(
     Ok(())
 }
 
-
 /// `agentd finance import`: what was imported on stdout, what was skipped on stderr.
 async fn finance_import(
     config: &Config,

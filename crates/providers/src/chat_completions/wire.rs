@@ -37,6 +37,8 @@ pub(crate) struct ChatRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     service_tier: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<&'a str>,
@@ -74,6 +76,7 @@ impl<'a> From<&'a ModelRequest> for ChatRequest<'a> {
             reasoning_effort: request.reasoning_effort.as_deref(),
             verbosity: request.verbosity.as_deref(),
             prompt_cache_key: request.prompt_cache_key.as_deref(),
+            prompt_cache_retention: request.prompt_cache_retention.as_deref(),
             service_tier: request.service_tier.as_deref(),
             user: request.user.as_deref(),
             safety_identifier: request.safety_identifier.as_deref(),
@@ -630,6 +633,7 @@ mod tests {
             reasoning_effort: Some("low".into()),
             verbosity: Some("low".into()),
             prompt_cache_key: Some("conv-1".into()),
+            prompt_cache_retention: Some("in-memory".into()),
             service_tier: Some("flex".into()),
             user: Some("u-1".into()),
             safety_identifier: Some("s-1".into()),
@@ -658,6 +662,7 @@ mod tests {
         );
         assert_eq!(body["reasoning_effort"], json!("low"));
         assert_eq!(body["prompt_cache_key"], json!("conv-1"));
+        assert_eq!(body["prompt_cache_retention"], json!("in-memory"));
         assert_eq!(body["verbosity"], json!("low"));
         assert_eq!(body["service_tier"], json!("flex"));
         assert_eq!(body["user"], json!("u-1"));

@@ -44,6 +44,8 @@ pub(crate) struct ResponsesRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     service_tier: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<&'a str>,
@@ -105,6 +107,7 @@ impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
                     summary: request.reasoning_summary.as_deref(),
                 }),
             prompt_cache_key: request.prompt_cache_key.as_deref(),
+            prompt_cache_retention: request.prompt_cache_retention.as_deref(),
             service_tier: request.service_tier.as_deref(),
             user: request.user.as_deref(),
             safety_identifier: request.safety_identifier.as_deref(),
@@ -766,6 +769,7 @@ mod tests {
             reasoning_summary: Some("auto".into()),
             verbosity: Some("high".into()),
             prompt_cache_key: Some("conv-1".into()),
+            prompt_cache_retention: Some("24h".into()),
             service_tier: Some("priority".into()),
             user: Some("u-1".into()),
             safety_identifier: Some("s-1".into()),
@@ -796,6 +800,7 @@ mod tests {
             json!({"effort": "low", "summary": "auto"})
         );
         assert_eq!(body["prompt_cache_key"], json!("conv-1"));
+        assert_eq!(body["prompt_cache_retention"], json!("24h"));
         assert_eq!(body["store"], json!(false));
         assert_eq!(body["service_tier"], json!("priority"));
         assert_eq!(body["user"], json!("u-1"));
