@@ -14,7 +14,8 @@
 //! [`builtins`] (the built-in tools from the `fetch`, `search` and `sandbox` crates,
 //! assembled), [`metrics`] (the registry `GET /metrics` encodes), [`openapi`]
 //! (`/openapi.json`, built from the route table and the protocol types' JSON Schemas),
-//! [`secret_keys`] (the key ring that seals stored credentials), [`state`].
+//! [`secret_keys`] (the key ring that seals stored credentials), [`unread_body`] (request
+//! bodies an early answer left unread, drained so the connection survives), [`state`].
 //!
 //! ```no_run
 //! # async fn demo(config: agentd_server::config::Config) -> Result<(), agentd_server::ServerError> {
@@ -45,6 +46,7 @@ pub mod serve;
 pub mod sse;
 pub mod start;
 pub mod state;
+pub mod unread_body;
 pub mod web_guard;
 
 pub use serve::{SHUTDOWN_GRACE, app, run};

@@ -17,13 +17,13 @@ use crate::connections::{Connections, Limits, task};
 use crate::error::ErrorLog;
 use crate::start::ServerError;
 use crate::state::AppState;
-use crate::{envelope, fdlimit, routes, web_guard};
+use crate::{envelope, fdlimit, routes, unread_body, web_guard};
 
 /// How long running foreground requests may take to finish after a shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// The application: routes plus middleware (outermost first: the error log, the error
-/// envelope, open mode's web-page guard). Drivable without a socket.
+/// The application: routes plus middleware (outermost first: the unread-body drain, the error
+/// log, the error envelope, open mode's web-page guard). Drivable without a socket.
 pub fn app(state: AppState) -> Router {
     routes::routes()
         .layer(middleware::from_fn_with_state(
@@ -32,6 +32,7 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(middleware::from_fn(envelope::envelope_errors))
         .layer(middleware::from_fn(log_errors))
+        .layer(middleware::from_fn(unread_body::finish_request_body))
         .with_state(state)
 }
 
