@@ -82,6 +82,10 @@ pub struct ToolOutcome {
     pub invocations: Vec<(String, u64)>,
     /// Sources the answer may cite, numbered from [`CallContext::next_source`].
     pub sources: Vec<Source>,
+    /// The highest `[n]` this call showed the model, citable or not (a finance table without a
+    /// public page is numbered too): the run's numbering moves past it, so no two results of a
+    /// run share a number. `None` when the call numbered nothing beyond its `sources`.
+    pub last_number: Option<u64>,
 }
 
 /// One built-in tool configured for one request.

@@ -420,6 +420,7 @@ fn assemble(
         items: vec![OutputItem::FetchUrlResults(FetchUrlResults { contents })],
         invocations: vec![(NAME.to_owned(), urls.len() as u64)],
         sources,
+        last_number: None,
     }
 }
 

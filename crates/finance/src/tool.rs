@@ -281,6 +281,7 @@ impl HostedTool for FinanceSearch {
             }
         }
         self.next_id.store(next_id, Ordering::Relaxed);
+        let last_number = (next_id > first_id).then(|| next_id - 1);
         if results.is_empty() {
             text.push_str("\nNo data was found.\n");
         }
@@ -321,6 +322,7 @@ impl HostedTool for FinanceSearch {
             })],
             invocations,
             sources,
+            last_number,
         }
     }
 }

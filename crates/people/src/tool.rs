@@ -303,6 +303,7 @@ impl HostedTool for PeopleSearch {
                 Vec::new()
             },
             sources,
+            last_number: None,
         }
     }
 }

@@ -162,7 +162,7 @@ impl HostedTool for Execute {
                 container_id,
             })],
             invocations: vec![(USAGE_KEY.to_owned(), 1)],
-            sources: Vec::new(),
+            ..ToolOutcome::default()
         }
     }
 }

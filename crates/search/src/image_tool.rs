@@ -405,6 +405,7 @@ impl HostedTool for ImageSearch {
                 Vec::new()
             },
             sources,
+            last_number: None,
         }
     }
 }

@@ -398,6 +398,7 @@ impl HostedTool for WebSearch {
             })],
             invocations,
             sources,
+            last_number: None,
         }
     }
 }

@@ -4,7 +4,11 @@
 //! instead of finding it closed ("server disconnected without sending a response"). A body
 //! too large to drain gets `Connection: close`, so the client knows not to reuse it.
 
-#![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail loudly")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
 
 use std::time::Duration;
 

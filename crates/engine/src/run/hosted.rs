@@ -20,7 +20,8 @@ impl Machine {
                 .or_default()
                 .invocation += count;
         }
-        if let Some(last) = outcome.sources.iter().map(|s| s.number).max() {
+        let last = outcome.sources.iter().map(|s| s.number).max();
+        if let Some(last) = last.max(outcome.last_number) {
             self.next_source = self.next_source.max(last + 1);
         }
         self.sources.extend(outcome.sources);

@@ -789,11 +789,74 @@ impl engine::secrets::Sealer for TestSealer {
 
 pub const PROJECT: &str = "proj_test";
 
+/// Built-in tools for the engine's tests: `finance_search` is a [`NumberingTool`].
+#[derive(Default)]
+pub struct FakeHosted {
+    pub numbering: Arc<NumberingTool>,
+}
+
+impl engine::hosted::HostedTools for FakeHosted {
+    fn build(
+        &self,
+        _index: usize,
+        tool: &protocol::request::Tool,
+    ) -> Result<Vec<Arc<dyn engine::hosted::HostedTool>>, engine::hosted::HostedError> {
+        Ok(match tool {
+            protocol::request::Tool::FinanceSearch(_) => vec![self.numbering.clone()],
+            _ => Vec::new(),
+        })
+    }
+}
+
+/// A built-in tool (`finance_search`) whose each call shows the model three numbered results,
+/// only the middle one with a page (citable). Records the first number each call was given.
+#[derive(Default)]
+pub struct NumberingTool {
+    pub first_numbers: Mutex<Vec<u64>>,
+}
+
+#[async_trait]
+impl engine::hosted::HostedTool for NumberingTool {
+    fn spec(&self) -> engine::model::ToolSpec {
+        engine::model::ToolSpec {
+            name: "finance_search".to_owned(),
+            description: Some("numbers".to_owned()),
+            parameters: json!({"type": "object"}),
+            strict: false,
+        }
+    }
+
+    async fn call(
+        &self,
+        _arguments: &str,
+        context: engine::hosted::CallContext<'_>,
+    ) -> engine::hosted::ToolOutcome {
+        let first = context.next_source;
+        self.first_numbers.lock().unwrap().push(first);
+        let page = first + 1;
+        let sources = vec![engine::hosted::Source {
+            number: page,
+            url: format!("https://example.com/{page}"),
+            title: format!("result {page}"),
+        }];
+        engine::hosted::ToolOutcome {
+            model_text: format!(
+                "[{first}] no page; [{page}] a page; [{}] no page",
+                first + 2
+            ),
+            sources,
+            last_number: Some(first + 2),
+            ..engine::hosted::ToolOutcome::default()
+        }
+    }
+}
+
 pub struct Harness {
     pub engine: Engine,
     pub store: Arc<MemoryStore>,
     pub models: Arc<Models>,
     pub mcp: Arc<FakeMcp>,
+    pub hosted: Arc<FakeHosted>,
     pub clock: TokioClock,
 }
 
@@ -827,13 +890,14 @@ impl Harness {
     ) -> Harness {
         let models = Arc::new(Models::default());
         let mcp = Arc::new(FakeMcp::default());
+        let hosted = Arc::new(FakeHosted::default());
         let clock = TokioClock::new();
         let engine = Engine::new(
             Ports {
                 models: models.clone(),
                 store: store.clone(),
                 mcp: mcp.clone(),
-                hosted: Arc::new(engine::hosted::NoHostedTools),
+                hosted: hosted.clone(),
                 clock: Arc::new(clock),
                 sealer,
             },
@@ -844,6 +908,7 @@ impl Harness {
             store,
             models,
             mcp,
+            hosted,
             clock,
         }
     }

@@ -297,3 +297,28 @@ async fn the_models_chain_hands_a_failed_turn_to_the_next_model_before_any_outpu
     assert_eq!(response["status"], "failed");
     assert_eq!(h.model("b").requests().len(), 1);
 }
+
+/// Results a built-in tool numbered without a page (finance tables) still take their number:
+/// the next call of the run starts after them, so no two results of a run share a `[n]`, and
+/// the answer's markers cite the pages they name.
+#[tokio::test]
+async fn numbers_shown_without_a_page_are_not_given_out_again() {
+    let h = Harness::new();
+    let model = h.model("m");
+    model.push(Turn::calls(&[("call_1", "finance_search", "{}")]));
+    model.push(Turn::calls(&[("call_2", "finance_search", "{}")]));
+    model.push(Turn::text("Up [2], down [5]."));
+    let (done, _) = h
+        .run(json!({"model": "fake/m", "input": "?", "tools": [{"type": "finance_search"}]}))
+        .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(*h.hosted.numbering.first_numbers.lock().unwrap(), [1, 4]);
+    let message = items(&done, "message")[0];
+    let cited: Vec<&str> = message["content"][0]["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(cited, ["https://example.com/2", "https://example.com/5"]);
+}
