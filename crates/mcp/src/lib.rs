@@ -30,6 +30,15 @@
 //! of both transports; they are marked sensitive, never logged (logs name the server label
 //! and host only), and removed from any error text a server echoes back.
 //!
+//! # OAuth
+//! [`oauth`] implements the MCP authorization spec for servers that want OAuth: discovery,
+//! client registration, the authorization code flow with PKCE, and [`oauth::RefreshingTokens`].
+//! [`McpClient::connect_authorized`] takes the bearer token of every request from an
+//! [`oauth::TokenSource`] instead of `McpServer::authorization`: a request the server refuses
+//! (401, or 403 with a challenge) is reported to the source and sent once more with the token
+//! it gives (on both transports); every access token sent is added to the session's redactor.
+//! The OAuth requests go through the same guarded client ([`McpClient::oauth`]).
+//!
 //! # Timeouts and caps ([`McpConfig`])
 //! - `connect_timeout` bounds discovery as a whole: connect, `initialize`, and the fallback
 //!   probe. It is also the TCP/TLS connect timeout of the HTTP client.
@@ -48,9 +57,12 @@
 //! - here: [`McpConfig`], [`McpClient`] and the connect/fallback logic.
 //! - `session`: the [`McpSession`] (list, call, changed, close) and
 //!   the conversions of rmcp's tools and results.
+//! - `http`: rmcp's Streamable HTTP client over the guarded client (size cap watch, the
+//!   token source's bearer and the one retry after a refusal).
 //! - `sse`: the legacy HTTP+SSE transport and its event parser.
 //! - `handler`: our rmcp client handler (client info, `tools/list_changed`).
 //! - `errors`: rmcp/reqwest errors to [`McpError`], the redactor.
+//! - [`oauth`]: OAuth for MCP servers (its own layout in its docs).
 //!
 //! # Example
 //! ```no_run

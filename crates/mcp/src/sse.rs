@@ -8,6 +8,10 @@
 //!
 //! [`SseTransport`] implements rmcp's `Transport`, so rmcp runs the session over it exactly as
 //! over Streamable HTTP. Each event is capped at `max_response_bytes` while it is read.
+//!
+//! With an OAuth token source ([`Auth`]), the GET and every POST carry its current token, and
+//! one refused with 401 (or 403 with a challenge) is sent once more with the token the source
+//! gives after hearing of the refusal.
 
 use std::collections::VecDeque;
 use std::pin::Pin;

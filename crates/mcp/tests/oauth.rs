@@ -1,10 +1,17 @@
-//! `mcp::oauth` over HTTP: the admin's two steps (`OAuth::start`, `OAuth::finish`) against a
-//! mock authorization server, and `McpClient::connect_authorized` with `RefreshingTokens`
-//! against the token-protected Python fixture (`tests/mcp/fixtures.py --token`) and the mock's
-//! token endpoint: refresh on 401 and before expiry, the rotated refresh token handed to the
-//! sink, a clear failure when the refreshed token is refused or the refresh token is, and no
-//! secret in any error. The official conformance suite (`tests/conformance.rs`) covers the
-//! rest of discovery and registration.
+//! `mcp::oauth` over HTTP:
+//! - the admin's two steps (`OAuth::start`, `OAuth::finish`) against a mock authorization
+//!   server (axum, in process): what is registered, the authorization URL, the code exchange;
+//! - `McpClient::connect_authorized` with a scripted token source and with `RefreshingTokens`
+//!   against the token-protected Python fixture (`tests/mcp/fixtures.py --token`) and the
+//!   mock's token endpoint, on both transports: the retry after a refusal, refresh on 401 and
+//!   before expiry, the rotated refresh token handed to the sink, clear failures when the
+//!   refreshed token or the refresh token is refused, no secret in any error;
+//! - end to end against the official Python SDK's own authorization server (the `oauth`
+//!   fixture kind): authorization, use, proactive refresh with rotation, a restart from the
+//!   stored refresh token.
+//!
+//! The official conformance suite (`tests/conformance.rs`) covers the rest of discovery and
+//! registration.
 
 #![expect(
     clippy::expect_used,
@@ -382,6 +389,7 @@ async fn start_and_finish_run_the_authorization_code_flow_with_pkce() {
     assert_eq!(form["resource"], server_url);
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(form["code_verifier"].as_bytes()));
     assert_eq!(challenge, query["code_challenge"]);
+    assert_eq!(form["client_id"], "dyn-client-1");
     assert!(!form.contains_key("client_secret"), "{form:?}");
     assert_eq!(
         auth.as_deref(),
@@ -416,6 +424,43 @@ async fn start_and_finish_run_the_authorization_code_flow_with_pkce() {
     assert_no_secret(&shown);
     assert!(!shown.contains("dyn-secret-5e1f"), "{shown}");
     assert!(!shown.contains(&form["code_verifier"]), "{shown}");
+}
+
+#[tokio::test]
+async fn a_server_without_oauth_is_told_apart() {
+    let peer = McpFixture::start("basic", Transport::StreamableHttp).await;
+    let err = client()
+        .oauth()
+        .start(&peer.url, &ClientConfig::new("http://127.0.0.1:9/cb"))
+        .await
+        .expect_err("a server without OAuth was authorized");
+    assert!(
+        matches!(&err, OAuthError::Discovery(m) if m.contains("does not use OAuth")),
+        "{err:?}"
+    );
+    // The probe, the protected resource and the authorization server metadata were looked
+    // for; nothing was registered.
+    let paths: Vec<String> = peer
+        .requests()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["method"].as_str().unwrap_or(""),
+                r["path"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "POST /mcp",
+            "GET /.well-known/oauth-protected-resource/mcp",
+            "GET /.well-known/oauth-protected-resource",
+            "GET /.well-known/oauth-authorization-server",
+            "GET /.well-known/openid-configuration",
+        ]
+    );
 }
 
 #[tokio::test]
@@ -691,4 +736,122 @@ async fn insufficient_scope_asks_for_a_new_authorization_with_the_scope() {
         .expect("plain 403");
     assert!(other.is_none());
     assert_eq!(mock.seen(|s| s.token_forms.len()), 0);
+}
+
+// --- end to end with the Python SDK's own authorization server ---------------------------------
+
+/// The `oauth` kind of `tests/mcp/fixtures.py`: the official Python SDK's authorization server
+/// routes (metadata, registration, authorization, token; PKCE and RFC 8707 checked by the SDK)
+/// and its resource server, on the fixture's origin.
+#[tokio::test]
+async fn the_python_sdks_authorization_server_end_to_end() {
+    for transport in TRANSPORTS {
+        let peer = McpFixture::start("oauth", transport).await;
+        let t0 = SystemTime::now();
+        let clock = Arc::new(AtomicU64::new(0));
+        let seconds = clock.clone();
+        let oauth = client()
+            .oauth()
+            .with_clock(move || t0 + Duration::from_secs(seconds.load(Ordering::SeqCst)));
+
+        // The admin's authorization.
+        let request = oauth
+            .start(
+                &peer.url,
+                &ClientConfig::new("http://127.0.0.1:9/oauth/callback"),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{transport:?}: start: {e}"));
+        let browser = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("browser");
+        let answer = browser
+            .get(request.url.clone())
+            .send()
+            .await
+            .expect("authorize");
+        let location = answer
+            .headers()
+            .get(header::LOCATION)
+            .unwrap_or_else(|| panic!("{transport:?}: no redirect: {}", answer.status()))
+            .to_str()
+            .expect("location")
+            .to_owned();
+        let callback = Callback::from_url(&url::Url::parse(&location).expect("callback URL"));
+        let authorized = oauth
+            .finish(&request.pending, &callback)
+            .await
+            .unwrap_or_else(|e| panic!("{transport:?}: finish: {e}"));
+        let authorize = peer
+            .log()
+            .into_iter()
+            .find(|e| e["event"] == "authorize")
+            .expect("authorize event");
+        assert_eq!(authorize["scopes"], json!(["mcp:tools"]), "{transport:?}");
+        assert_eq!(authorize["resource"], peer.url, "{transport:?}");
+        let first_refresh = authorized
+            .tokens
+            .refresh_token
+            .clone()
+            .expect("a refresh token");
+
+        // The connector in use; then its token nears expiry and is refreshed first.
+        let sink = Arc::new(Sink::default());
+        let source = Arc::new(RefreshingTokens::new(
+            oauth.clone(),
+            authorized.grant.clone(),
+            authorized.tokens,
+            sink.clone(),
+        ));
+        let session = client()
+            .connect_authorized(&server(peer.url.clone()), source)
+            .await
+            .unwrap_or_else(|e| panic!("{transport:?}: connect: {e}"));
+        assert_eq!(echo(session.as_ref(), "one").await, "one");
+        clock.store(3590, Ordering::SeqCst);
+        assert_eq!(echo(session.as_ref(), "two").await, "two");
+        session.close().await;
+        let refreshes = |peer: &McpFixture| {
+            peer.log()
+                .iter()
+                .filter(|e| e["event"] == "token" && e["grant_type"] == "refresh_token")
+                .count()
+        };
+        assert_eq!(refreshes(&peer), 1, "{transport:?}");
+        let rotated = sink.stored_refresh_tokens();
+        assert_eq!(rotated.len(), 1, "{transport:?}");
+        assert_ne!(rotated[0], first_refresh.expose_secret(), "{transport:?}");
+
+        // After a restart: only the stored (rotated) refresh token. The first one was
+        // rotated away, and says so.
+        let restarted = Arc::new(RefreshingTokens::from_refresh_token(
+            oauth.clone(),
+            authorized.grant.clone(),
+            SecretString::from(rotated[0].clone()),
+            Arc::new(Sink::default()),
+        ));
+        let session = client()
+            .connect_authorized(&server(peer.url.clone()), restarted)
+            .await
+            .unwrap_or_else(|e| panic!("{transport:?}: connect after restart: {e}"));
+        assert_eq!(echo(session.as_ref(), "three").await, "three");
+        session.close().await;
+        let stale = Arc::new(RefreshingTokens::from_refresh_token(
+            oauth,
+            authorized.grant,
+            first_refresh.clone(),
+            Arc::new(Sink::default()),
+        ));
+        let err = client()
+            .connect_authorized(&server(peer.url.clone()), stale)
+            .await
+            .err()
+            .expect("a rotated refresh token accepted");
+        assert!(
+            err.to_string().contains("must be authorized again"),
+            "{transport:?}: {err}"
+        );
+        assert!(!err.to_string().contains(first_refresh.expose_secret()));
+    }
 }

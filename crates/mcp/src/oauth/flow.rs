@@ -10,7 +10,7 @@ use secrecy::SecretString;
 
 use super::authorize::{self, AuthorizationRequest, Callback, PendingAuthorization};
 use super::challenge::Challenge;
-use super::discovery::{self, Discovery};
+use super::discovery::{self, Discovery, DiscoveryMode};
 use super::error::OAuthError;
 use super::http::OAuthHttp;
 use super::registration::{self, ClientConfig, ClientRegistration};
@@ -74,8 +74,10 @@ impl OAuth {
         discovery::probe(&self.http, &url).await
     }
 
-    /// Finds the authorization server of an MCP endpoint (see [`super::discovery`]),
-    /// starting from the challenge of its 401 when there was one.
+    /// Finds the authorization server of an MCP endpoint, starting from the challenge of its
+    /// 401 when there was one: protected resource metadata (the challenge's URL, then the
+    /// well-known ones), then the authorization server's RFC 8414 or OpenID metadata, else
+    /// the MCP 2025-03-26 fallbacks (see [`DiscoveryMode`]).
     pub async fn discover(
         &self,
         server_url: &str,
@@ -109,7 +111,9 @@ impl OAuth {
     }
 
     /// The first half of an admin's authorization: probe, discover, register, and build the
-    /// authorization request with the scopes of [`Discovery::scope`]. Send the admin's
+    /// authorization request with the scopes of [`Discovery::scope`]. A server that neither
+    /// answers the probe with 401 nor publishes any OAuth metadata is refused (it does not
+    /// use OAuth). Send the admin's
     /// browser to `url`; keep `pending` (by its `state`) for [`OAuth::finish`].
     pub async fn start(
         &self,
@@ -118,6 +122,15 @@ impl OAuth {
     ) -> Result<AuthorizationRequest, OAuthError> {
         let challenge = self.probe(server_url).await?;
         let discovery = self.discover(server_url, challenge.as_ref()).await?;
+        if challenge.is_none() && discovery.mode == DiscoveryMode::LegacyDefaults {
+            // No 401 and no metadata of any kind: nothing says this server uses OAuth, and
+            // registering at made-up endpoints would only fail less clearly.
+            return Err(OAuthError::Discovery(
+                "the MCP server answered initialize without asking for authorization and \
+                 publishes no OAuth metadata: it does not use OAuth"
+                    .to_owned(),
+            ));
+        }
         let client = self.register(&discovery, config).await?;
         self.authorization_request(&discovery, client, discovery.scope())
     }

@@ -135,6 +135,9 @@ async fn request(
     let client = &grant.client;
     let secret = client.client_secret.as_ref().map(|s| s.expose_secret());
     let mut request = http.client.post(url.clone());
+    // RFC 6749 §3.2.1 lets a client name itself with `client_id` whatever its
+    // authentication; some servers (the official Python SDK's) require it even with Basic.
+    form.push(("client_id", client.client_id.clone()));
     match client.auth_method {
         TokenEndpointAuth::ClientSecretBasic => {
             let Some(secret) = secret else {
@@ -150,10 +153,9 @@ async fn request(
                     "client_secret_post needs a client secret, and there is none".to_owned(),
                 ));
             };
-            form.push(("client_id", client.client_id.clone()));
             form.push(("client_secret", secret.to_owned()));
         }
-        TokenEndpointAuth::None => form.push(("client_id", client.client_id.clone())),
+        TokenEndpointAuth::None => {}
     }
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
