@@ -420,6 +420,24 @@ async fn start_and_finish_run_the_authorization_code_flow_with_pkce() {
         authorized.tokens.scope.as_deref(),
         Some("mcp:read offline_access")
     );
+    // A step-up: the same client, the granted scopes plus the required ones.
+    let mut again = ClientConfig::new(callback_url);
+    again.pre_registered = Some(authorized.grant.client.to_pre_registered());
+    let granted = authorized.tokens.scope.as_deref();
+    let step_up = mcp::oauth::scope::step_up(granted, "mcp:write");
+    let second = oauth
+        .start_with_scope(&server_url, &again, Some(&step_up))
+        .await
+        .expect("step-up start");
+    let query: HashMap<String, String> = second.url.query_pairs().into_owned().collect();
+    assert_eq!(query["scope"], "mcp:read offline_access mcp:write");
+    assert_eq!(query["client_id"], "dyn-client-1");
+    assert_eq!(mock.seen(|s| s.registrations.len()), 1, "registered again");
+    assert_eq!(
+        second.pending.grant().client.auth_method,
+        TokenEndpointAuth::ClientSecretBasic
+    );
+
     let shown = format!("{authorized:?} {:?}", request.pending);
     assert_no_secret(&shown);
     assert!(!shown.contains("dyn-secret-5e1f"), "{shown}");

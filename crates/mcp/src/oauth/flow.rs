@@ -120,6 +120,20 @@ impl OAuth {
         server_url: &str,
         config: &ClientConfig,
     ) -> Result<AuthorizationRequest, OAuthError> {
+        self.start_with_scope(server_url, config, None).await
+    }
+
+    /// [`OAuth::start`] asking for `scope` instead of the spec's default (plus
+    /// `offline_access` when the server lists it): a re-authorization after a 403
+    /// `insufficient_scope` asks for [`super::scope::step_up`] of the granted and the
+    /// required scopes. To keep the connector's client, pass it as
+    /// `config.pre_registered` ([`ClientRegistration::to_pre_registered`]).
+    pub async fn start_with_scope(
+        &self,
+        server_url: &str,
+        config: &ClientConfig,
+        scope: Option<&str>,
+    ) -> Result<AuthorizationRequest, OAuthError> {
         let challenge = self.probe(server_url).await?;
         let discovery = self.discover(server_url, challenge.as_ref()).await?;
         if challenge.is_none() && discovery.mode == DiscoveryMode::LegacyDefaults {
@@ -132,7 +146,14 @@ impl OAuth {
             ));
         }
         let client = self.register(&discovery, config).await?;
-        self.authorization_request(&discovery, client, discovery.scope())
+        let scope = match scope {
+            Some(scope) => super::scope::with_offline_access(
+                Some(super::scope::union(scope, "")),
+                discovery.metadata.lists_scope("offline_access"),
+            ),
+            None => discovery.scope(),
+        };
+        self.authorization_request(&discovery, client, scope)
     }
 
     /// The second half: checks the callback against the pending authorization (state,

@@ -29,6 +29,10 @@
 //! once when the server answers 401 (the request is then sent again, once). A refused
 //! refresh token, or a 403 `insufficient_scope`, fails the request with a message saying the
 //! connector must be authorized again (and tells the sink, [`CredentialSink::lost`]).
+//! Authorizing again after a 403 (step-up): [`OAuth::start_with_scope`] with
+//! [`scope::step_up`] of the granted scopes and the required ones
+//! ([`OAuthError::InsufficientScope`] names them), and the connector's client as
+//! `config.pre_registered` ([`ClientRegistration::to_pre_registered`]).
 //!
 //! # Layout (one concern per file)
 //! - `challenge`: the `WWW-Authenticate` Bearer challenge ([`Challenge`]).

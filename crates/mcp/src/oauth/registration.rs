@@ -125,6 +125,18 @@ pub struct ClientRegistration {
     pub secret_expires_at: Option<SystemTime>,
 }
 
+impl ClientRegistration {
+    /// This client as a pre-registered one, to authorize again with the same client (no new
+    /// registration).
+    pub fn to_pre_registered(&self) -> PreRegisteredClient {
+        PreRegisteredClient {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            auth_method: Some(self.auth_method),
+        }
+    }
+}
+
 /// The Client ID Metadata Document agentd serves at `config.client_metadata_url` (the
 /// draft-ietf-oauth-client-id-metadata-document members the MCP spec requires:
 /// `client_id` equal to the URL, `client_name`, `redirect_uris`), or `None` without a URL.
