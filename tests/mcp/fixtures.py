@@ -3,7 +3,7 @@
 One entry point serves every kind over either HTTP transport, on 127.0.0.1 only:
 
     python fixtures.py KIND --transport streamable-http|sse --port-file PATH --log PATH [--token T]
-                      [--extra-tools N] [--page-size N]
+                      [--extra-tools N] [--page-size N] [--token-lifetime SECONDS]
 
 The server binds 127.0.0.1:0 itself, hands the listening socket to uvicorn (so no other process
 can take the port in between) and, once uvicorn serves, writes the port number to --port-file
@@ -20,6 +20,13 @@ Every event is appended to --log as one JSON line:
 Kinds:
     basic      echo(text), add(a, b) (both read-only), slow(seconds)
     auth       the basic tools; needs --token
+    oauth      the basic tools behind the SDK's own OAuth authorization server, on the same
+               origin (MCP authorization spec): protected resource metadata, RFC 8414 metadata,
+               dynamic registration, an authorization endpoint that approves at once (redirects
+               to the client's redirect_uri with a code), PKCE, RFC 8707 resources (tokens are
+               only accepted for this endpoint), rotating refresh tokens; scope `mcp:tools`;
+               access tokens live --token-lifetime seconds (default 3600). Logs `authorize`
+               {"scopes", "resource"} and `token` {"grant_type"} events.
     annotated  get_weather(city), list_files(path) (read-only), delete_file(path) (destructive),
                send_email(to, subject, body) (not read-only)
     failing    explode(reason) (a tool error carrying the reason), ok()
@@ -57,17 +64,28 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import uvicorn
 from mcp import types
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.sse import SseServerTransport
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
 from starlette.applications import Starlette
@@ -258,6 +276,127 @@ def high_level_app(kind: str, transport: str, log: EventLog) -> Starlette:
             return advertise_tools_list_changed(ctx, await call_next(ctx))
 
         server.middleware.append(list_changed_capability)
+    if transport == "sse":
+        return server.sse_app()
+    return server.streamable_http_app()
+
+
+# --- oauth: the basic tools behind the SDK's OAuth authorization server --------------------------
+
+OAUTH_SCOPE = "mcp:tools"
+
+
+class AutoApprovingProvider:
+    """An in-memory authorization server for the SDK's auth routes. The authorization endpoint
+    approves at once; codes are single use; each refresh rotates the refresh token; access
+    tokens carry the RFC 8707 resource they were asked for."""
+
+    def __init__(self, log: EventLog, lifetime: int) -> None:
+        self.log = log
+        self.lifetime = lifetime
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.refresh_tokens: dict[str, RefreshToken] = {}
+        self.access_tokens: dict[str, AccessToken] = {}
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        assert client_info.client_id is not None
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        assert client.client_id is not None
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or [],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        self.log.write({"event": "authorize", "scopes": params.scopes, "resource": params.resource})
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> AuthorizationCode | None:
+        code = self.codes.get(authorization_code)
+        return code if code is not None and code.client_id == client.client_id else None
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
+        del self.codes[authorization_code.code]
+        self.log.write({"event": "token", "grant_type": "authorization_code"})
+        return self.issue(authorization_code.client_id, authorization_code.scopes, authorization_code.resource)
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+        token = self.refresh_tokens.get(refresh_token)
+        return token if token is not None and token.client_id == client.client_id else None
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        del self.refresh_tokens[refresh_token.token]
+        self.log.write({"event": "token", "grant_type": "refresh_token"})
+        return self.issue(refresh_token.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        access = self.access_tokens.get(token)
+        if access is None or (access.expires_at is not None and access.expires_at < time.time()):
+            return None
+        return access
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        self.access_tokens.pop(token.token, None)
+        self.refresh_tokens.pop(token.token, None)
+
+    def issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+        access = secrets.token_urlsafe(24)
+        refresh = secrets.token_urlsafe(24)
+        self.access_tokens[access] = AccessToken(
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(time.time()) + self.lifetime,
+            resource=resource,
+        )
+        self.refresh_tokens[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource
+        )
+        return OAuthToken(
+            access_token=access,
+            expires_in=self.lifetime,
+            scope=" ".join(scopes),
+            refresh_token=refresh,
+        )
+
+
+def oauth_app(transport: str, log: EventLog, port: int, lifetime: int) -> Starlette:
+    base = f"http://127.0.0.1:{port}"
+    path = "/sse" if transport == "sse" else "/mcp"
+    server = MCPServer(
+        "agentd-fixture-oauth",
+        version="1.0.0",
+        log_level="WARNING",
+        auth_server_provider=AutoApprovingProvider(log, lifetime),
+        auth=AuthSettings(
+            issuer_url=base,
+            resource_server_url=f"{base}{path}",
+            validate_token_resource=True,
+            required_scopes=[OAUTH_SCOPE],
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True, valid_scopes=[OAUTH_SCOPE], default_scopes=[OAUTH_SCOPE]
+            ),
+        ),
+    )
+    add_basic_tools(server)
+    server.middleware.append(mcp_event_logger(log))
     if transport == "sse":
         return server.sse_app()
     return server.streamable_http_app()
@@ -597,7 +736,11 @@ async def broken_app(scope: Scope, receive: Receive, send: Send) -> None:
 # --- serving ------------------------------------------------------------------------------------
 
 
-def build_app(kind: str, transport: str, log: EventLog, extra_tools: int, page_size: int | None) -> ASGIApp:
+def build_app(
+    kind: str, transport: str, log: EventLog, extra_tools: int, page_size: int | None, port: int, lifetime: int
+) -> ASGIApp:
+    if kind == "oauth":
+        return oauth_app(transport, log, port, lifetime)
     if kind in HIGH_LEVEL_KINDS:
         return high_level_app(kind, transport, log)
     if kind in LOW_LEVEL_KINDS:
@@ -622,10 +765,14 @@ async def exit_with_parent() -> None:
     os._exit(0)
 
 
-async def serve(app: ASGIApp, port_file: str) -> None:
+def bind() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+async def serve(sock: socket.socket, app: ASGIApp, port_file: str) -> None:
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="auto")
     server = uvicorn.Server(config)
@@ -643,13 +790,14 @@ async def serve(app: ASGIApp, port_file: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=[*HIGH_LEVEL_KINDS, *LOW_LEVEL_KINDS, "broken"])
+    parser.add_argument("kind", choices=[*HIGH_LEVEL_KINDS, *LOW_LEVEL_KINDS, "oauth", "broken"])
     parser.add_argument("--transport", choices=["streamable-http", "sse"], required=True)
     parser.add_argument("--port-file", required=True, help="written with the port once serving")
     parser.add_argument("--log", required=True, help="JSON lines of events are appended here")
     parser.add_argument("--token", help="answer 401 to requests without this bearer token")
     parser.add_argument("--extra-tools", type=int, default=0, help="many, edge: N more tools tool_NNNN")
     parser.add_argument("--page-size", type=int, help="many, edge: tools/list pages of N tools")
+    parser.add_argument("--token-lifetime", type=int, default=3600, help="oauth: access token lifetime (seconds)")
     args = parser.parse_args()
     if args.kind == "auth" and not args.token:
         parser.error("the auth kind needs --token")
@@ -657,9 +805,14 @@ def main() -> None:
         parser.error(f"--extra-tools and --page-size apply to {' and '.join(LOW_LEVEL_KINDS)} only")
     if args.extra_tools < 0 or (args.page_size is not None and args.page_size < 1):
         parser.error("--extra-tools must be >= 0 and --page-size >= 1")
+    if args.kind == "oauth" and args.token:
+        parser.error("the oauth kind issues its own tokens: no --token")
     log = EventLog(args.log)
-    app = RequestLog(build_app(args.kind, args.transport, log, args.extra_tools, args.page_size), log, args.token)
-    asyncio.run(serve(app, args.port_file))
+    # Bound first: the oauth kind names its own URL in its metadata.
+    sock = bind()
+    port = sock.getsockname()[1]
+    app = build_app(args.kind, args.transport, log, args.extra_tools, args.page_size, port, args.token_lifetime)
+    asyncio.run(serve(sock, RequestLog(app, log, args.token), args.port_file))
 
 
 if __name__ == "__main__":

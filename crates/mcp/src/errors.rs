@@ -18,19 +18,32 @@ const MAX_MESSAGE_CHARS: usize = 300;
 /// garble it, and a one- to three-character secret protects nothing anyway.
 const MIN_REDACTED_SECRET: usize = 4;
 
+/// Access tokens a session's redactor keeps (the newest).
+const MAX_LEARNED_SECRETS: usize = 8;
+
+/// An OAuth failure of the token source, carried through rmcp's transport error (as the
+/// inner error of an `io::Error`) to be reported as itself.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct AuthFailure(pub(crate) McpError);
+
 /// Removes the server's token and header values from any text that may reach an error
 /// message. Errors built here never format a secret on purpose; this catches a server (or a
 /// library) that echoes one back.
+///
+/// OAuth access tokens change during a session: the transport [`Redactor::remember`]s each
+/// one it sends, in a list the clones of a redactor share.
 #[derive(Clone, Default)]
 pub(crate) struct Redactor {
     secrets: Vec<String>,
+    learned: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Redactor")
             .field("secrets", &self.secrets.len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -43,13 +56,36 @@ impl Redactor {
             .collect();
         // Longest first, so a secret that contains another is removed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Self { secrets }
+        Self {
+            secrets,
+            learned: Arc::default(),
+        }
+    }
+
+    /// Adds a secret learned during the session (an access token), for this redactor and
+    /// every clone of it.
+    pub(crate) fn remember(&self, secret: &str) {
+        if secret.len() < MIN_REDACTED_SECRET {
+            return;
+        }
+        if let Ok(mut learned) = self.learned.lock()
+            && !learned.iter().any(|s| s == secret)
+        {
+            // A long session refreshes now and then; the newest tokens are the ones to hide.
+            if learned.len() >= MAX_LEARNED_SECRETS {
+                learned.remove(0);
+            }
+            learned.push(secret.to_owned());
+        }
     }
 
     /// `text` with every secret replaced by `<redacted>` and cut to a readable length.
     pub(crate) fn clean(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for secret in &self.secrets {
+        let learned = self.learned.lock().map(|l| l.clone()).unwrap_or_default();
+        let mut secrets: Vec<&String> = self.secrets.iter().chain(learned.iter()).collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        for secret in secrets {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), "<redacted>");
             }
@@ -144,7 +180,7 @@ pub(crate) fn from_json_rpc(data: &ErrorData) -> McpError {
 
 /// The status of rmcp's `UnexpectedServerResponse("HTTP 404 Not Found: <body>")`, the only
 /// form in which rmcp 3.11 reports a 4xx answer without a `WWW-Authenticate` challenge.
-fn leading_http_status(text: &str) -> Option<u16> {
+pub(crate) fn leading_http_status(text: &str) -> Option<u16> {
     let rest = text.strip_prefix("HTTP ")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     match digits.len() {
@@ -176,7 +212,12 @@ pub(crate) fn from_streamable(
         StreamableHttpError::Sse(e) if is_too_large_text(&e.to_string()) => {
             McpError::TooLarge(limits.max_response_bytes)
         }
-        StreamableHttpError::Io(e) => McpError::Unreachable(e.to_string()),
+        StreamableHttpError::Io(e) => {
+            match e.get_ref().and_then(|i| i.downcast_ref::<AuthFailure>()) {
+                Some(AuthFailure(err)) => err.clone(),
+                None => McpError::Unreachable(e.to_string()),
+            }
+        }
         StreamableHttpError::SessionExpired => {
             McpError::Protocol("the server ended the session (HTTP 404)".to_owned())
         }
@@ -327,6 +368,34 @@ mod tests {
         );
         let long = "y".repeat(1000);
         assert!(r.clean(&long).chars().count() <= MAX_MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn learned_secrets_are_shared_by_clones() {
+        let r = Redactor::new(["static-secret"]);
+        let clone = r.clone();
+        clone.remember("access-token-1");
+        clone.remember("abc");
+        assert_eq!(
+            r.clean("static-secret access-token-1 abc"),
+            "<redacted> <redacted> abc"
+        );
+        for i in 0..20 {
+            r.remember(&format!("token-number-{i:02}"));
+        }
+        assert_eq!(r.clean("token-number-19"), "<redacted>");
+    }
+
+    #[test]
+    fn auth_failures_pass_through_the_transport_error() {
+        let inner = McpError::Http {
+            status: 401,
+            message: "unauthorized: the connector must be authorized again".into(),
+        };
+        let err = StreamableHttpError::<reqwest::Error>::Io(std::io::Error::other(AuthFailure(
+            inner.clone(),
+        )));
+        assert_eq!(from_streamable(&err, LIMITS), inner);
     }
 
     #[test]

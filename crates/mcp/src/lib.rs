@@ -30,6 +30,15 @@
 //! of both transports; they are marked sensitive, never logged (logs name the server label
 //! and host only), and removed from any error text a server echoes back.
 //!
+//! # OAuth
+//! [`oauth`] implements the MCP authorization spec for servers that want OAuth: discovery,
+//! client registration, the authorization code flow with PKCE, and [`oauth::RefreshingTokens`].
+//! [`McpClient::connect_authorized`] takes the bearer token of every request from an
+//! [`oauth::TokenSource`] instead of `McpServer::authorization`: a request the server refuses
+//! (401, or 403 with a challenge) is reported to the source and sent once more with the token
+//! it gives (on both transports); every access token sent is added to the session's redactor.
+//! The OAuth requests go through the same guarded client ([`McpClient::oauth`]).
+//!
 //! # Timeouts and caps ([`McpConfig`])
 //! - `connect_timeout` bounds discovery as a whole: connect, `initialize`, and the fallback
 //!   probe. It is also the TCP/TLS connect timeout of the HTTP client.
@@ -48,9 +57,12 @@
 //! - here: [`McpConfig`], [`McpClient`] and the connect/fallback logic.
 //! - `session`: the [`McpSession`] (list, call, changed, close) and
 //!   the conversions of rmcp's tools and results.
+//! - `http`: rmcp's Streamable HTTP client over the guarded client (size cap watch, the
+//!   token source's bearer and the one retry after a refusal).
 //! - `sse`: the legacy HTTP+SSE transport and its event parser.
 //! - `handler`: our rmcp client handler (client info, `tools/list_changed`).
 //! - `errors`: rmcp/reqwest errors to [`McpError`], the redactor.
+//! - [`oauth`]: OAuth for MCP servers (its own layout in its docs).
 //!
 //! # Example
 //! ```no_run
@@ -75,6 +87,7 @@
 mod errors;
 mod handler;
 mod http;
+pub mod oauth;
 mod session;
 mod sse;
 
@@ -95,6 +108,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use crate::errors::{Failure, Limits, Redactor, from_initialize};
 use crate::handler::Handler;
 use crate::http::GuardedHttp;
+use crate::oauth::TokenSource;
+use crate::oauth::http::{MAX_OAUTH_BYTES, OAuthHttp};
 use crate::session::Session;
 use crate::sse::Probe;
 
@@ -144,6 +159,8 @@ struct Inner {
     config: McpConfig,
     /// The guarded client every request of every session goes through.
     http: reqwest::Client,
+    /// The OAuth steps, over the same client.
+    oauth: oauth::OAuth,
 }
 
 impl fmt::Debug for McpClient {
@@ -166,9 +183,42 @@ impl McpClient {
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| McpClientError::HttpClient(netguard::describe(&e)))?;
+        let oauth = oauth::OAuth::new(OAuthHttp {
+            client: http.clone(),
+            policy: config.policy.clone(),
+            timeout: config.request_timeout,
+            max_bytes: MAX_OAUTH_BYTES,
+        });
         Ok(McpClient {
-            inner: Arc::new(Inner { config, http }),
+            inner: Arc::new(Inner {
+                config,
+                http,
+                oauth,
+            }),
         })
+    }
+
+    /// The OAuth steps (discovery, registration, authorization, tokens) over this client's
+    /// guarded HTTP client and request timeout: see [`oauth`].
+    pub fn oauth(&self) -> oauth::OAuth {
+        self.inner.oauth.clone()
+    }
+
+    /// Connects like [`McpConnector::connect`], with the bearer token of every request
+    /// from `tokens` (an OAuth server): `server.authorization` and any `Authorization`
+    /// header of `server.headers` are ignored. A request the server refuses (401, or 403
+    /// with a challenge) is reported to `tokens` and sent once more with the token it
+    /// gives. The server URL must be https (or http on loopback), since it gets the token.
+    pub async fn connect_authorized(
+        &self,
+        server: &McpServer,
+        tokens: Arc<dyn TokenSource>,
+    ) -> Result<Box<dyn McpSession>, McpError> {
+        let mut target = Target::new(server, &self.inner.config.policy)?;
+        oauth::http::secure(&target.url, "an MCP server that uses OAuth")
+            .map_err(|e| e.to_mcp())?;
+        target.use_token_source(tokens);
+        self.connect_target(target).await
     }
 
     fn limits(&self) -> Limits {
@@ -187,6 +237,12 @@ fn millis(d: Duration) -> u64 {
 impl McpConnector for McpClient {
     async fn connect(&self, server: &McpServer) -> Result<Box<dyn McpSession>, McpError> {
         let target = Target::new(server, &self.inner.config.policy)?;
+        self.connect_target(target).await
+    }
+}
+
+impl McpClient {
+    async fn connect_target(&self, target: Target) -> Result<Box<dyn McpSession>, McpError> {
         tracing::debug!(label = %target.label, host = %target.host, "connecting to MCP server");
         let connect_timeout = self.inner.config.connect_timeout;
         let result = tokio::time::timeout(connect_timeout, self.discover(&target)).await;
@@ -215,6 +271,8 @@ struct Target {
     /// The server's extra headers, values marked sensitive.
     headers: Vec<(HeaderName, HeaderValue)>,
     redactor: Redactor,
+    /// The OAuth token source, instead of `token`.
+    auth: Option<Arc<dyn TokenSource>>,
 }
 
 /// Headers the transports set themselves; an extra header of the same name is dropped.
@@ -274,7 +332,24 @@ impl Target {
             token,
             headers,
             redactor,
+            auth: None,
         })
+    }
+
+    /// Takes the bearer token of every request from `tokens`: no static token, no
+    /// `Authorization` among the extra headers.
+    fn use_token_source(&mut self, tokens: Arc<dyn TokenSource>) {
+        self.token = None;
+        self.headers.retain(|(name, _)| *name != AUTHORIZATION);
+        self.auth = Some(tokens);
+    }
+
+    /// The legacy transport's view of the token source.
+    fn sse_auth(&self) -> sse::Auth {
+        sse::Auth {
+            source: self.auth.clone(),
+            redactor: self.redactor.clone(),
+        }
     }
 
     /// Every header of a request: `Authorization` and the extra headers.
@@ -316,6 +391,7 @@ impl McpClient {
             &target.url,
             &target.header_map(),
             limits,
+            target.sse_auth(),
         )
         .await;
         let transport = match probe {
@@ -349,6 +425,8 @@ impl McpClient {
             client: self.inner.http.clone(),
             failure: failure.clone(),
             limits: self.limits(),
+            auth: target.auth.clone(),
+            redactor: target.redactor.clone(),
         };
         let transport = StreamableHttpClientTransport::with_client(http, config);
         self.initialize(Handler::new(changed).serve(transport), &failure)

@@ -8,6 +8,10 @@
 //!
 //! [`SseTransport`] implements rmcp's `Transport`, so rmcp runs the session over it exactly as
 //! over Streamable HTTP. Each event is capped at `max_response_bytes` while it is read.
+//!
+//! With an OAuth token source ([`Auth`]), the GET and every POST carry its current token, and
+//! one refused with 401 (or 403 with a challenge) is sent once more with the token the source
+//! gives after hearing of the refusal.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -23,7 +27,8 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 
-use crate::errors::{Failure, Limits, SseError, from_reqwest, http_error};
+use crate::errors::{Failure, Limits, Redactor, SseError, from_reqwest, http_error};
+use crate::oauth::{Challenge, ExposeSecret, Rejection, SecretString, TokenSource};
 
 /// How long the probe waits for the `endpoint` event.
 const ENDPOINT_WAIT: Duration = Duration::from_secs(5);
@@ -180,6 +185,84 @@ struct Poster {
     endpoint: Url,
     headers: HeaderMap,
     limits: Limits,
+    auth: Auth,
+}
+
+/// The OAuth side of the legacy transport: each request carries the source's current
+/// token; a 401 (or a 403 with a challenge) is reported to the source and the request sent
+/// once more with the token it gives.
+#[derive(Clone, Default)]
+pub(crate) struct Auth {
+    pub(crate) source: Option<Arc<dyn TokenSource>>,
+    pub(crate) redactor: Redactor,
+}
+
+impl Auth {
+    async fn token(&self) -> Result<Option<SecretString>, McpError> {
+        let Some(source) = &self.source else {
+            return Ok(None);
+        };
+        let token = source.access_token().await.map_err(|e| e.to_mcp())?;
+        if let Some(token) = &token {
+            self.redactor.remember(token.expose_secret());
+        }
+        Ok(token)
+    }
+
+    /// Sends `build(headers)`, `headers` with the token, and handles one refusal.
+    async fn send(
+        &self,
+        headers: &HeaderMap,
+        limits: Limits,
+        build: impl Fn(HeaderMap) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, McpError> {
+        let mut token = self.token().await?;
+        let mut retried = false;
+        loop {
+            let response = build(with_bearer(headers, token.as_ref())?)
+                .send()
+                .await
+                .map_err(|e| from_reqwest(&e, limits))?;
+            let status = response.status().as_u16();
+            let challenge = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(Challenge::parse);
+            let refused = status == 401 || (status == 403 && challenge.is_some());
+            let Some(source) = self.source.as_ref().filter(|_| refused && !retried) else {
+                return Ok(response);
+            };
+            let rejection = Rejection {
+                status,
+                challenge: challenge.unwrap_or_default(),
+                token: token.clone(),
+            };
+            match source.rejected(&rejection).await {
+                Ok(Some(new)) => {
+                    self.redactor.remember(new.expose_secret());
+                    token = Some(new);
+                    retried = true;
+                }
+                Ok(None) => return Ok(response),
+                Err(err) => return Err(err.to_mcp()),
+            }
+        }
+    }
+}
+
+/// `headers` with `Authorization: Bearer <token>` (marked sensitive) when there is a token.
+fn with_bearer(headers: &HeaderMap, token: Option<&SecretString>) -> Result<HeaderMap, McpError> {
+    let mut headers = headers.clone();
+    if let Some(token) = token {
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+            .map_err(|_| {
+                McpError::Protocol("the access token is not a valid header value".to_owned())
+            })?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    Ok(headers)
 }
 
 /// The outcome of probing a URL for a legacy SSE server.
@@ -197,14 +280,16 @@ pub(crate) async fn probe(
     url: &Url,
     headers: &HeaderMap,
     limits: Limits,
+    auth: Auth,
 ) -> Result<Probe, McpError> {
-    let response = client
-        .get(url.clone())
-        .headers(headers.clone())
-        .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
-        .send()
-        .await
-        .map_err(|e| from_reqwest(&e, limits))?;
+    let response = auth
+        .send(headers, limits, |headers| {
+            client
+                .get(url.clone())
+                .headers(headers)
+                .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+        })
+        .await?;
     let status = response.status();
     if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
         return Err(http_error(status.as_u16()));
@@ -256,6 +341,7 @@ pub(crate) async fn probe(
             endpoint,
             headers: headers.clone(),
             limits,
+            auth,
         }),
         failure: Failure::default(),
         closed: false,
@@ -300,14 +386,17 @@ impl Transport<RoleClient> for SseTransport {
                 )))
             })?;
             let response = poster
-                .client
-                .post(poster.endpoint.clone())
-                .headers(poster.headers.clone())
-                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                .body(body)
-                .send()
+                .auth
+                .send(&poster.headers, poster.limits, |headers| {
+                    poster
+                        .client
+                        .post(poster.endpoint.clone())
+                        .headers(headers)
+                        .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                        .body(body.clone())
+                })
                 .await
-                .map_err(|e| SseError::Mcp(from_reqwest(&e, poster.limits)))?;
+                .map_err(SseError::Mcp)?;
             let status = response.status();
             if !status.is_success() {
                 return Err(SseError::Mcp(http_error(status.as_u16())));
