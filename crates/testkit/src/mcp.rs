@@ -25,7 +25,9 @@
 //!   `headers()` (the request's `x-` headers), `fail()`, `slow(seconds)`, `big(bytes)`,
 //!   `structured()`, `mixed()`, `change_tools()`, `leak()` (a JSON-RPC error echoing the
 //!   credentials);
-//! - `broken`: answers 200 with JSON that is not JSON-RPC to every request.
+//! - `broken`: answers 200 with JSON that is not JSON-RPC to every request;
+//! - `oauth`: the basic tools behind the Python SDK's own OAuth authorization server (protected
+//!   resource metadata, dynamic client registration, authorization code with PKCE, refresh).
 //!
 //! [`McpFixture::start_with_args`] passes options to `fixtures.py`: `--token T` (any kind),
 //! `--extra-tools N` and `--page-size N` (`many` and `edge`).
