@@ -85,6 +85,9 @@
 //! ```
 
 mod errors;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod http;
 pub mod oauth;

@@ -75,6 +75,10 @@ impl EventParser {
 
     /// Feeds a chunk; complete events become available from [`EventParser::next_event`].
     pub(crate) fn feed(&mut self, mut chunk: &[u8]) -> Result<(), SseError> {
+        // An empty chunk between a `\r` and its `\n` must not end the wait for the `\n`.
+        if chunk.is_empty() {
+            return Ok(());
+        }
         if self.skip_lf {
             self.skip_lf = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
@@ -323,17 +327,7 @@ pub(crate) async fn probe(
     if first.name != "endpoint" {
         return Ok(Probe::NotSse);
     }
-    let endpoint = url.join(first.data.trim()).map_err(|e| {
-        McpError::Protocol(format!("the SSE endpoint event is not a valid URL: {e}"))
-    })?;
-    let endpoint = policy
-        .check_url(endpoint.as_str())
-        .map_err(|b| McpError::Blocked(b.0))?;
-    if endpoint.origin() != url.origin() {
-        return Err(McpError::Protocol(
-            "the SSE endpoint event names another origin than the SSE URL".to_owned(),
-        ));
-    }
+    let endpoint = endpoint_url(url, &first.data, policy)?;
     Ok(Probe::Sse(SseTransport {
         events,
         poster: Arc::new(Poster {
@@ -346,6 +340,27 @@ pub(crate) async fn probe(
         failure: Failure::default(),
         closed: false,
     }))
+}
+
+/// The URL an `endpoint` event's data names, resolved against the SSE URL: it must pass the
+/// network guard and keep the SSE URL's origin.
+pub(crate) fn endpoint_url(
+    sse_url: &Url,
+    data: &str,
+    policy: &netguard::Policy,
+) -> Result<Url, McpError> {
+    let endpoint = sse_url.join(data.trim()).map_err(|e| {
+        McpError::Protocol(format!("the SSE endpoint event is not a valid URL: {e}"))
+    })?;
+    let endpoint = policy
+        .check_url(endpoint.as_str())
+        .map_err(|b| McpError::Blocked(b.0))?;
+    if endpoint.origin() != sse_url.origin() {
+        return Err(McpError::Protocol(
+            "the SSE endpoint event names another origin than the SSE URL".to_owned(),
+        ));
+    }
+    Ok(endpoint)
 }
 
 /// rmcp's view of a legacy SSE session: sends are POSTs to the endpoint, receives are the
@@ -499,6 +514,17 @@ mod tests {
             }
             assert_eq!(events(&mut p), expected, "chunks of {size}");
         }
+    }
+
+    #[test]
+    fn an_empty_chunk_between_cr_and_lf_changes_nothing() {
+        // Found by the `mcp_sse` fuzz target: the `\n` after an empty chunk was read as a blank
+        // line, which ended the event and lost its name.
+        let mut p = EventParser::new(1024);
+        for chunk in [&b"event: endpoint\r"[..], b"", b"\ndata: /m\r", b"", b"\n\r\n"] {
+            p.feed(chunk).unwrap();
+        }
+        assert_eq!(events(&mut p), vec![ev("endpoint", "/m")]);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub mod anthropic;
 pub mod chat_completions;
 pub mod config;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gemini;
 mod http;
 mod logprobs;

@@ -5,6 +5,8 @@
 use std::pin::Pin;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use engine::model::{ModelError, ModelEvent, ModelStream};
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{FutureExt, Stream, StreamExt};
@@ -43,7 +45,7 @@ pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
     redactor: Redactor,
 ) -> ModelStream {
     let turn = SseTurn {
-        events: Box::pin(response.bytes_stream().eventsource()),
+        events: Box::pin(without_bom(response.bytes_stream()).eventsource()),
         decoder,
         idle_timeout,
         redactor,
@@ -54,6 +56,48 @@ pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
         Some((batch, more.then_some(turn)))
     });
     Box::pin(batches.flat_map(futures::stream::iter))
+}
+
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `body` without the byte order marks it may start with, even split over chunks. The SSE
+/// spec strips one; `eventsource-stream` 0.2 means to, but cuts one byte off the three-byte
+/// character and panics, so none may reach it first (a second mark, which the spec would
+/// leave in the first field's name, is dropped too).
+pub(crate) fn without_bom<S, E>(body: S) -> impl Stream<Item = Result<Bytes, E>> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Send + 'static,
+{
+    // The head of the body, while it might still be the start of a mark.
+    let head: Option<Vec<u8>> = Some(Vec::new());
+    futures::stream::unfold((Box::pin(body), head), |(mut body, mut head)| async move {
+        loop {
+            if head.is_none() {
+                return body.next().await.map(|item| (item, (body, None)));
+            }
+            match body.next().await {
+                Some(Ok(chunk)) => {
+                    let mut bytes = head.take().unwrap_or_default();
+                    bytes.extend_from_slice(&chunk);
+                    while bytes.starts_with(BOM) {
+                        bytes.drain(..BOM.len());
+                    }
+                    if bytes.len() < BOM.len() && BOM.starts_with(&bytes) {
+                        head = Some(bytes);
+                        continue;
+                    }
+                    return Some((Ok(Bytes::from(bytes)), (body, None)));
+                }
+                Some(Err(err)) => return Some((Err(err), (body, None))),
+                None => {
+                    let bytes = head.take().unwrap_or_default();
+                    return (!bytes.is_empty()).then(|| (Ok(Bytes::from(bytes)), (body, None)));
+                }
+            }
+        }
+    })
 }
 
 type SseEvents =

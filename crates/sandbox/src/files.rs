@@ -36,6 +36,9 @@
 mod apply;
 mod common;
 mod fsio;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod glob;
 mod patch;
 mod search;

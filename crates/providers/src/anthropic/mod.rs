@@ -20,7 +20,7 @@
 //!
 //! [`check`]: ModelClient::check
 
-mod decode;
+pub(crate) mod decode;
 mod wire;
 
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream, Unsupported};

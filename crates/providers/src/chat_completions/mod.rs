@@ -10,7 +10,7 @@
 //! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
 //!   shared (`crate::http::Upstream`, `crate::sse`).
 
-mod decode;
+pub(crate) mod decode;
 mod wire;
 
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};

@@ -15,7 +15,7 @@
 //! `Upstream` with its code too; a broken connection is [`ModelError::Transport`] and silence
 //! longer than the idle timeout [`ModelError::Timeout`]. No message carries the key.
 
-mod decode;
+pub(crate) mod decode;
 mod wire;
 
 use std::sync::OnceLock;

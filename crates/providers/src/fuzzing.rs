@@ -1,0 +1,71 @@
+//! Entry points for the fuzz targets (`crates/fuzzing`, `fuzz/`), behind the `fuzzing` feature:
+//! an upstream's SSE body, in any chunking, through the same framing (`eventsource-stream`) and
+//! the same wire decoders a streamed turn uses (see `sse.rs`), without a socket.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use engine::model::{ModelError, ModelEvent};
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::{FutureExt, StreamExt};
+
+use crate::config::WireApi;
+use crate::sse::{SseDecoder, Step, without_bom};
+
+/// What a streamed turn would yield for a body arriving in these chunks: the events in order,
+/// ending at the first error (the stream stops there, as `sse_stream` does).
+pub fn decode_sse(wire: WireApi, chunks: &[&[u8]]) -> Vec<Result<ModelEvent, ModelError>> {
+    match wire {
+        WireApi::ChatCompletions => run(crate::chat_completions::decode::Decoder::default(), chunks),
+        WireApi::Responses => run(crate::responses::decode::Decoder::default(), chunks),
+        WireApi::AnthropicMessages => run(crate::anthropic::decode::Decoder::default(), chunks),
+        WireApi::Gemini => run(crate::gemini::decode::Decoder::new(call_ids()), chunks),
+    }
+}
+
+/// Gemini's non-streamed answer (one JSON object, or `streamGenerateContent`'s JSON array).
+pub fn decode_gemini_body(body: &[u8]) -> Result<Vec<ModelEvent>, ModelError> {
+    crate::gemini::decode::body_events(body, call_ids())
+}
+
+fn call_ids() -> crate::gemini::decode::CallIds {
+    let mut n = 0_u64;
+    Box::new(move || {
+        n += 1;
+        format!("call_{n}")
+    })
+}
+
+fn run<D: SseDecoder>(mut decoder: D, chunks: &[&[u8]]) -> Vec<Result<ModelEvent, ModelError>> {
+    let body = chunks
+        .iter()
+        .map(|chunk| Ok::<_, Infallible>(Bytes::copy_from_slice(chunk)))
+        .collect::<Vec<_>>();
+    let mut events = Box::pin(without_bom(futures::stream::iter(body)).eventsource());
+    let mut out = Vec::new();
+    let mut yielded = Vec::new();
+    loop {
+        // The body is in memory: every poll is ready at once.
+        let next = events.next().now_or_never().flatten();
+        let step = match next {
+            Some(Ok(event)) => decoder.data(&event.data, &mut out),
+            Some(Err(EventStreamError::Utf8(_))) => {
+                Err(ModelError::Protocol("the stream is not valid UTF-8".into()))
+            }
+            Some(Err(EventStreamError::Parser(_))) => {
+                Err(ModelError::Protocol("invalid SSE framing".into()))
+            }
+            Some(Err(EventStreamError::Transport(never))) => match never {},
+            None => decoder.end(&mut out).map(|()| Step::Done),
+        };
+        yielded.extend(out.drain(..).map(Ok));
+        match step {
+            Ok(Step::Continue) => {}
+            Ok(Step::Done) => return yielded,
+            Err(err) => {
+                yielded.push(Err(err));
+                return yielded;
+            }
+        }
+    }
+}
