@@ -3,6 +3,7 @@
 //! terminal event and the removal of its job row in one transaction, exactly as a run that
 //! ends normally does.
 
+use protocol::events::EventData;
 use protocol::response::ResponseStatus;
 
 use crate::code::Code;
@@ -54,15 +55,29 @@ pub(crate) async fn end_stored(
         store.delete_job(id).await?;
         return Ok(());
     }
+    let mut records = Vec::new();
+    let next = match store.events_after(id, None).await?.last() {
+        Some(last) => last.sequence_number + 1,
+        // Nothing of the run reached its log (queued, or stopped before its first flush): the
+        // log still starts with `response.created`, as every stream does (a resuming client's
+        // SDK refuses a stream that does not).
+        None => {
+            records.push(events::record(
+                0,
+                EventData::ResponseCreated {
+                    response: Box::new(record.response.clone()),
+                },
+            ));
+            1
+        }
+    };
     record.response.status = ResponseStatus::Failed;
     record.response.completed_at = Some(core.clock.now_secs());
     record.response.error = Some(failure.info());
-    let next = store
-        .events_after(id, None)
-        .await?
-        .last()
-        .map_or(0, |e| e.sequence_number + 1);
-    let terminal = events::record(next, terminal_event(record.response.clone()));
-    store.end_run(&record, &[terminal]).await?;
+    records.push(events::record(
+        next,
+        terminal_event(record.response.clone()),
+    ));
+    store.end_run(&record, &records).await?;
     Ok(())
 }

@@ -282,3 +282,14 @@ fn redact_id(s: &str) -> String {
     }
     s.to_owned()
 }
+
+/// Where a test keeps what it wants the secrets scan (`scripts/scan-secrets`, run at the end of
+/// `scripts/test`) to read: `$AGENTD_TEST_ARTIFACTS/<name>`, created afresh, when the variable
+/// is set; `None` otherwise (the test then uses a temporary directory it removes).
+pub fn artifacts_dir(name: &str) -> Option<std::path::PathBuf> {
+    let root = std::env::var_os("AGENTD_TEST_ARTIFACTS").filter(|v| !v.is_empty())?;
+    let dir = std::path::Path::new(&root).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}

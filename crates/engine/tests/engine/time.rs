@@ -133,8 +133,12 @@ async fn a_job_whose_worker_died_is_ended_failed_once_its_lease_expired() {
     let error = record.response.error.unwrap();
     assert!(error.message.contains("server stopped"), "{error:?}");
     assert!(h.model("m").requests().is_empty());
+    // Its log starts as every stream does, though the run never emitted anything (a resuming
+    // client's SDK refuses a stream without `response.created`; found by the soak test).
     let events = h.store.events_of(&id);
-    assert_eq!(types(&events), ["response.failed"]);
+    assert_eq!(types(&events), ["response.created", "response.failed"]);
+    assert_eq!(events[0]["response"]["status"], "queued");
+    assert_eq!(events[1]["sequence_number"], 1);
     assert!(!h.store.lock().jobs.contains_key(&id));
 }
 

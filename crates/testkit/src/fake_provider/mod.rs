@@ -17,7 +17,8 @@
 //! reply renders the same answer on every wire: text deltas, tool calls (arguments in pieces where
 //! the wire streams them), usage, the finish reason, reasoning blocks, errors in each provider's
 //! error envelope. An empty queue answers HTTP 500 "fake provider: no scripted reply left", so a
-//! test that scripts too few replies fails loudly.
+//! test that scripts too few replies fails loudly, unless the test set a responder
+//! ([`FakeProvider::respond_with`]) that picks each reply from the request.
 //!
 //! Model lists ([`FakeProvider::set_models`], counted by [`FakeProvider::model_list_requests`]):
 //! `GET {base}/models` (OpenAI), `GET /v1/models` with an `anthropic-version` header
@@ -95,7 +96,12 @@ struct Shared {
     dropped_streams: AtomicUsize,
     /// Numbers the answers (completion, response and message ids).
     next_id: AtomicU64,
+    /// Answers a turn when no scripted reply is left ([`FakeProvider::respond_with`]).
+    responder: Mutex<Option<Responder>>,
 }
+
+/// Picks the reply of a turn from its request body (see [`FakeProvider::respond_with`]).
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A test that panicked while holding the lock has already failed; keep the data readable.
@@ -199,6 +205,14 @@ impl FakeProvider {
         lock(&self.shared.received).clear();
         self.shared.model_list_requests.store(0, Ordering::SeqCst);
         discarded
+    }
+
+    /// From now on, a turn that finds no scripted reply left is answered by `responder`, called
+    /// with the turn's request body (in its wire API's JSON): for tests whose many concurrent
+    /// runs cannot share one FIFO queue (each run's reply is picked from its own messages).
+    /// Scripted replies still come first.
+    pub fn respond_with(&self, responder: impl Fn(&Value) -> Reply + Send + Sync + 'static) {
+        *lock(&self.shared.responder) = Some(Arc::new(responder));
     }
 
     /// How many scripted replies have not been used yet.
@@ -381,7 +395,9 @@ async fn turn(
     target: &Target,
     request: &Value,
 ) -> Response {
-    let Some(reply) = lock(&shared.replies).pop_front() else {
+    let scripted = lock(&shared.replies).pop_front();
+    let responder = lock(&shared.responder).clone();
+    let Some(reply) = scripted.or_else(|| responder.map(|respond| respond(request))) else {
         return error_response(wire, 500, "fake provider: no scripted reply left");
     };
     let streaming = match wire {
