@@ -41,7 +41,10 @@ pub fn run(data: &[u8]) {
                 if let Some(target) = move_to {
                     check_path(target);
                 }
-                assert!(*chunks > 0 || move_to.is_some(), "an update that changes nothing");
+                assert!(
+                    *chunks > 0 || move_to.is_some(),
+                    "an update that changes nothing"
+                );
                 if let Ok(text) = result {
                     let had_newline = original.is_empty() || original.ends_with('\n');
                     if had_newline && !text.is_empty() {

@@ -21,9 +21,12 @@ pub mod netguard_url;
 pub mod request;
 pub mod upstream_sse;
 
+/// A target's body: arbitrary bytes in, a panic when a promise is broken.
+pub type Body = fn(&[u8]);
+
 /// Every target: its name (the `fuzz/fuzz_targets/<name>.rs` file and `fuzz/corpus/<name>/`)
 /// and its body.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Body); 5] = [
     ("request", request::run),
     ("upstream_sse", upstream_sse::run),
     ("mcp_sse", mcp_sse::run),

@@ -45,7 +45,11 @@ fn check_endpoint(sse_url: &str, data: &str, policy: &netguard::Policy) {
         return;
     };
     if let Ok(url) = endpoint(&sse, data, policy) {
-        assert_eq!(url.origin(), sse.origin(), "{data:?} left the origin: {url}");
+        assert_eq!(
+            url.origin(),
+            sse.origin(),
+            "{data:?} left the origin: {url}"
+        );
         assert!(
             policy.check_url(url.as_str()).is_ok(),
             "{data:?}: an endpoint the guard refuses: {url}"

@@ -49,7 +49,10 @@ pub fn run(data: &[u8]) {
 
 fn check_accepted(url: &Url) {
     assert!(matches!(url.scheme(), "http" | "https"), "scheme {url}");
-    assert!(url.username().is_empty() && url.password().is_none(), "credentials {url}");
+    assert!(
+        url.username().is_empty() && url.password().is_none(),
+        "credentials {url}"
+    );
     assert_ne!(url.port(), Some(0), "port 0 {url}");
     assert!(url.host().is_some(), "a URL without a host passed: {url}");
     match url.host() {

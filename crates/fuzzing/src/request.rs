@@ -7,9 +7,9 @@
 //! serde_json reads, whatever its nesting: issue 13's 124-level schema was accepted and then
 //! failed the run).
 
+use protocol::RequestError;
 use protocol::limits::{RequestLimits, count_tools};
 use protocol::request::CreateRequest;
-use protocol::RequestError;
 
 pub fn run(data: &[u8]) {
     let limits = RequestLimits::default();
@@ -19,7 +19,11 @@ pub fn run(data: &[u8]) {
         Err(err) => return refusal(&err),
     };
     if let (Some(count), Some(tools)) = (counted, &request.tools) {
-        assert_eq!(count, tools.len(), "the tool count probe disagrees with the parser");
+        assert_eq!(
+            count,
+            tools.len(),
+            "the tool count probe disagrees with the parser"
+        );
     }
     let json = serde_json::to_vec(&request).unwrap_or_default();
     assert!(!json.is_empty(), "a parsed request does not serialise");
@@ -36,8 +40,8 @@ pub fn run(data: &[u8]) {
         return refusal(&err);
     }
     // What the store keeps of an accepted request reads back.
-    let stored = serde_json::to_string(&serde_json::json!({ "request": request }))
-        .unwrap_or_default();
+    let stored =
+        serde_json::to_string(&serde_json::json!({ "request": request })).unwrap_or_default();
     assert!(
         serde_json::from_str::<serde_json::Value>(&stored).is_ok(),
         "an accepted request cannot be read back from the store"

@@ -52,14 +52,21 @@ fn without_ids(events: Vec<Result<ModelEvent, ModelError>>) -> Vec<Result<ModelE
 
 fn check(wire: WireApi, events: &[Result<ModelEvent, ModelError>]) {
     if let Some(at) = events.iter().position(Result::is_err) {
-        assert_eq!(at + 1, events.len(), "{wire:?}: events after an error: {events:?}");
+        assert_eq!(
+            at + 1,
+            events.len(),
+            "{wire:?}: events after an error: {events:?}"
+        );
     }
     let ok: Vec<&ModelEvent> = events.iter().filter_map(|e| e.as_ref().ok()).collect();
     let finishes = ok
         .iter()
         .filter(|e| matches!(e, ModelEvent::Finish(_)))
         .count();
-    assert!(finishes <= 1, "{wire:?}: {finishes} Finish events: {events:?}");
+    assert!(
+        finishes <= 1,
+        "{wire:?}: {finishes} Finish events: {events:?}"
+    );
     if let Some(at) = ok.iter().position(|e| matches!(e, ModelEvent::Finish(_))) {
         assert!(
             ok[at + 1..]

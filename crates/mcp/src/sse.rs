@@ -521,7 +521,13 @@ mod tests {
         // Found by the `mcp_sse` fuzz target: the `\n` after an empty chunk was read as a blank
         // line, which ended the event and lost its name.
         let mut p = EventParser::new(1024);
-        for chunk in [&b"event: endpoint\r"[..], b"", b"\ndata: /m\r", b"", b"\n\r\n"] {
+        for chunk in [
+            &b"event: endpoint\r"[..],
+            b"",
+            b"\ndata: /m\r",
+            b"",
+            b"\n\r\n",
+        ] {
             p.feed(chunk).unwrap();
         }
         assert_eq!(events(&mut p), vec![ev("endpoint", "/m")]);

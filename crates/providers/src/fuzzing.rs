@@ -16,7 +16,9 @@ use crate::sse::{SseDecoder, Step, without_bom};
 /// ending at the first error (the stream stops there, as `sse_stream` does).
 pub fn decode_sse(wire: WireApi, chunks: &[&[u8]]) -> Vec<Result<ModelEvent, ModelError>> {
     match wire {
-        WireApi::ChatCompletions => run(crate::chat_completions::decode::Decoder::default(), chunks),
+        WireApi::ChatCompletions => {
+            run(crate::chat_completions::decode::Decoder::default(), chunks)
+        }
         WireApi::Responses => run(crate::responses::decode::Decoder::default(), chunks),
         WireApi::AnthropicMessages => run(crate::anthropic::decode::Decoder::default(), chunks),
         WireApi::Gemini => run(crate::gemini::decode::Decoder::new(call_ids()), chunks),

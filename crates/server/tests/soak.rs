@@ -280,10 +280,17 @@ async fn two_hundred_background_runs_survive_repeated_kill_9() {
     let repeated: Vec<_> = calls.iter().filter(|(_, n)| **n > 1).collect();
     assert!(repeated.is_empty(), "tool calls repeated: {repeated:?}");
     for marker in &completed {
-        assert_eq!(calls.get(marker), Some(&1), "{marker} completed without its call");
+        assert_eq!(
+            calls.get(marker),
+            Some(&1),
+            "{marker} completed without its call"
+        );
     }
     // Some runs were caught by a kill, and the crashes did not stop the rest.
-    assert!(statuses.get("failed").is_some_and(|n| *n > 0), "{statuses:?}");
+    assert!(
+        statuses.get("failed").is_some_and(|n| *n > 0),
+        "{statuses:?}"
+    );
     assert!(
         statuses.get("completed").is_some_and(|n| *n >= RUNS / 4),
         "{statuses:?}"

@@ -7,8 +7,13 @@ use super::patch::{self, Hunk};
 /// One file operation of a parsed patch, as the tool would carry it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileOp {
-    Add { path: String, contents: String },
-    Delete { path: String },
+    Add {
+        path: String,
+        contents: String,
+    },
+    Delete {
+        path: String,
+    },
     /// The update's chunks applied to the given original text (or why they could not be).
     Update {
         path: String,
