@@ -1,0 +1,116 @@
+"""scripts/scan-secrets, the secrets scan scripts/test runs over everything the suites left: it
+must find a planted secret wherever agentd could leave one (a log, base64 in a log, a row only
+in a store's WAL, a value split over SQLite overflow pages, an answer in the recordings), skip
+what the test's own peers were meant to receive, and refuse to call an empty scan clean."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO_ROOT
+
+SCAN = REPO_ROOT / "scripts" / "scan-secrets"
+SECRET = "planted-secret-for-the-scanner-5e1f0c"
+
+
+def scan(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    secrets = tmp_path / "secrets"
+    secrets.write_text(f"# a comment\n\n{SECRET}\n")
+    return subprocess.run(
+        [sys.executable, str(SCAN), "--secrets", str(secrets), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def artifacts(tmp_path: Path) -> Path:
+    root = tmp_path / "artifacts"
+    (root / "agentd-data").mkdir(parents=True)
+    (root / "logs").mkdir()
+    (root / "logs" / "agentd.stderr").write_text("INFO request method=POST path=/v1/responses status=200\n")
+    return root
+
+
+def test_a_clean_tree_passes(tmp_path: Path) -> None:
+    root = artifacts(tmp_path)
+    result = scan(tmp_path, str(root))
+    assert result.returncode == 0, result.stderr
+    assert "1 files" in result.stdout
+
+
+def test_an_empty_tree_proves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert scan(tmp_path, str(tmp_path / "empty")).returncode == 2
+    root = artifacts(tmp_path)
+    assert scan(tmp_path, "--expect-store", str(root)).returncode == 2
+
+
+def test_a_secret_in_a_log_as_written_or_base64(tmp_path: Path) -> None:
+    root = artifacts(tmp_path)
+    (root / "logs" / "plain.log").write_text(f"DEBUG header authorization=Bearer {SECRET}\n")
+    for prefix in (b"", b"a", b"ab"):
+        encoded = base64.b64encode(prefix + SECRET.encode() + b"!")
+        (root / "logs" / f"b64-{len(prefix)}.log").write_bytes(b"token=" + encoded)
+    result = scan(tmp_path, str(root))
+    assert result.returncode == 1
+    for name in ("plain.log", "b64-0.log", "b64-1.log", "b64-2.log"):
+        assert name in result.stderr, result.stderr
+
+
+def test_a_secret_only_in_the_wal_or_over_overflow_pages(tmp_path: Path) -> None:
+    root = artifacts(tmp_path)
+    db = root / "agentd-data" / "agentd.db"
+    connection = sqlite3.connect(db)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA wal_autocheckpoint=0")
+    connection.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, payload TEXT)")
+    connection.commit()
+    # The committed row stays in the WAL while the connection is open (no checkpoint).
+    connection.execute("INSERT INTO jobs (payload) VALUES (?)", (json.dumps({"authorization": SECRET}),))
+    connection.commit()
+    try:
+        assert SECRET.encode() not in db.read_bytes()
+        result = scan(tmp_path, "--expect-store", str(root))
+    finally:
+        connection.close()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "agentd.db-wal" in result.stderr
+
+    # A value far larger than a page: SQLite cuts it over overflow pages, where a split secret
+    # is no longer one run of bytes in the file; the row read still finds it.
+    other = tmp_path / "other"
+    other.mkdir()
+    db = other / "store.db"
+    connection = sqlite3.connect(db)
+    connection.execute("CREATE TABLE t (v TEXT)")
+    page = connection.execute("PRAGMA page_size").fetchone()[0]
+    for shift in range(0, 40, 4):
+        connection.execute("INSERT INTO t VALUES (?)", ("x" * (page - 20 - shift) + SECRET,))
+    connection.commit()
+    connection.close()
+    result = scan(tmp_path, str(other))
+    assert result.returncode == 1
+    assert "t.v" in result.stderr, result.stderr
+
+
+def test_tool_side_files_and_recorded_requests_are_not_leaks(tmp_path: Path) -> None:
+    root = artifacts(tmp_path)
+    (root / "mcp-auth-0.jsonl").write_text(json.dumps({"authorization": f"Bearer {SECRET}"}) + "\n")
+    recordings = root / "recordings.jsonl"
+    sent = {"test": "t", "request": {"tools": [{"authorization": SECRET}]}, "body": {"ok": True}, "events": []}
+    recordings.write_text(json.dumps(sent) + "\n")
+    result = scan(tmp_path, "--tool-side", "mcp-*-*.jsonl", "--recordings", str(recordings), str(root))
+    assert result.returncode == 0, result.stderr
+    assert "1 tool-side files skipped" in result.stdout
+
+    echoed = dict(sent, events=[{"type": "response.completed", "response": {"tools": [{"authorization": SECRET}]}}])
+    recordings.write_text(json.dumps(sent) + "\n" + json.dumps(echoed) + "\n")
+    result = scan(tmp_path, "--tool-side", "mcp-*-*.jsonl", "--recordings", str(recordings), str(root))
+    assert result.returncode == 1
+    assert "recordings.jsonl line 2" in result.stderr, result.stderr
