@@ -66,6 +66,9 @@ pub enum InputItem {
     /// An earlier item by id (`{"type": "item_reference", "id": …}`, or `{"id": …}` alone), resolved
     /// from the project's stored items before the run.
     ItemReference(ItemReference),
+    /// A `compaction` item from `/responses/compact`: the model is sent its summary in place of
+    /// the history it summarises.
+    Compaction(crate::compact::CompactionItem),
 }
 
 /// `item_reference`.
@@ -87,6 +90,7 @@ const INPUT_ITEM_TYPES: &[&str] = &[
     "mcp_list_tools",
     "tool_search_output",
     "item_reference",
+    "compaction",
 ];
 
 impl<'de> Deserialize<'de> for InputItem {
@@ -114,6 +118,7 @@ impl<'de> Deserialize<'de> for InputItem {
             "mcp_list_tools" => strict::from_value(value).map(InputItem::McpListTools),
             "tool_search_output" => strict::from_value(value).map(InputItem::ToolSearchOutput),
             "item_reference" => strict::from_value(value).map(InputItem::ItemReference),
+            "compaction" => strict::from_value(value).map(InputItem::Compaction),
             other => Err(strict::unknown_tag("input item", other, INPUT_ITEM_TYPES)),
         }
     }

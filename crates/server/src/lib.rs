@@ -6,7 +6,7 @@
 //! [`connections`] (the connection cap, idle and write timeouts), [`fdlimit`] (the open-file
 //! limit and the default connection cap), [`datadir`] (the data directory's permissions),
 //! [`route_table`] (method, path, endpoint), [`routes`] (endpoint -> handler), [`handlers`]
-//! (thin), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
+//! (thin), [`compact`] (`POST …/compact`), [`conversations`] (the OpenAI Conversations API's handlers), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
 //! pages: `Origin` and `Host`), [`json`] (the strict body extractor), [`params`] (path and
 //! query extractors), [`sse`] (the SSE writer), [`error`] (the code table), [`envelope`] (every
 //! error answer on the JSON envelope), [`config`] (defaults < file < env < flags),
@@ -27,8 +27,10 @@
 
 pub mod auth;
 pub mod builtins;
+pub mod compact;
 pub mod config;
 pub mod connections;
+pub mod conversations;
 pub mod datadir;
 pub mod envelope;
 pub mod error;

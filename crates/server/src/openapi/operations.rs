@@ -191,6 +191,138 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             ok: json_answer("The files", schemas.file_list.clone()),
             errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, INTERNAL],
         },
+        Endpoint::Delete => Spec {
+            summary: "Delete a response: its events, items and files go too (404 afterwards)",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer(
+                "Deleted (`object: \"response.deleted\"`)",
+                schemas.deleted.clone(),
+            ),
+            errors: vec![
+                (
+                    400,
+                    "The run has not ended yet (cancel it first), or a path parameter is not valid UTF-8",
+                ),
+                UNAUTHORIZED,
+                FORBIDDEN,
+                NOT_FOUND,
+                INTERNAL,
+            ],
+        },
+        Endpoint::InputItems => Spec {
+            summary: "List a response's input items (with their ids), a page at a time",
+            authenticated: true,
+            query: page_query(),
+            body: None,
+            ok: json_answer("A page of input items", schemas.item_list.clone()),
+            errors: vec![BAD_PAGE, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, INTERNAL],
+        },
+        Endpoint::Compact => Spec {
+            summary: "Compact a conversation: the model summarises it into a `compaction` item; pass the output back as input (with a new message, without `previous_response_id`) to continue from the summary",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body(
+                "`model` (required), `input` and/or `previous_response_id`, `instructions`, `prompt_cache_key`",
+                &schemas.compact_request,
+                true,
+            ),
+            ok: json_answer(
+                "The compacted conversation (`object: \"response.compaction\"`): its user messages, then the `compaction` item",
+                schemas.compact_resource.clone(),
+            ),
+            errors: vec![
+                (
+                    400,
+                    "Invalid body (`param` names the field: `model` when it is missing), an unconfigured model, nothing to compact, or an unknown `previous_response_id`",
+                ),
+                UNAUTHORIZED,
+                FORBIDDEN,
+                (
+                    408,
+                    "The body did not arrive within the server's body timeout",
+                ),
+                (413, "The body is larger than 32 MiB"),
+                (415, "The body's `Content-Type` is not JSON"),
+                INTERNAL,
+                (502, "The model failed or returned an empty summary"),
+            ],
+        },
+        Endpoint::ConversationCreate => Spec {
+            summary: "Create a conversation (OpenAI Conversations API), with up to 20 first items",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body(
+                "Items and metadata, both optional; an empty body is `{}`",
+                &schemas.create_conversation,
+                false,
+            ),
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_BODY, UNAUTHORIZED, FORBIDDEN, INTERNAL],
+        },
+        Endpoint::ConversationGet => Spec {
+            summary: "Retrieve a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationUpdate => Spec {
+            summary: "Replace a conversation's metadata",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body("The new metadata", &schemas.update_conversation, true),
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_BODY, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationDelete => Spec {
+            summary: "Delete a conversation and its items (the responses stay)",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer(
+                "Deleted (`object: \"conversation.deleted\"`)",
+                schemas.deleted.clone(),
+            ),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationItems => Spec {
+            summary: "List a conversation's items, a page at a time",
+            authenticated: true,
+            query: page_query(),
+            body: None,
+            ok: json_answer("A page of items", schemas.item_list.clone()),
+            errors: vec![BAD_PAGE, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationItemsAdd => Spec {
+            summary: "Add up to 20 items to a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body("The items", &schemas.add_items, true),
+            ok: json_answer("The added items", schemas.item_list.clone()),
+            errors: vec![BAD_BODY, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationItemGet => Spec {
+            summary: "Retrieve one item of a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer(
+                "The item, in its wire form",
+                json!({"type": "object", "required": ["type"]}),
+            ),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_ITEM, INTERNAL],
+        },
+        Endpoint::ConversationItemDelete => Spec {
+            summary: "Delete one item of a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_ITEM, INTERNAL],
+        },
         Endpoint::FileContent => Spec {
             summary: "Download a shared file",
             authenticated: true,
@@ -210,6 +342,41 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
         },
     }
 }
+
+/// A JSON request body.
+fn json_body(description: &str, schema: &Value, required: bool) -> Option<Value> {
+    Some(json!({
+        "required": required,
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+    }))
+}
+
+/// The query parameters of a list (OpenAI's cursor pagination).
+fn page_query() -> Vec<Value> {
+    vec![
+        json!({"name": "after", "in": "query", "required": false,
+               "description": "An item id: list the items after it (in `order`)",
+               "schema": {"type": "string"}}),
+        json!({"name": "limit", "in": "query", "required": false,
+               "description": "How many items (1 to 100, default 20)",
+               "schema": {"type": "integer", "minimum": 1, "maximum": 100}}),
+        json!({"name": "order", "in": "query", "required": false,
+               "description": "`asc` (oldest first) or `desc` (newest first, the default)",
+               "schema": {"type": "string", "enum": ["asc", "desc"]}}),
+    ]
+}
+
+const BAD_PAGE: (u16, &str) = (
+    400,
+    "`after`, `limit`, `order` or `include` is invalid (`param` names it), or a path parameter is not valid UTF-8",
+);
+const BAD_BODY: (u16, &str) = (
+    400,
+    "Invalid body (`param` names the field), or a path parameter is not valid UTF-8",
+);
+const NO_CONVERSATION: (u16, &str) = (404, "No such conversation (or another project's)");
+const NO_ITEM: (u16, &str) = (404, "No such conversation or item (or another project's)");
 
 fn json_answer(description: &str, schema: Value) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": schema}}})
@@ -240,7 +407,11 @@ fn path_parameters(path: &str) -> Vec<Value> {
             let mut parameter =
                 json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}});
             let description = match name {
+                "id" if path.starts_with("/v1/conversations") => {
+                    Some("The conversation id (`conv_…`)")
+                }
                 "id" => Some("The response id (`resp_…`)"),
+                "item_id" => Some("An item id of the conversation"),
                 "file_id" => Some("A file id from the response's file list"),
                 _ => None,
             };
