@@ -14,7 +14,7 @@
 //! [`builtins`] (the built-in tools from the `fetch`, `search` and `sandbox` crates,
 //! assembled), [`metrics`] (the registry `GET /metrics` encodes), [`openapi`]
 //! (`/openapi.json`, built from the route table and the protocol types' JSON Schemas),
-//! [`secret_keys`] (the key ring that seals stored credentials), [`unread_body`] (request
+//! [`websocket`] (WebSocket mode on `GET /v1/responses`), [`secret_keys`] (the key ring that seals stored credentials), [`unread_body`] (request
 //! bodies an early answer left unread, drained so the connection survives), [`state`].
 //!
 //! ```no_run
@@ -50,6 +50,7 @@ pub mod start;
 pub mod state;
 pub mod unread_body;
 pub mod web_guard;
+pub mod websocket;
 
 pub use serve::{SHUTDOWN_GRACE, app, run};
 pub use start::{ServerError, build_state, open_store};

@@ -27,6 +27,8 @@ pub enum Endpoint {
     InputItems,
     /// `POST …/compact`.
     Compact,
+    /// `GET /v1/{responses|agent}` upgraded to a WebSocket (WebSocket mode).
+    WebSocket,
     ConversationCreate,
     ConversationGet,
     ConversationUpdate,
@@ -129,6 +131,7 @@ pub fn table() -> Vec<Route> {
     for base in API_BASES {
         table.extend([
             route(Method::Post, base, Endpoint::Create),
+            route(Method::Get, base, Endpoint::WebSocket),
             route(Method::Post, &format!("{base}/compact"), Endpoint::Compact),
             route(Method::Get, &format!("{base}/{{id}}"), Endpoint::Retrieve),
             route(Method::Delete, &format!("{base}/{{id}}"), Endpoint::Delete),

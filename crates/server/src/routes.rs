@@ -6,7 +6,7 @@ use axum::routing::{MethodRouter, on};
 
 use crate::route_table::{Endpoint, Method, table};
 use crate::state::AppState;
-use crate::{compact, conversations, handlers};
+use crate::{compact, conversations, handlers, websocket};
 
 /// The router built from [`table`].
 pub fn routes() -> Router<AppState> {
@@ -33,6 +33,7 @@ fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
         Endpoint::Delete => on(method, handlers::delete),
         Endpoint::InputItems => on(method, handlers::input_items),
         Endpoint::Compact => on(method, compact::compact),
+        Endpoint::WebSocket => on(method, websocket::upgrade),
         Endpoint::ConversationCreate => on(method, conversations::create),
         Endpoint::ConversationGet => on(method, conversations::get),
         Endpoint::ConversationUpdate => on(method, conversations::update),

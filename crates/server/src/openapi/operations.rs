@@ -249,6 +249,47 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
                 (502, "The model failed or returned an empty summary"),
             ],
         },
+        Endpoint::WebSocket => Spec {
+            summary: "WebSocket mode: upgrade (`Upgrade: websocket`, the same `Authorization` header), then send `{\"type\": \"response.create\", …the create body}` text messages without `stream`, `stream_options` or `background`; each is answered with the run's events, one JSON object per message, ending with the terminal event. One response in flight per connection; errors are `{\"type\": \"error\", \"status\", \"error\": {type, code, message, param}}` and leave the connection open; `store: false` responses can be continued on the connection that made them only; the connection closes after `http.websocket_lifetime_secs` with `websocket_connection_limit_reached`",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json!({
+                "description": "Not answered: the upgrade is `101 Switching Protocols`. Each server message's JSON is described by `x-websocket-server-message`, each client message's by `x-websocket-client-message`.",
+                "x-websocket-client-message": {
+                    "type": "object",
+                    "description": "`type: \"response.create\"` plus the fields of the create body (see the `POST` operation), without `stream`, `stream_options` and `background`",
+                    "required": ["type"],
+                    "properties": {"type": {"const": "response.create"}},
+                },
+                "x-websocket-server-message": {"oneOf": [
+                    schemas.stream_event,
+                    {
+                        "type": "object",
+                        "required": ["type", "status", "error"],
+                        "properties": {
+                            "type": {"const": "error"},
+                            "status": {"type": "integer"},
+                            "error": {
+                                "type": "object",
+                                "required": ["code", "message"],
+                                "properties": {
+                                    "type": {"type": "string"},
+                                    "code": {"type": "string"},
+                                    "message": {"type": "string"},
+                                    "param": {"type": ["string", "null"]},
+                                },
+                            },
+                        },
+                    },
+                ]},
+            }),
+            errors: vec![
+                (400, "Not a WebSocket upgrade request"),
+                UNAUTHORIZED,
+                FORBIDDEN,
+            ],
+        },
         Endpoint::ConversationCreate => Spec {
             summary: "Create a conversation (OpenAI Conversations API), with up to 20 first items",
             authenticated: true,
