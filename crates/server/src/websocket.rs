@@ -23,7 +23,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
-use engine::{Code, EventStream};
+use engine::{Code, EngineError, EventStream};
 use futures::StreamExt as _;
 use protocol::request::CreateRequest;
 use serde_json::{Map, Value, json};
@@ -187,7 +187,10 @@ async fn start(
     let previous = request.previous_response_id.clone();
     if let Some(id) = &previous
         && !memory.unstored.contains(id)
-        && state.engine.get_response(project, id).await.is_err()
+        && matches!(
+            state.engine.get_response(project, id).await,
+            Err(EngineError::NotFound(_))
+        )
     {
         return Err((
             (

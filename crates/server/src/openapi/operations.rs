@@ -12,7 +12,13 @@ pub fn operation(route: &Route, schemas: &Schemas) -> Value {
     let mut parameters = path_parameters(&route.path);
     parameters.extend(spec.query);
     let mut responses = Map::new();
-    responses.insert("200".to_owned(), spec.ok);
+    // A WebSocket upgrade's success is `101 Switching Protocols`.
+    let ok = if route.endpoint == Endpoint::WebSocket {
+        "101"
+    } else {
+        "200"
+    };
+    responses.insert(ok.to_owned(), spec.ok);
     for (status, why) in spec.errors {
         responses.insert(
             status.to_string(),
@@ -255,7 +261,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             query: Vec::new(),
             body: None,
             ok: json!({
-                "description": "Not answered: the upgrade is `101 Switching Protocols`. Each server message's JSON is described by `x-websocket-server-message`, each client message's by `x-websocket-client-message`.",
+                "description": "Switched to the WebSocket protocol. Each server message's JSON is described by `x-websocket-server-message`, each client message's by `x-websocket-client-message`.",
                 "x-websocket-client-message": {
                     "type": "object",
                     "description": "`type: \"response.create\"` plus the fields of the create body (see the `POST` operation), without `stream`, `stream_options` and `background`",
