@@ -14,7 +14,9 @@ use crate::engine::Engine;
 use crate::error::{EngineError, RunFailure};
 use crate::ids::new_id;
 use crate::items;
-use crate::model::{ContentPart, ModelError, ModelEvent, ModelMessage, ModelRequest, ResolveError};
+use crate::model::{
+    ContentPart, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolChoice, ResolveError,
+};
 use crate::plan;
 use crate::run::provider_failure;
 use crate::transcript;
@@ -76,6 +78,9 @@ impl Engine {
             model: resolved.upstream_model.clone(),
             messages,
             prompt_cache_key: body.prompt_cache_key,
+            // No tools: the model only writes (history calls are shown as request.rs shows
+            // them with tools off).
+            tool_choice: ModelToolChoice::None,
             ..ModelRequest::default()
         };
         resolved
