@@ -4,8 +4,8 @@
 //! of the history it replaces (`transcript.rs`).
 
 use futures::StreamExt as _;
-use protocol::compact::{CompactRequest, CompactResource, CompactionItem};
-use protocol::input::{Input, InputItem, Role};
+use protocol::compact::{CompactRequest, CompactResource};
+use protocol::input::{CompactionItem, Input, InputItem, Role};
 use protocol::response::Usage;
 
 use crate::code::Code;

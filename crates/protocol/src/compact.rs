@@ -1,6 +1,7 @@
 //! `POST /v1/responses/compact` (Open Responses' `compactResponse`): the body it takes and the
 //! `response.compaction` object it answers, whose `compaction` item carries a summary of the
-//! conversation that a new chain continues from instead of the whole history.
+//! conversation that a new chain continues from instead of the whole history (the item itself
+//! is an input item: [`crate::input::CompactionItem`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -42,18 +43,4 @@ pub struct CompactResource {
     /// User messages (as message items) and the `compaction` item, last.
     pub output: Vec<Value>,
     pub usage: Usage,
-}
-
-/// The `compaction` item, as answered and as taken back in `input`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct CompactionItem {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// agentd's summary of the conversation, base64 (agentd's own format: a client passes it
-    /// back as it got it).
-    pub encrypted_content: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_by: Option<String>,
 }

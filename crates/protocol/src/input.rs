@@ -68,7 +68,7 @@ pub enum InputItem {
     ItemReference(ItemReference),
     /// A `compaction` item from `/responses/compact`: the model is sent its summary in place of
     /// the history it summarises.
-    Compaction(crate::compact::CompactionItem),
+    Compaction(CompactionItem),
 }
 
 /// `item_reference`.
@@ -77,6 +77,20 @@ pub enum InputItem {
 #[serde(deny_unknown_fields)]
 pub struct ItemReference {
     pub id: String,
+}
+
+/// The `compaction` item, as answered and as taken back in `input`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CompactionItem {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// agentd's summary of the conversation, base64 (agentd's own format: a client passes it
+    /// back as it got it).
+    pub encrypted_content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
 }
 
 const INPUT_ITEM_TYPES: &[&str] = &[
