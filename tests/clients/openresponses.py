@@ -122,6 +122,12 @@ class Validator:
         self.validated["ResponseResource"] += 1
         return self._check("ResponseResource", "ResponseResource", response)
 
+    def compaction(self, resource: Any) -> list[Failure]:
+        """A `/responses/compact` answer against `CompactResource`."""
+        self._note_undefined(resource)
+        self.validated["CompactResource"] += 1
+        return self._check("CompactResource", "CompactResource", resource)
+
     def event(self, event: Any) -> list[Failure] | None:
         """A stream event against its `…StreamingEvent` schema; None when the document defines
         no event of its type."""

@@ -8,7 +8,7 @@ FAKE_CONTROL_URL in its environment. The packages are pinned in node/package.jso
 package-lock.json; run.sh installs them with `npm ci`.
 
 Files named `pending_*.test.mjs` are not run: they document flows that wait for an engine
-feature and are listed in tests/clients/README.md.
+feature and are listed in tests/clients/README.md (none today).
 """
 
 from __future__ import annotations
@@ -38,7 +38,11 @@ def node_binary() -> Path:
 
 
 def test_the_node_suite_has_its_files() -> None:
-    assert {"openai-sdk.test.mjs", "perplexity-sdk.test.mjs"} <= set(TEST_FILES), TEST_FILES
+    assert {
+        "openai-sdk.test.mjs",
+        "perplexity-sdk.test.mjs",
+        "vercel-ai-item-reference.test.mjs",
+    } <= set(TEST_FILES), TEST_FILES
 
 
 @pytest.mark.parametrize("test_file", TEST_FILES, ids=lambda name: name.removesuffix(".test.mjs"))

@@ -80,6 +80,8 @@ def validate(exchanges: list[Exchange], validator: Validator) -> tuple[dict[str,
     for exchange in exchanges:
         if exchange.status == 200 and is_response(exchange.body):
             note(validator.response(exchange.body), exchange)
+        elif exchange.status == 200 and isinstance(exchange.body, dict) and exchange.body.get("object") == "response.compaction":
+            note(validator.compaction(exchange.body), exchange)
         for event in exchange.events:
             note(validator.event(event) or [], exchange)
     return failures, deviations

@@ -53,6 +53,12 @@ codes! {
     InvalidSearchDomainFilter => 400, "invalid_search_domain_filter", "invalid_request";
     /// The model id cannot be served.
     InvalidModel => 400, "invalid_model", "invalid_request";
+    /// WebSocket mode: `previous_response_id` names no response this connection may continue
+    /// (a `store: false` response made on another connection, or one evicted after a failed
+    /// continuation).
+    PreviousResponseNotFound => 400, "previous_response_not_found", "invalid_request";
+    /// WebSocket mode: the connection reached its lifetime (`http.websocket_lifetime_secs`).
+    WebsocketConnectionLimitReached => 400, "websocket_connection_limit_reached", "invalid_request";
     /// No key, or a key the store does not know.
     Unauthorized => 401, "unauthorized", "unauthorized";
     /// Refused for where it comes from: in open mode, a request from a web page of another

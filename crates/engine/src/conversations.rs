@@ -50,8 +50,15 @@ fn conversation(record: ConversationRecord) -> Conversation {
     }
 }
 
+/// Stored items as (id, wire item) pairs for a page.
 fn pairs(items: Vec<StoredItem>) -> Vec<(String, Value)> {
-    items.into_iter().map(|item| (item.id, item.item)).collect()
+    items
+        .into_iter()
+        .map(|item| {
+            let wire = items::to_wire(&item.id, item.item);
+            (item.id, wire)
+        })
+        .collect()
 }
 
 impl Engine {
@@ -163,7 +170,7 @@ impl Engine {
             .into_iter()
             .rev()
             .find(|item| item.id == item_id)
-            .map(|item| item.item)
+            .map(|item| items::to_wire(&item.id, item.item))
             .ok_or_else(|| {
                 EngineError::NotFound(format!(
                     "item \"{item_id}\" of conversation \"{id}\" not found"

@@ -4,6 +4,7 @@
 
 use protocol::input::InputItem;
 use protocol::output::OutputItem;
+use serde_json::Value;
 
 use crate::ids::new_id;
 use crate::store::{ItemKind, StoredItem};
@@ -17,6 +18,7 @@ pub(crate) fn assign_ids(items: &mut [InputItem]) {
             InputItem::FunctionCall(call) => (&mut call.id, "fc"),
             InputItem::FunctionCallOutput(output) => (&mut output.id, "fco"),
             InputItem::McpApprovalResponse(response) => (&mut response.id, "mcpa"),
+            InputItem::Compaction(compaction) => (&mut compaction.id, "cmp"),
             _ => continue,
         };
         if slot.is_none() {
@@ -38,6 +40,7 @@ pub(crate) fn input_id(item: &InputItem) -> Option<&str> {
         InputItem::McpListTools(list) => Some(&list.id),
         InputItem::ToolSearchOutput(search) => Some(&search.id),
         InputItem::ItemReference(reference) => Some(&reference.id),
+        InputItem::Compaction(compaction) => compaction.id.as_deref(),
     }
 }
 
@@ -85,10 +88,92 @@ pub(crate) fn to_input(item: &StoredItem) -> Option<InputItem> {
     serde_json::from_value(item.item.clone()).ok()
 }
 
+/// A stored item as OpenAI's item routes answer it (conversation items, input items): a message
+/// always has its `type`, an `id`, a `status` and its content as a list of parts (`input_text`
+/// for the caller's roles, `output_text` with `annotations` for the assistant's), and function
+/// calls and their outputs a `status`, so the SDKs' item types parse it.
+pub(crate) fn to_wire(id: &str, mut item: Value) -> Value {
+    let Some(map) = item.as_object_mut() else {
+        return item;
+    };
+    let kind = map
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message")
+        .to_owned();
+    map.entry("id").or_insert_with(|| Value::from(id));
+    match kind.as_str() {
+        "message" => {
+            map.insert("type".to_owned(), Value::from("message"));
+            map.entry("status").or_insert_with(|| "completed".into());
+            let assistant = map.get("role").and_then(Value::as_str) == Some("assistant");
+            let part_type = if assistant {
+                "output_text"
+            } else {
+                "input_text"
+            };
+            let text_part = |text: Value| {
+                let mut part = serde_json::Map::new();
+                part.insert("type".to_owned(), part_type.into());
+                part.insert("text".to_owned(), text);
+                if assistant {
+                    part.insert("annotations".to_owned(), Value::Array(Vec::new()));
+                }
+                Value::Object(part)
+            };
+            if let Some(content) = map.get_mut("content") {
+                match content {
+                    Value::String(text) => {
+                        *content = Value::Array(vec![text_part(Value::from(text.as_str()))]);
+                    }
+                    Value::Array(parts) => {
+                        for part in parts.iter_mut().filter_map(Value::as_object_mut) {
+                            if part.get("type").and_then(Value::as_str) == Some("output_text") {
+                                part.entry("annotations")
+                                    .or_insert_with(|| Value::Array(Vec::new()));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        "function_call" | "function_call_output" => {
+            map.entry("status").or_insert_with(|| "completed".into());
+        }
+        _ => {}
+    }
+    item
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn stored_messages_answer_in_the_sdks_item_shape() {
+        let user = to_wire(
+            "msg_1",
+            json!({"type": "message", "role": "user", "content": "hi"}),
+        );
+        assert_eq!(
+            user,
+            json!({"type": "message", "id": "msg_1", "role": "user", "status": "completed",
+                   "content": [{"type": "input_text", "text": "hi"}]})
+        );
+        let assistant = to_wire("msg_2", json!({"role": "assistant", "content": "yes"}));
+        assert_eq!(
+            assistant["content"],
+            json!([{"type": "output_text", "text": "yes", "annotations": []}])
+        );
+        let call = to_wire(
+            "fc_1",
+            json!({"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}),
+        );
+        assert_eq!(call["status"], "completed");
+        assert_eq!(call["id"], "fc_1");
+    }
 
     #[test]
     fn messages_and_calls_get_ids_and_keep_theirs() {

@@ -29,6 +29,8 @@ mod approvals;
 mod citations;
 pub mod clock;
 pub mod code;
+mod compact;
+mod compaction;
 pub mod config;
 mod conversations;
 mod core;

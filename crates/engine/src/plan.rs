@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use protocol::input::InputItem;
+use protocol::input::{Input, InputItem};
 use protocol::options::OutputFormat;
-use protocol::request::{CreateRequest, Tool};
+use protocol::request::{ConversationRef, CreateRequest, Tool};
 use protocol::response::ResponseStatus;
 
+use crate::compaction;
 use crate::config::Prices;
 use crate::core::Core;
 use crate::error::EngineError;
@@ -73,9 +74,28 @@ pub(crate) async fn transcript_for(
     project_id: &str,
     request: &CreateRequest,
 ) -> Result<(Vec<InputItem>, Continuation), EngineError> {
+    transcript_of(
+        store,
+        project_id,
+        request.previous_response_id.as_deref(),
+        request.conversation.as_ref().map(ConversationRef::id),
+        request.input.clone(),
+    )
+    .await
+}
+
+/// The transcript of the previous response (or the conversation's items), then `input` with
+/// its references resolved and ids given.
+pub(crate) async fn transcript_of(
+    store: &dyn Store,
+    project_id: &str,
+    previous_response_id: Option<&str>,
+    conversation: Option<&str>,
+    input: Input,
+) -> Result<(Vec<InputItem>, Continuation), EngineError> {
     let mut items: Vec<InputItem> = Vec::new();
     let mut context = Continuation::default();
-    if let Some(previous_id) = &request.previous_response_id {
+    if let Some(previous_id) = previous_response_id {
         let previous = store
             .get_response(project_id, previous_id)
             .await?
@@ -112,8 +132,7 @@ pub(crate) async fn transcript_for(
         context.conversation = Some(previous.conversation().to_owned());
         items = previous.transcript;
     }
-    if let Some(conversation) = &request.conversation {
-        let id = conversation.id();
+    if let Some(id) = conversation {
         if store.get_conversation(project_id, id).await?.is_none() {
             return Err(EngineError::invalid(
                 "conversation",
@@ -128,12 +147,29 @@ pub(crate) async fn transcript_for(
             .collect();
     }
     context.new_from = items.len();
-    let mut input = request.input.clone().into_items();
+    let mut input = input.into_items();
     resolve_references(store, project_id, &mut input).await?;
+    check_compactions(&input)?;
     items::assign_ids(&mut input);
     items.extend(input);
     transcript::check_function_calls(&items, context.new_from)?;
     Ok((items, context))
+}
+
+/// Refuses a `compaction` item whose content is not agentd's: 400 naming
+/// `input[i].encrypted_content`.
+fn check_compactions(input: &[InputItem]) -> Result<(), EngineError> {
+    for (index, item) in input.iter().enumerate() {
+        if let InputItem::Compaction(item) = item
+            && compaction::decode(&item.encrypted_content).is_none()
+        {
+            return Err(EngineError::invalid(
+                format!("input[{index}].encrypted_content"),
+                "this compaction item was not made by this server: pass back the output of its POST /v1/responses/compact as it came",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Replaces each `item_reference` by the stored item it names (an item of this project); an

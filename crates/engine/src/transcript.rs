@@ -13,6 +13,7 @@ use protocol::input::{
 };
 use protocol::output::{McpApprovalRequest, McpCall, ToolSearchOutput};
 
+use crate::compaction;
 use crate::error::EngineError;
 use crate::model::{self, ModelMessage, ToolCall};
 use crate::tools;
@@ -186,6 +187,12 @@ pub fn to_model_messages(instructions: Option<&str>, items: &[InputItem]) -> Vec
             ),
             InputItem::Reasoning(reasoning) => {
                 messages.push(ModelMessage::Reasoning(reasoning_block(reasoning)));
+            }
+            // The summary stands for the history it replaced (checked when it came in).
+            InputItem::Compaction(item) => {
+                if let Some(summary) = compaction::decode(&item.encrypted_content) {
+                    messages.push(compaction::summary_message(&summary));
+                }
             }
             // Tool lists and decisions are told through the calls above; references were
             // resolved before the run (`plan.rs`).

@@ -66,6 +66,9 @@ pub enum InputItem {
     /// An earlier item by id (`{"type": "item_reference", "id": …}`, or `{"id": …}` alone), resolved
     /// from the project's stored items before the run.
     ItemReference(ItemReference),
+    /// A `compaction` item from `/responses/compact`: the model is sent its summary in place of
+    /// the history it summarises.
+    Compaction(CompactionItem),
 }
 
 /// `item_reference`.
@@ -74,6 +77,20 @@ pub enum InputItem {
 #[serde(deny_unknown_fields)]
 pub struct ItemReference {
     pub id: String,
+}
+
+/// The `compaction` item, as answered and as taken back in `input`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CompactionItem {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// agentd's summary of the conversation, base64 (agentd's own format: a client passes it
+    /// back as it got it).
+    pub encrypted_content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
 }
 
 const INPUT_ITEM_TYPES: &[&str] = &[
@@ -87,6 +104,7 @@ const INPUT_ITEM_TYPES: &[&str] = &[
     "mcp_list_tools",
     "tool_search_output",
     "item_reference",
+    "compaction",
 ];
 
 impl<'de> Deserialize<'de> for InputItem {
@@ -114,6 +132,7 @@ impl<'de> Deserialize<'de> for InputItem {
             "mcp_list_tools" => strict::from_value(value).map(InputItem::McpListTools),
             "tool_search_output" => strict::from_value(value).map(InputItem::ToolSearchOutput),
             "item_reference" => strict::from_value(value).map(InputItem::ItemReference),
+            "compaction" => strict::from_value(value).map(InputItem::Compaction),
             other => Err(strict::unknown_tag("input item", other, INPUT_ITEM_TYPES)),
         }
     }

@@ -6,7 +6,8 @@
 //! Layout: [`request`] (the create request, its tools and skills), [`validate`] (the request
 //! limits of spec §2–§4: [`request::CreateRequest::validate`]), [`limits`] (size limits against
 //! memory amplification: the operator's [`limits::RequestLimits`] and the fixed schema depth),
-//! [`input`] (input items),
+//! [`input`] (input items), [`compact`] (`/responses/compact` and the `compaction` item),
+//! [`conversations`] (the Conversations API's bodies and objects),
 //! [`output`] (output items: the SDK's union plus agentd's `people_search_results` and
 //! `finance_results`), [`response`] (the response object and other bodies), [`events`] (stream
 //! events), [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing), `schema`
@@ -43,6 +44,7 @@
 //! assert_eq!(request.validate().unwrap_err().param.as_deref(), Some("max_steps"));
 //! ```
 
+pub mod compact;
 pub mod conversations;
 pub mod error;
 pub mod events;

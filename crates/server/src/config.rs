@@ -315,6 +315,9 @@ pub struct RawHttp {
     /// Host names (besides loopback ones) an open-mode server answers to
     /// (`AGENTD_ALLOWED_HOSTS` wins).
     pub allowed_hosts: Option<Vec<String>>,
+    /// How long a WebSocket-mode connection may stay open, in seconds (default 3600): then the
+    /// server sends `websocket_connection_limit_reached` and closes it.
+    pub websocket_lifetime_secs: Option<u64>,
 }
 
 /// `[limits]`: what one request may hold.
@@ -436,6 +439,8 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Interval of SSE keep-alive comments.
     pub sse_keep_alive: std::time::Duration,
+    /// How long a WebSocket-mode connection may stay open (`http.websocket_lifetime_secs`).
+    pub websocket_lifetime: std::time::Duration,
     /// Connection handling (`[http]`): timeouts and the connection cap.
     pub connections: ConnectionSettings,
     /// How long a request body may take to arrive (`http.body_timeout_ms`).
@@ -671,6 +676,13 @@ impl Config {
                 message: "must be within 100..=600000".to_owned(),
             });
         }
+        let websocket_lifetime_secs = file.http.websocket_lifetime_secs.unwrap_or(3600);
+        if !(1..=86_400).contains(&websocket_lifetime_secs) {
+            return Err(ConfigError::Invalid {
+                name: "http.websocket_lifetime_secs".to_owned(),
+                message: "must be within 1..=86400".to_owned(),
+            });
+        }
         let model_lists = ModelListSettings {
             disabled: file
                 .providers
@@ -806,6 +818,7 @@ impl Config {
             engine,
             log_format,
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
+            websocket_lifetime: std::time::Duration::from_secs(websocket_lifetime_secs),
             connections,
             body_timeout,
             allowed_hosts,

@@ -49,7 +49,7 @@ pub struct ErrorLog(pub String);
 
 impl ApiError {
     /// (code, param, public message). The `Display` text is what gets logged.
-    fn parts(&self) -> (Code, Option<String>, String) {
+    pub(crate) fn parts(&self) -> (Code, Option<String>, String) {
         match self {
             ApiError::Engine(err) => (
                 err.code(),

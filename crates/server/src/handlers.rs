@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use protocol::conversations::{Deleted, ItemList};
 use protocol::response::{CancelAck, Model, ModelList, ResponseFile, ResponseFileList};
 use serde_json::{Value, json};
 
@@ -90,6 +91,27 @@ pub async fn cancel(
     PathParams(id): PathParams<String>,
 ) -> Result<Json<CancelAck>, ApiError> {
     Ok(Json(state.engine.cancel(&project, &id).await?))
+}
+
+/// `DELETE /v1/{agent|responses}/{id}`: 404 afterwards (a run still going is refused).
+pub async fn delete(
+    State(state): State<AppState>,
+    Project(project): Project,
+    PathParams(id): PathParams<String>,
+) -> Result<Json<Deleted>, ApiError> {
+    Ok(Json(state.engine.delete_response(&project, &id).await?))
+}
+
+/// `GET /v1/{agent|responses}/{id}/input_items`: the request's input items, a page at a time
+/// (`after`, `limit`, `order`, as OpenAI pages them).
+pub async fn input_items(
+    State(state): State<AppState>,
+    Project(project): Project,
+    PathParams(id): PathParams<String>,
+    QueryParams(query): QueryParams<HashMap<String, String>>,
+) -> Result<Json<ItemList>, ApiError> {
+    let page = crate::conversations::page(&query)?;
+    Ok(Json(state.engine.input_items(&project, &id, &page).await?))
 }
 
 /// `GET /v1/{agent|responses}/{id}/files`: the files a response shared.

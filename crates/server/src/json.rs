@@ -1,11 +1,15 @@
 //! The strict JSON body extractor: a JSON content type (415), the size limit (413), the body
-//! timeout (408), path-aware parse errors and the operator's request limits (400).
+//! timeout (408), path-aware parse errors and the operator's request limits (400); the same
+//! for the other JSON bodies ([`StrictJson`]: conversations, items, compact).
 
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use bytes::Bytes;
+use protocol::RequestError;
 use protocol::request::CreateRequest;
+use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -20,30 +24,8 @@ impl FromRequest<AppState> for StrictRequest {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
-        check_content_type(req.headers())?;
-        let declared = req
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
-            return Err(ApiError::PayloadTooLarge {
-                limit: MAX_BODY_BYTES,
-            });
-        }
         let settings = state.requests;
-        let body: Body = req.into_body();
-        let bytes = tokio::time::timeout(
-            settings.body_timeout,
-            axum::body::to_bytes(body, MAX_BODY_BYTES),
-        )
-        .await
-        .map_err(|_| ApiError::RequestTimeout {
-            seconds: settings.body_timeout.as_secs(),
-        })?
-        .map_err(|_| ApiError::PayloadTooLarge {
-            limit: MAX_BODY_BYTES,
-        })?;
+        let bytes = read_body(req, state).await?;
         // Far too many tools are refused before they are built (each costs memory).
         if let Some(count) = protocol::limits::count_tools(&bytes) {
             settings.limits.check_tool_count(count)?;
@@ -52,6 +34,66 @@ impl FromRequest<AppState> for StrictRequest {
         request.check_limits(&settings.limits)?;
         Ok(StrictRequest(request))
     }
+}
+
+/// Any other JSON body, parsed strictly (unknown fields and wrong types name the field path);
+/// an empty body reads as `{}`.
+pub struct StrictJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for StrictJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let bytes = read_body(req, state).await?;
+        let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &bytes
+        };
+        Ok(StrictJson(parse_strict(bytes)?))
+    }
+}
+
+/// Parses a JSON body strictly: errors name the field path.
+pub fn parse_strict<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(RequestError::from_path_error)?;
+    deserializer.end().map_err(|err| RequestError {
+        message: format!("invalid request body: {err}"),
+        param: None,
+        kind: None,
+    })?;
+    Ok(value)
+}
+
+/// The body of a JSON request: its content type checked (415), within the size limit (413)
+/// and the body timeout (408).
+async fn read_body(req: Request, state: &AppState) -> Result<Bytes, ApiError> {
+    check_content_type(req.headers())?;
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
+        return Err(ApiError::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    let settings = state.requests;
+    let body: Body = req.into_body();
+    tokio::time::timeout(
+        settings.body_timeout,
+        axum::body::to_bytes(body, MAX_BODY_BYTES),
+    )
+    .await
+    .map_err(|_| ApiError::RequestTimeout {
+        seconds: settings.body_timeout.as_secs(),
+    })?
+    .map_err(|_| ApiError::PayloadTooLarge {
+        limit: MAX_BODY_BYTES,
+    })
 }
 
 /// A body without `Content-Type` is read as JSON; one with another type than JSON

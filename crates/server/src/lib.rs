@@ -6,7 +6,7 @@
 //! [`connections`] (the connection cap, idle and write timeouts), [`fdlimit`] (the open-file
 //! limit and the default connection cap), [`datadir`] (the data directory's permissions),
 //! [`route_table`] (method, path, endpoint), [`routes`] (endpoint -> handler), [`handlers`]
-//! (thin), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
+//! (thin), [`compact`] (`POST …/compact`), [`conversations`] (the OpenAI Conversations API's handlers), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
 //! pages: `Origin` and `Host`), [`json`] (the strict body extractor), [`params`] (path and
 //! query extractors), [`sse`] (the SSE writer), [`error`] (the code table), [`envelope`] (every
 //! error answer on the JSON envelope), [`config`] (defaults < file < env < flags),
@@ -14,7 +14,7 @@
 //! [`builtins`] (the built-in tools from the `fetch`, `search` and `sandbox` crates,
 //! assembled), [`metrics`] (the registry `GET /metrics` encodes), [`openapi`]
 //! (`/openapi.json`, built from the route table and the protocol types' JSON Schemas),
-//! [`secret_keys`] (the key ring that seals stored credentials), [`unread_body`] (request
+//! [`websocket`] (WebSocket mode on `GET /v1/responses`), [`secret_keys`] (the key ring that seals stored credentials), [`unread_body`] (request
 //! bodies an early answer left unread, drained so the connection survives), [`state`].
 //!
 //! ```no_run
@@ -27,8 +27,10 @@
 
 pub mod auth;
 pub mod builtins;
+pub mod compact;
 pub mod config;
 pub mod connections;
+pub mod conversations;
 pub mod datadir;
 pub mod envelope;
 pub mod error;
@@ -48,6 +50,7 @@ pub mod start;
 pub mod state;
 pub mod unread_body;
 pub mod web_guard;
+pub mod websocket;
 
 pub use serve::{SHUTDOWN_GRACE, app, run};
 pub use start::{ServerError, build_state, open_store};

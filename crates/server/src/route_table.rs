@@ -21,6 +21,22 @@ pub enum Endpoint {
     Cancel,
     Files,
     FileContent,
+    /// `DELETE …/{id}`.
+    Delete,
+    /// `GET …/{id}/input_items`.
+    InputItems,
+    /// `POST …/compact`.
+    Compact,
+    /// `GET /v1/{responses|agent}` upgraded to a WebSocket (WebSocket mode).
+    WebSocket,
+    ConversationCreate,
+    ConversationGet,
+    ConversationUpdate,
+    ConversationDelete,
+    ConversationItems,
+    ConversationItemsAdd,
+    ConversationItemGet,
+    ConversationItemDelete,
 }
 
 /// The HTTP methods the table uses.
@@ -28,6 +44,7 @@ pub enum Endpoint {
 pub enum Method {
     Get,
     Post,
+    Delete,
 }
 
 impl Method {
@@ -36,6 +53,7 @@ impl Method {
         match self {
             Method::Get => "get",
             Method::Post => "post",
+            Method::Delete => "delete",
         }
     }
 
@@ -44,6 +62,7 @@ impl Method {
         match self {
             Method::Get => MethodFilter::GET,
             Method::Post => MethodFilter::POST,
+            Method::Delete => MethodFilter::DELETE,
         }
     }
 }
@@ -68,11 +87,59 @@ pub fn table() -> Vec<Route> {
         route(Method::Get, "/metrics", Endpoint::Metrics),
         route(Method::Get, "/openapi.json", Endpoint::OpenApi),
         route(Method::Get, "/v1/models", Endpoint::Models),
+        route(
+            Method::Post,
+            "/v1/conversations",
+            Endpoint::ConversationCreate,
+        ),
+        route(
+            Method::Get,
+            "/v1/conversations/{id}",
+            Endpoint::ConversationGet,
+        ),
+        route(
+            Method::Post,
+            "/v1/conversations/{id}",
+            Endpoint::ConversationUpdate,
+        ),
+        route(
+            Method::Delete,
+            "/v1/conversations/{id}",
+            Endpoint::ConversationDelete,
+        ),
+        route(
+            Method::Get,
+            "/v1/conversations/{id}/items",
+            Endpoint::ConversationItems,
+        ),
+        route(
+            Method::Post,
+            "/v1/conversations/{id}/items",
+            Endpoint::ConversationItemsAdd,
+        ),
+        route(
+            Method::Get,
+            "/v1/conversations/{id}/items/{item_id}",
+            Endpoint::ConversationItemGet,
+        ),
+        route(
+            Method::Delete,
+            "/v1/conversations/{id}/items/{item_id}",
+            Endpoint::ConversationItemDelete,
+        ),
     ];
     for base in API_BASES {
         table.extend([
             route(Method::Post, base, Endpoint::Create),
+            route(Method::Get, base, Endpoint::WebSocket),
+            route(Method::Post, &format!("{base}/compact"), Endpoint::Compact),
             route(Method::Get, &format!("{base}/{{id}}"), Endpoint::Retrieve),
+            route(Method::Delete, &format!("{base}/{{id}}"), Endpoint::Delete),
+            route(
+                Method::Get,
+                &format!("{base}/{{id}}/input_items"),
+                Endpoint::InputItems,
+            ),
             route(
                 Method::Post,
                 &format!("{base}/{{id}}/cancel"),

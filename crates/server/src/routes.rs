@@ -4,9 +4,9 @@
 use axum::Router;
 use axum::routing::{MethodRouter, on};
 
-use crate::handlers;
 use crate::route_table::{Endpoint, Method, table};
 use crate::state::AppState;
+use crate::{compact, conversations, handlers, websocket};
 
 /// The router built from [`table`].
 pub fn routes() -> Router<AppState> {
@@ -30,5 +30,17 @@ fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
         Endpoint::Cancel => on(method, handlers::cancel),
         Endpoint::Files => on(method, handlers::files),
         Endpoint::FileContent => on(method, handlers::file_content),
+        Endpoint::Delete => on(method, handlers::delete),
+        Endpoint::InputItems => on(method, handlers::input_items),
+        Endpoint::Compact => on(method, compact::compact),
+        Endpoint::WebSocket => on(method, websocket::upgrade),
+        Endpoint::ConversationCreate => on(method, conversations::create),
+        Endpoint::ConversationGet => on(method, conversations::get),
+        Endpoint::ConversationUpdate => on(method, conversations::update),
+        Endpoint::ConversationDelete => on(method, conversations::delete),
+        Endpoint::ConversationItems => on(method, conversations::items),
+        Endpoint::ConversationItemsAdd => on(method, conversations::add_items),
+        Endpoint::ConversationItemGet => on(method, conversations::item),
+        Endpoint::ConversationItemDelete => on(method, conversations::delete_item),
     }
 }

@@ -49,7 +49,11 @@ async fn a_wrong_method_is_405_on_the_envelope_with_allow() {
         "method_not_allowed",
     )
     .await;
-    assert_eq!(allow.as_deref(), Some("POST"));
+    assert_eq!(
+        allow.as_deref(),
+        Some("POST,GET,HEAD"),
+        "GET: WebSocket mode"
+    );
     assert!(
         body["error"]["message"]
             .as_str()
@@ -63,7 +67,7 @@ async fn a_wrong_method_is_405_on_the_envelope_with_allow() {
         "method_not_allowed",
     )
     .await;
-    assert_eq!(allow.as_deref(), Some("GET,HEAD"));
+    assert_eq!(allow.as_deref(), Some("GET,HEAD,DELETE"));
     let (_, allow) = envelope(
         app.client.get(app.url("/v1/agent/resp_x/cancel")),
         405,

@@ -281,6 +281,81 @@ async fn answers_validate_against_the_document() {
 }
 
 #[tokio::test]
+async fn conversation_item_and_compact_answers_validate_against_the_document() {
+    let app = TestApp::spawn().await;
+    let doc = Document::fetch(&app).await;
+    let (status, conversation) = app
+        .post(
+            "/v1/conversations",
+            json!({"items": [{"role": "user", "content": "Hi"}], "metadata": {"k": "v"}}),
+        )
+        .await;
+    doc.check("post", "/v1/conversations", status, &conversation);
+    let conv = conversation["id"].as_str().unwrap();
+    let (status, got) = app.get(&format!("/v1/conversations/{conv}")).await;
+    doc.check("get", "/v1/conversations/{id}", status, &got);
+    let (status, updated) = app
+        .post(
+            &format!("/v1/conversations/{conv}"),
+            json!({"metadata": {"k": "w"}}),
+        )
+        .await;
+    doc.check("post", "/v1/conversations/{id}", status, &updated);
+    let (status, added) = app
+        .post(
+            &format!("/v1/conversations/{conv}/items"),
+            json!({"items": [{"role": "user", "content": "More"}]}),
+        )
+        .await;
+    doc.check("post", "/v1/conversations/{id}/items", status, &added);
+    let (status, items) = app.get(&format!("/v1/conversations/{conv}/items")).await;
+    doc.check("get", "/v1/conversations/{id}/items", status, &items);
+    let item = items["data"][0]["id"].as_str().unwrap();
+    let path = "/v1/conversations/{id}/items/{item_id}";
+    let (status, got) = app
+        .get(&format!("/v1/conversations/{conv}/items/{item}"))
+        .await;
+    doc.check("get", path, status, &got);
+    let delete = |path: String| app.client.delete(app.url(&path)).send();
+    let answer = delete(format!("/v1/conversations/{conv}/items/{item}"))
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    doc.check("delete", path, status, &answer.json().await.unwrap());
+
+    app.fake.push(Reply::text("Hello"));
+    let (_, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "Hi", "conversation": conv}),
+        )
+        .await;
+    let id = response["id"].as_str().unwrap();
+    let (status, inputs) = app.get(&format!("/v1/responses/{id}/input_items")).await;
+    doc.check("get", "/v1/responses/{id}/input_items", status, &inputs);
+    app.fake.push(Reply::text("A greeting.").usage(10, 3));
+    let (status, compacted) = app
+        .post(
+            "/v1/agent/compact",
+            json!({"model": MODEL, "previous_response_id": id}),
+        )
+        .await;
+    assert_eq!(status, 200, "{compacted}");
+    doc.check("post", "/v1/agent/compact", status, &compacted);
+    for (path, doc_path) in [
+        (format!("/v1/responses/{id}"), "/v1/responses/{id}"),
+        (
+            format!("/v1/conversations/{conv}"),
+            "/v1/conversations/{id}",
+        ),
+    ] {
+        let answer = delete(path).await.unwrap();
+        let status = answer.status().as_u16();
+        doc.check("delete", doc_path, status, &answer.json().await.unwrap());
+    }
+}
+
+#[tokio::test]
 async fn error_envelopes_validate_against_the_document() {
     let app = TestApp::spawn().await;
     let doc = Document::fetch(&app).await;

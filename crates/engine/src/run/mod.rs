@@ -38,6 +38,8 @@ mod structured;
 mod tool_search;
 mod turn;
 
+pub(crate) use turn::provider_failure;
+
 pub use effects::Finished;
 pub(crate) use finish::terminal_event;
 pub(crate) use state::Machine;

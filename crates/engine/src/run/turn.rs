@@ -331,7 +331,7 @@ fn assemble(call: PartialCall) -> (ToolCall, Option<OpenCall>) {
 }
 
 /// A provider failure as the run's error. Adapters keep secrets out of their messages.
-pub(super) fn provider_failure(err: ModelError) -> RunFailure {
+pub(crate) fn provider_failure(err: ModelError) -> RunFailure {
     let code = match &err {
         ModelError::Upstream { status: 429, .. } => Code::ProviderRateLimited,
         _ => Code::Provider,

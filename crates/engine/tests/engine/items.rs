@@ -207,7 +207,8 @@ async fn a_conversation_holds_the_history_of_the_runs_made_in_it() {
             .conversation_item(PROJECT, &created.id, &note)
             .await
             .unwrap()["content"],
-        "note"
+        json!([{"type": "input_text", "text": "note"}]),
+        "answered in the SDKs' item shape"
     );
     h.engine
         .delete_conversation_item(PROJECT, &created.id, &note)

@@ -39,7 +39,9 @@ pub(crate) async fn serve(
         }
     });
     let builder = auto::Builder::new(TokioExecutor::new());
-    let connection = builder.serve_connection(io, service);
+    // With upgrades: WebSocket mode (`crate::websocket`) takes the connection over after its
+    // 101 answer; from then on it is the WebSocket's, outside the watchdog below.
+    let connection = builder.serve_connection_with_upgrades(io, service);
     tokio::pin!(connection);
     let mut tick = tokio::time::interval(tick_of(limits.idle_timeout));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -12,7 +12,13 @@ pub fn operation(route: &Route, schemas: &Schemas) -> Value {
     let mut parameters = path_parameters(&route.path);
     parameters.extend(spec.query);
     let mut responses = Map::new();
-    responses.insert("200".to_owned(), spec.ok);
+    // A WebSocket upgrade's success is `101 Switching Protocols`.
+    let ok = if route.endpoint == Endpoint::WebSocket {
+        "101"
+    } else {
+        "200"
+    };
+    responses.insert(ok.to_owned(), spec.ok);
     for (status, why) in spec.errors {
         responses.insert(
             status.to_string(),
@@ -191,6 +197,179 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             ok: json_answer("The files", schemas.file_list.clone()),
             errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, INTERNAL],
         },
+        Endpoint::Delete => Spec {
+            summary: "Delete a response: its events, items and files go too (404 afterwards)",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer(
+                "Deleted (`object: \"response.deleted\"`)",
+                schemas.deleted.clone(),
+            ),
+            errors: vec![
+                (
+                    400,
+                    "The run has not ended yet (cancel it first), or a path parameter is not valid UTF-8",
+                ),
+                UNAUTHORIZED,
+                FORBIDDEN,
+                NOT_FOUND,
+                INTERNAL,
+            ],
+        },
+        Endpoint::InputItems => Spec {
+            summary: "List a response's input items (with their ids), a page at a time",
+            authenticated: true,
+            query: page_query(),
+            body: None,
+            ok: json_answer("A page of input items", schemas.item_list.clone()),
+            errors: vec![BAD_PAGE, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, INTERNAL],
+        },
+        Endpoint::Compact => Spec {
+            summary: "Compact a conversation: the model summarises it into a `compaction` item; pass the output back as input (with a new message, without `previous_response_id`) to continue from the summary",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body(
+                "`model` (required), `input` and/or `previous_response_id`, `instructions`, `prompt_cache_key`",
+                &schemas.compact_request,
+                true,
+            ),
+            ok: json_answer(
+                "The compacted conversation (`object: \"response.compaction\"`): its user messages, then the `compaction` item",
+                schemas.compact_resource.clone(),
+            ),
+            errors: vec![
+                (
+                    400,
+                    "Invalid body (`param` names the field: `model` when it is missing), an unconfigured model, nothing to compact, or an unknown `previous_response_id`",
+                ),
+                UNAUTHORIZED,
+                FORBIDDEN,
+                (
+                    408,
+                    "The body did not arrive within the server's body timeout",
+                ),
+                (413, "The body is larger than 32 MiB"),
+                (415, "The body's `Content-Type` is not JSON"),
+                INTERNAL,
+                (502, "The model failed or returned an empty summary"),
+            ],
+        },
+        Endpoint::WebSocket => Spec {
+            summary: "WebSocket mode: upgrade (`Upgrade: websocket`, the same `Authorization` header), then send `{\"type\": \"response.create\", …the create body}` text messages without `stream`, `stream_options` or `background`; each is answered with the run's events, one JSON object per message, ending with the terminal event. One response in flight per connection; errors are `{\"type\": \"error\", \"status\", \"error\": {type, code, message, param}}` and leave the connection open; `store: false` responses can be continued on the connection that made them only; the connection closes after `http.websocket_lifetime_secs` with `websocket_connection_limit_reached`",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json!({
+                "description": "Switched to the WebSocket protocol. Each server message's JSON is described by `x-websocket-server-message`, each client message's by `x-websocket-client-message`.",
+                "x-websocket-client-message": {
+                    "type": "object",
+                    "description": "`type: \"response.create\"` plus the fields of the create body (see the `POST` operation), without `stream`, `stream_options` and `background`",
+                    "required": ["type"],
+                    "properties": {"type": {"const": "response.create"}},
+                },
+                "x-websocket-server-message": {"oneOf": [
+                    schemas.stream_event,
+                    {
+                        "type": "object",
+                        "required": ["type", "status", "error"],
+                        "properties": {
+                            "type": {"const": "error"},
+                            "status": {"type": "integer"},
+                            "error": {
+                                "type": "object",
+                                "required": ["code", "message"],
+                                "properties": {
+                                    "type": {"type": "string"},
+                                    "code": {"type": "string"},
+                                    "message": {"type": "string"},
+                                    "param": {"type": ["string", "null"]},
+                                },
+                            },
+                        },
+                    },
+                ]},
+            }),
+            errors: vec![
+                (400, "Not a WebSocket upgrade request"),
+                UNAUTHORIZED,
+                FORBIDDEN,
+            ],
+        },
+        Endpoint::ConversationCreate => Spec {
+            summary: "Create a conversation (OpenAI Conversations API), with up to 20 first items",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body(
+                "Items and metadata, both optional; an empty body is `{}`",
+                &schemas.create_conversation,
+                false,
+            ),
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_BODY, UNAUTHORIZED, FORBIDDEN, INTERNAL],
+        },
+        Endpoint::ConversationGet => Spec {
+            summary: "Retrieve a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationUpdate => Spec {
+            summary: "Replace a conversation's metadata",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body("The new metadata", &schemas.update_conversation, true),
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_BODY, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationDelete => Spec {
+            summary: "Delete a conversation and its items (the responses stay)",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer(
+                "Deleted (`object: \"conversation.deleted\"`)",
+                schemas.deleted.clone(),
+            ),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationItems => Spec {
+            summary: "List a conversation's items, a page at a time",
+            authenticated: true,
+            query: page_query(),
+            body: None,
+            ok: json_answer("A page of items", schemas.item_list.clone()),
+            errors: vec![BAD_PAGE, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationItemsAdd => Spec {
+            summary: "Add up to 20 items to a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: json_body("The items", &schemas.add_items, true),
+            ok: json_answer("The added items", schemas.item_list.clone()),
+            errors: vec![BAD_BODY, UNAUTHORIZED, FORBIDDEN, NO_CONVERSATION, INTERNAL],
+        },
+        Endpoint::ConversationItemGet => Spec {
+            summary: "Retrieve one item of a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer(
+                "The item, in its wire form",
+                json!({"type": "object", "required": ["type"]}),
+            ),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_ITEM, INTERNAL],
+        },
+        Endpoint::ConversationItemDelete => Spec {
+            summary: "Delete one item of a conversation",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The conversation", schemas.conversation.clone()),
+            errors: vec![BAD_PATH, UNAUTHORIZED, FORBIDDEN, NO_ITEM, INTERNAL],
+        },
         Endpoint::FileContent => Spec {
             summary: "Download a shared file",
             authenticated: true,
@@ -210,6 +389,41 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
         },
     }
 }
+
+/// A JSON request body.
+fn json_body(description: &str, schema: &Value, required: bool) -> Option<Value> {
+    Some(json!({
+        "required": required,
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+    }))
+}
+
+/// The query parameters of a list (OpenAI's cursor pagination).
+fn page_query() -> Vec<Value> {
+    vec![
+        json!({"name": "after", "in": "query", "required": false,
+               "description": "An item id: list the items after it (in `order`)",
+               "schema": {"type": "string"}}),
+        json!({"name": "limit", "in": "query", "required": false,
+               "description": "How many items (1 to 100, default 20)",
+               "schema": {"type": "integer", "minimum": 1, "maximum": 100}}),
+        json!({"name": "order", "in": "query", "required": false,
+               "description": "`asc` (oldest first) or `desc` (newest first, the default)",
+               "schema": {"type": "string", "enum": ["asc", "desc"]}}),
+    ]
+}
+
+const BAD_PAGE: (u16, &str) = (
+    400,
+    "`after`, `limit`, `order` or `include` is invalid (`param` names it), or a path parameter is not valid UTF-8",
+);
+const BAD_BODY: (u16, &str) = (
+    400,
+    "Invalid body (`param` names the field), or a path parameter is not valid UTF-8",
+);
+const NO_CONVERSATION: (u16, &str) = (404, "No such conversation (or another project's)");
+const NO_ITEM: (u16, &str) = (404, "No such conversation or item (or another project's)");
 
 fn json_answer(description: &str, schema: Value) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": schema}}})
@@ -240,7 +454,11 @@ fn path_parameters(path: &str) -> Vec<Value> {
             let mut parameter =
                 json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}});
             let description = match name {
+                "id" if path.starts_with("/v1/conversations") => {
+                    Some("The conversation id (`conv_…`)")
+                }
                 "id" => Some("The response id (`resp_…`)"),
+                "item_id" => Some("An item id of the conversation"),
                 "file_id" => Some("A file id from the response's file list"),
                 _ => None,
             };

@@ -6,6 +6,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use protocol::compact::{CompactRequest, CompactResource};
+use protocol::conversations::{
+    AddItems, Conversation, CreateConversation, Deleted, ItemList, UpdateConversation,
+};
 use protocol::error::ErrorEnvelope;
 use protocol::events::StreamEvent;
 use protocol::request::CreateRequest;
@@ -29,6 +33,14 @@ pub struct Schemas {
     pub cancel_ack: Value,
     pub file_list: Value,
     pub model_list: Value,
+    pub conversation: Value,
+    pub deleted: Value,
+    pub item_list: Value,
+    pub create_conversation: Value,
+    pub update_conversation: Value,
+    pub add_items: Value,
+    pub compact_request: Value,
+    pub compact_resource: Value,
 }
 
 impl Schemas {
@@ -40,8 +52,16 @@ impl Schemas {
         let cancel_ack = answers.subschema_for::<CancelAck>();
         let file_list = answers.subschema_for::<ResponseFileList>();
         let model_list = answers.subschema_for::<ModelList>();
+        let conversation = answers.subschema_for::<Conversation>();
+        let deleted = answers.subschema_for::<Deleted>();
+        let item_list = answers.subschema_for::<ItemList>();
+        let compact_resource = answers.subschema_for::<CompactResource>();
         let mut requests = generator(SchemaSettings::draft2020_12().for_deserialize());
         let create_request = requests.subschema_for::<CreateRequest>();
+        let create_conversation = requests.subschema_for::<CreateConversation>();
+        let update_conversation = requests.subschema_for::<UpdateConversation>();
+        let add_items = requests.subschema_for::<AddItems>();
+        let compact_request = requests.subschema_for::<CompactRequest>();
 
         let mut components = answers.take_definitions(true);
         let request_side = requests.take_definitions(true);
@@ -51,8 +71,12 @@ impl Schemas {
             let name = renames.get(&name).cloned().unwrap_or(name);
             components.entry(name).or_insert(schema);
         }
-        let mut create_request = create_request.to_value();
-        rename_refs(&mut create_request, &renames);
+        let request_body = |schema: Schema| {
+            let mut schema = schema.to_value();
+            rename_refs(&mut schema, &renames);
+            schema
+        };
+        let create_request = request_body(create_request);
         Schemas {
             components,
             create_request,
@@ -62,6 +86,14 @@ impl Schemas {
             cancel_ack: cancel_ack.to_value(),
             file_list: file_list.to_value(),
             model_list: model_list.to_value(),
+            conversation: conversation.to_value(),
+            deleted: deleted.to_value(),
+            item_list: item_list.to_value(),
+            create_conversation: request_body(create_conversation),
+            update_conversation: request_body(update_conversation),
+            add_items: request_body(add_items),
+            compact_request: request_body(compact_request),
+            compact_resource: compact_resource.to_value(),
         }
     }
 }

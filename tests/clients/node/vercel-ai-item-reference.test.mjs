@@ -1,12 +1,7 @@
-// PENDING: not run (test_node.py skips `pending_*` files) until agentd resolves
-// `item_reference` input items (issue 12, point 2). Then rename it to
-// `vercel-ai-item-reference.test.mjs` so that test_node.py runs it.
-//
 // The Vercel AI SDK's documented multi-turn pattern with its default `store: true`: the second
 // turn's `messages` carry the first turn's `response.messages`, and the SDK sends the earlier
 // assistant text back as `{"type": "item_reference", "id": "msg_…"}` (the id of the stored
-// output message), which the server must resolve from the stored response. Today agentd answers
-// 400 `unknown input item type "item_reference"`.
+// output message), which agentd resolves from the project's stored items.
 
 import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
