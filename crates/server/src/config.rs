@@ -684,6 +684,8 @@ impl Config {
                 .unwrap_or(defaults.max_queued_per_project),
             lease: std::time::Duration::from_secs(lease_secs),
             event_retention: std::time::Duration::from_secs(retention_hours * 3600),
+            // Several replicas may serve a PostgreSQL store.
+            shared_store: matches!(store, StoreLocation::Postgres(_)),
         };
         let keep_alive_ms = file.http.sse_keep_alive_ms.unwrap_or(15_000);
         if !(100..=600_000).contains(&keep_alive_ms) {

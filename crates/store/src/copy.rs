@@ -45,7 +45,7 @@ enum Value {
 
 use Column::{Blob, Int, NullText, Text};
 
-/// The tables of the schema (version 4), parents before children.
+/// The tables of the schema (version 6), parents before children.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -85,6 +85,7 @@ const TABLES: &[(&str, &[Column])] = &[
             NullText("lease_owner"),
             Int("lease_until_ms"),
             Int("created_at_ms"),
+            Int("cancel_requested"),
         ],
     ),
     (

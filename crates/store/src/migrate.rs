@@ -41,6 +41,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "items",
         include_str!("../migrations/sqlite/0004_items.sql"),
     ),
+    (
+        6,
+        "replicas",
+        include_str!("../migrations/sqlite/0006_replicas.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema (version 5 is left for the SQLite migration of the same number).
@@ -64,6 +69,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         4,
         "items",
         include_str!("../migrations/postgres/0004_items.sql"),
+    ),
+    (
+        6,
+        "replicas",
+        include_str!("../migrations/postgres/0006_replicas.sql"),
     ),
 ];
 

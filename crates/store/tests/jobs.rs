@@ -436,7 +436,47 @@ async fn jobs_survive_reopen(db: &TestDb) -> TestResult {
     Ok(())
 }
 
+/// A cancel received by another replica marks the running job; only its holder sees the mark,
+/// and a queued job cannot be marked (it is cancelled by taking it out of the queue).
+async fn a_cancel_request_reaches_the_holder_of_a_running_job(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
+    store.insert_job(&job("resp_b", "proj_a", 2_000)).await?;
+    assert!(
+        !store.request_cancel("resp_a").await?,
+        "queued jobs are not marked"
+    );
+    store
+        .claim_job("replica_1", 10_000, 40_000)
+        .await?
+        .ok_or("not claimed")?;
+    store
+        .claim_job("replica_2", 10_000, 40_000)
+        .await?
+        .ok_or("not claimed")?;
+    assert_eq!(
+        store.cancel_requests("replica_1").await?,
+        Vec::<String>::new()
+    );
+
+    let other_replica = db.open().await?;
+    assert!(other_replica.request_cancel("resp_a").await?);
+    assert!(!other_replica.request_cancel("resp_missing").await?);
+    assert_eq!(store.cancel_requests("replica_1").await?, vec!["resp_a"]);
+    assert_eq!(
+        store.cancel_requests("replica_2").await?,
+        Vec::<String>::new()
+    );
+    store.delete_job("resp_a").await?;
+    assert_eq!(
+        store.cancel_requests("replica_1").await?,
+        Vec::<String>::new()
+    );
+    Ok(())
+}
+
 matrix!(
+    a_cancel_request_reaches_the_holder_of_a_running_job,
     claims_go_oldest_first,
     claim_is_none_when_nothing_is_claimable,
     only_an_expired_lease_is_reclaimed,

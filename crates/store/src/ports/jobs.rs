@@ -46,6 +46,14 @@ const COUNT_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND 
 
 const COUNT_ALL_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE state = 'queued'";
 
+const REQUEST_CANCEL: &str = "\
+UPDATE jobs SET cancel_requested = 1 WHERE response_id = $1 AND state = 'running'";
+
+const CANCEL_REQUESTS: &str = "\
+SELECT response_id FROM jobs
+WHERE lease_owner = $1 AND state = 'running' AND cancel_requested = 1
+ORDER BY response_id";
+
 /// Removes a job row through any executor (pool or transaction); a missing row is no error.
 pub(crate) async fn delete<'e, E>(response_id: &str, executor: E) -> Result<(), StoreError>
 where
@@ -180,6 +188,23 @@ impl JobStore for Store {
             .await
             .map_err(error::backend)?;
         count_u64(count)
+    }
+
+    async fn request_cancel(&self, response_id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(REQUEST_CANCEL)
+            .bind(response_id)
+            .execute(&self.writer)
+            .await
+            .map_err(error::backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn cancel_requests(&self, owner: &str) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(CANCEL_REQUESTS)
+            .bind(owner)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(error::backend)
     }
 }
 
