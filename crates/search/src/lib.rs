@@ -65,6 +65,7 @@
 //! let dir = std::env::temp_dir().join(format!("agentd-search-doc-{}", std::process::id()));
 //! let settings = BackendSettings {
 //!     local_index_path: dir.join("index.sqlite"),
+//!     local_index_url: None,
 //!     ..BackendSettings::default()
 //! };
 //! let backend = backend_from_settings(&settings, &netguard::Policy::strict()).await?;
@@ -89,6 +90,7 @@ mod http;
 mod image;
 mod image_tool;
 mod local;
+mod local_pg;
 mod perplexity;
 mod searxng;
 mod select;

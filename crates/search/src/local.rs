@@ -93,10 +93,17 @@ const SCHEMA: &[&str] = &[
     END",
 ];
 
-/// The local search index in one SQLite file. Cheap to clone (a pool).
+/// The local search index: one SQLite file, or tables in the PostgreSQL database replicas share
+/// (`local_pg.rs`). Cheap to clone (a pool).
 #[derive(Clone, Debug)]
 pub struct LocalIndex {
-    pool: SqlitePool,
+    db: Db,
+}
+
+#[derive(Clone, Debug)]
+enum Db {
+    Sqlite(SqlitePool),
+    Postgres(crate::local_pg::PgIndex),
 }
 
 /// One document as stored.
@@ -137,7 +144,28 @@ impl LocalIndex {
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_lazy_with(options);
-        Ok(LocalIndex { pool })
+        Ok(LocalIndex {
+            db: Db::Sqlite(pool),
+        })
+    }
+
+    /// Opens (creating its tables if needed) the index in a PostgreSQL database (`postgres://…`,
+    /// TLS as its `sslmode` says): every replica sharing the database searches the same index.
+    pub async fn open_postgres(url: &str) -> Result<LocalIndex, BackendError> {
+        Ok(LocalIndex {
+            db: Db::Postgres(crate::local_pg::PgIndex::open(url).await?),
+        })
+    }
+
+    /// The index [`crate::BackendSettings`] name: PostgreSQL when `local_index_url` is set,
+    /// else the file at `local_index_path`.
+    pub async fn open_configured(
+        settings: &crate::BackendSettings,
+    ) -> Result<LocalIndex, BackendError> {
+        match &settings.local_index_url {
+            Some(url) => LocalIndex::open_postgres(url).await,
+            None => LocalIndex::open(&settings.local_index_path).await,
+        }
     }
 
     /// An index that lives in memory for as long as the value (tests, demos).
@@ -155,18 +183,27 @@ impl LocalIndex {
         let mut connection = pool.acquire().await.map_err(index_error)?;
         create_schema(&mut connection).await?;
         drop(connection);
-        Ok(LocalIndex { pool })
+        Ok(LocalIndex {
+            db: Db::Sqlite(pool),
+        })
     }
 
     /// Closes the pool, waiting for queries in flight.
     pub async fn close(&self) {
-        self.pool.close().await;
+        match &self.db {
+            Db::Sqlite(pool) => pool.close().await,
+            Db::Postgres(index) => index.close().await,
+        }
     }
 
     /// How many documents the index holds.
     pub async fn count(&self) -> Result<u64, BackendError> {
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.count().await,
+        };
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM documents")
-            .fetch_one(&self.pool)
+            .fetch_one(pool)
             .await
             .map_err(index_error)?;
         Ok(u64::try_from(count).unwrap_or_default())
@@ -348,10 +385,27 @@ impl LocalIndex {
             )));
         }
         let added_at = chrono::Utc::now().timestamp_millis();
+        let images = web_images(document.url, &document.images);
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => {
+                return index
+                    .insert(crate::local_pg::Document {
+                        url: document.url,
+                        host: url_host(document.url).unwrap_or_default(),
+                        title: document.title.trim(),
+                        body: document.body,
+                        date: document.date,
+                        last_updated: document.last_updated,
+                        added_at,
+                        images,
+                    })
+                    .await;
+            }
+        };
         // IMMEDIATE: the write lock is taken (waiting up to the busy timeout) before the first
         // statement, so concurrent writers queue instead of failing to upgrade a read.
-        let mut tx = self
-            .pool
+        let mut tx = pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(index_error)?;
@@ -378,18 +432,7 @@ impl LocalIndex {
             .execute(&mut *tx)
             .await
             .map_err(index_error)?;
-        let base = url::Url::parse(document.url).ok();
-        for image in &document.images {
-            // Only images a browser could load from the web: http(s), relative ones resolved
-            // against the page (a file's relative images stay on disk and are skipped).
-            let Some(image_url) = base
-                .as_ref()
-                .and_then(|base| base.join(&image.src).ok())
-                .or_else(|| url::Url::parse(&image.src).ok())
-                .filter(|url| matches!(url.scheme(), "http" | "https"))
-            else {
-                continue;
-            };
+        for (image_url, image) in &images {
             sqlx::query(
                 "INSERT OR IGNORE INTO images (document_url, image_url, alt, title, width, height)
                  VALUES (?, ?, ?, ?, ?, ?)",
@@ -410,8 +453,12 @@ impl LocalIndex {
 
     /// How many images the index holds.
     pub async fn image_count(&self) -> Result<u64, BackendError> {
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.image_count().await,
+        };
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM images")
-            .fetch_one(&self.pool)
+            .fetch_one(pool)
             .await
             .map_err(index_error)?;
         Ok(u64::try_from(count).unwrap_or_default())
@@ -424,6 +471,10 @@ impl LocalIndex {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.search_images(query, &terms).await,
+        };
         let mut sql = QueryBuilder::<Sqlite>::new(
             "SELECT i.image_url, i.document_url, i.alt, i.width, i.height
              FROM images_fts JOIN images i ON i.id = images_fts.rowid
@@ -435,11 +486,7 @@ impl LocalIndex {
         push_domains(&mut sql, &query.deny_domains, true);
         sql.push(" ORDER BY bm25(images_fts, 1.0, 0.5) LIMIT ")
             .push_bind(i64::from(query.limit()));
-        let rows = sql
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(index_error)?;
+        let rows = sql.build().fetch_all(pool).await.map_err(index_error)?;
         rows.iter()
             .map(|row| {
                 let pixels = |column: &str| -> Result<Option<u32>, BackendError> {
@@ -465,6 +512,10 @@ impl LocalIndex {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.search(query, &terms).await,
+        };
         let mut sql = QueryBuilder::<Sqlite>::new(
             "SELECT d.url, d.title, d.body, d.date, d.last_updated
              FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid
@@ -473,39 +524,11 @@ impl LocalIndex {
         sql.push_bind(match_expression(&terms));
         push_domains(&mut sql, &query.allow_domains, false);
         push_domains(&mut sql, &query.deny_domains, true);
-        let ymd = |date: NaiveDate| date.format("%Y-%m-%d").to_string();
-        for (column, range) in [
-            ("d.date", query.published),
-            ("d.last_updated", query.last_updated),
-        ] {
-            if let Some(after) = range.after {
-                sql.push(format!(" AND ({column} IS NULL OR {column} >= "))
-                    .push_bind(ymd(after))
-                    .push(")");
-            }
-            if let Some(before) = range.before {
-                sql.push(format!(" AND ({column} IS NULL OR {column} <= "))
-                    .push_bind(ymd(before))
-                    .push(")");
-            }
-        }
-        if let Some(recency) = query.recency {
-            sql.push(" AND (COALESCE(d.date, d.last_updated) IS NULL OR COALESCE(d.date, d.last_updated) >= ")
-                .push_bind(ymd(recency_cutoff(recency, today())))
-                .push(")");
-        }
+        push_dates(&mut sql, query);
         sql.push(" ORDER BY bm25(documents_fts, 10.0, 1.0) LIMIT ")
             .push_bind(i64::from(query.limit()));
-        let rows = sql
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(index_error)?;
-        let passage_chars = query
-            .max_tokens_per_page
-            .map_or(DEFAULT_PASSAGE_CHARS, |tokens| {
-                (tokens as usize).saturating_mul(crate::budget::CHARS_PER_TOKEN)
-            });
+        let rows = sql.build().fetch_all(pool).await.map_err(index_error)?;
+        let passage_chars = passage_chars(query);
         rows.iter()
             .map(|row| {
                 let body: String = row.try_get("body").map_err(index_error)?;
@@ -555,7 +578,7 @@ async fn create_schema(connection: &mut SqliteConnection) -> Result<(), BackendE
     tx.commit().await.map_err(index_error)
 }
 
-fn index_error(err: sqlx::Error) -> BackendError {
+pub(crate) fn index_error(err: sqlx::Error) -> BackendError {
     BackendError::Index(err.to_string())
 }
 
@@ -563,8 +586,73 @@ fn today() -> NaiveDate {
     chrono::Utc::now().date_naive()
 }
 
-/// ` AND (host matches any)` or ` AND NOT (host matches any)`.
-fn push_domains(sql: &mut QueryBuilder<Sqlite>, domains: &[String], deny: bool) {
+/// The images of a page a browser could load from the web, with their absolute URLs: http(s),
+/// relative ones resolved against the page (a file's relative images stay on disk and are
+/// skipped).
+fn web_images<'a>(
+    page_url: &str,
+    images: &'a [html::PageImage],
+) -> Vec<(url::Url, &'a html::PageImage)> {
+    let base = url::Url::parse(page_url).ok();
+    images
+        .iter()
+        .filter_map(|image| {
+            base.as_ref()
+                .and_then(|base| base.join(&image.src).ok())
+                .or_else(|| url::Url::parse(&image.src).ok())
+                .filter(|url| matches!(url.scheme(), "http" | "https"))
+                .map(|url| (url, image))
+        })
+        .collect()
+}
+
+/// The snippet length a query asks for.
+pub(crate) fn passage_chars(query: &SearchQuery) -> usize {
+    query
+        .max_tokens_per_page
+        .map_or(DEFAULT_PASSAGE_CHARS, |tokens| {
+            (tokens as usize).saturating_mul(crate::budget::CHARS_PER_TOKEN)
+        })
+}
+
+/// The date filters of a query on `d.date` and `d.last_updated` (`YYYY-MM-DD` text), the
+/// same SQL on both databases.
+pub(crate) fn push_dates<DB: sqlx::Database>(sql: &mut QueryBuilder<DB>, query: &SearchQuery)
+where
+    for<'a> String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    let ymd = |date: NaiveDate| date.format("%Y-%m-%d").to_string();
+    for (column, range) in [
+        ("d.date", query.published),
+        ("d.last_updated", query.last_updated),
+    ] {
+        if let Some(after) = range.after {
+            sql.push(format!(" AND ({column} IS NULL OR {column} >= "))
+                .push_bind(ymd(after))
+                .push(")");
+        }
+        if let Some(before) = range.before {
+            sql.push(format!(" AND ({column} IS NULL OR {column} <= "))
+                .push_bind(ymd(before))
+                .push(")");
+        }
+    }
+    if let Some(recency) = query.recency {
+        sql.push(" AND (COALESCE(d.date, d.last_updated) IS NULL OR COALESCE(d.date, d.last_updated) >= ")
+            .push_bind(ymd(recency_cutoff(recency, today())))
+            .push(")");
+    }
+}
+
+/// ` AND (host matches any)` or ` AND NOT (host matches any)`, the same SQL on both
+/// databases.
+pub(crate) fn push_domains<DB: sqlx::Database>(
+    sql: &mut QueryBuilder<DB>,
+    domains: &[String],
+    deny: bool,
+) where
+    for<'a> String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
     if domains.is_empty() {
         return;
     }
@@ -587,7 +675,7 @@ fn push_domains(sql: &mut QueryBuilder<Sqlite>, domains: &[String], deny: bool) 
 }
 
 /// The words of a query, lower case (letters and digits; everything else separates).
-fn query_terms(text: &str) -> Vec<String> {
+pub(crate) fn query_terms(text: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         let word = word.to_lowercase();
@@ -613,7 +701,7 @@ fn match_expression(terms: &[String]) -> String {
 
 /// The text from the start of the sentence holding the first query word, at most
 /// `max_chars` characters (the whole text when no word is found verbatim).
-fn passage(body: &str, terms: &[String], max_chars: usize) -> String {
+pub(crate) fn passage(body: &str, terms: &[String], max_chars: usize) -> String {
     let lower = body.to_ascii_lowercase();
     let first = terms
         .iter()

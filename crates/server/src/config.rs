@@ -756,6 +756,11 @@ impl Config {
             tavily_base_url: web.tavily_base_url,
             perplexity_base_url: env_var("PERPLEXITY_BASE_URL").or(web.perplexity_base_url),
             local_index_path: data_dir.join(crate::datadir::INDEX_FILE),
+            // On PostgreSQL the index lives in the shared database: no replica holds its own.
+            local_index_url: match &store {
+                StoreLocation::Postgres(url) => Some(url.clone()),
+                _ => None,
+            },
         };
         let fetch = file.tools.fetch_url;
         let fetch_url = FetchUrlSettings {

@@ -547,6 +547,22 @@ async fn replicas_starting_together_on_an_empty_database_migrate_once() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The local search index lives in the database too: `agentd index add` on any machine
+    // fills the index every replica searches.
+    let page = db.dir.join("page.md");
+    std::fs::write(&page, "# Replicas\n\nEvery replica searches this page.\n").unwrap();
+    let added = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["index", "add", "--database-url", &db.url, "--data-dir"])
+        .arg(db.dir.join("indexer"))
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM search_documents").await, 1);
     for replica in &replicas {
         fake.push(Reply::text("served"));
         let answer = replica.post(json!({"model": MODEL, "input": "?"})).await;
