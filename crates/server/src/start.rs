@@ -54,7 +54,9 @@ fn sealer(config: &Config) -> Result<Option<Arc<dyn engine::secrets::Sealer>>, S
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServerError> {
     let files: &[&str] = match &config.store {
         StoreLocation::DataDir(_) => &[datadir::DATABASE_FILE, datadir::INDEX_FILE],
-        StoreLocation::Url(_) | StoreLocation::Postgres(_) => &[datadir::INDEX_FILE],
+        StoreLocation::Url(_) => &[datadir::INDEX_FILE],
+        // The search index lives in the database too.
+        StoreLocation::Postgres(_) => &[],
     };
     datadir::prepare(&config.data_dir, files).map_err(|err| ServerError::DataDir {
         path: config.data_dir.clone(),
