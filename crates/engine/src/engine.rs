@@ -223,14 +223,17 @@ impl Engine {
             }
             _ => {}
         }
-        if let Some(live) = self.core.live.get(id) {
+        let live = self.core.live.get(id);
+        if let Some(live) = &live {
             live.cancel.cancel();
-        } else if self.core.config.shared_store {
-            // Executing on another replica (or queued): its owner polls for this mark.
-            store.request_cancel(id).await?;
         }
         // A job still waiting for a worker is taken out of the queue and ended now.
         jobs::cancel_queued(&self.core, id).await?;
+        if live.is_none() && self.core.config.shared_store {
+            // Executing on another replica (claimed there before the line above could take
+            // it): its owner polls for this mark.
+            store.request_cancel(id).await?;
+        }
         let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
         let mut response = record.response;
         loop {
