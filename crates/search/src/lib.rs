@@ -91,6 +91,7 @@ mod image;
 mod image_tool;
 mod local;
 mod local_pg;
+mod local_text;
 mod perplexity;
 mod searxng;
 mod select;
@@ -110,6 +111,7 @@ pub use perplexity::Perplexity;
 pub use searxng::SearxNg;
 pub use select::{
     BackendKind, BackendSettings, backend_from_settings, image_backend_from_settings,
+    open_local_index,
 };
 pub use tavily::Tavily;
 pub use tool::{BILLING_KEY, MAX_QUERIES, TOOL_NAME, WebSearch};

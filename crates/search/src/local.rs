@@ -15,14 +15,16 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::NaiveDate;
 use netguard::Policy;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{Connection as _, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use crate::backend::{Backend, BackendError, Hit, SearchQuery};
-use crate::filter::{normalize_date, recency_cutoff, url_host};
+use crate::filter::{normalize_date, url_host};
 use crate::image::{ImageBackend, ImageHit, ImageQuery};
+use crate::local_text::{
+    index_error, passage, passage_chars, push_dates, push_domains, query_terms, today,
+};
 use crate::{html, http};
 
 /// The largest document (file or fetched page) the index takes.
@@ -33,14 +35,8 @@ pub const MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
 const TEXT_EXTENSIONS: &[&str] = &["txt", "text", "md", "markdown", "mdx", "rst", "adoc"];
 const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
 
-/// Passage length when the query names no per-page budget (1000 tokens).
-const DEFAULT_PASSAGE_CHARS: usize = 4000;
-
 /// How long a writer waits for another (the CLI adding while the server searches).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Query words used at most.
-const MAX_QUERY_TERMS: usize = 32;
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS documents (
@@ -155,17 +151,6 @@ impl LocalIndex {
         Ok(LocalIndex {
             db: Db::Postgres(crate::local_pg::PgIndex::open(url).await?),
         })
-    }
-
-    /// The index [`crate::BackendSettings`] name: PostgreSQL when `local_index_url` is set,
-    /// else the file at `local_index_path`.
-    pub async fn open_configured(
-        settings: &crate::BackendSettings,
-    ) -> Result<LocalIndex, BackendError> {
-        match &settings.local_index_url {
-            Some(url) => LocalIndex::open_postgres(url).await,
-            None => LocalIndex::open(&settings.local_index_path).await,
-        }
     }
 
     /// An index that lives in memory for as long as the value (tests, demos).
@@ -578,14 +563,6 @@ async fn create_schema(connection: &mut SqliteConnection) -> Result<(), BackendE
     tx.commit().await.map_err(index_error)
 }
 
-pub(crate) fn index_error(err: sqlx::Error) -> BackendError {
-    BackendError::Index(err.to_string())
-}
-
-fn today() -> NaiveDate {
-    chrono::Utc::now().date_naive()
-}
-
 /// The images of a page a browser could load from the web, with their absolute URLs: http(s),
 /// relative ones resolved against the page (a file's relative images stay on disk and are
 /// skipped).
@@ -606,89 +583,6 @@ fn web_images<'a>(
         .collect()
 }
 
-/// The snippet length a query asks for.
-pub(crate) fn passage_chars(query: &SearchQuery) -> usize {
-    query
-        .max_tokens_per_page
-        .map_or(DEFAULT_PASSAGE_CHARS, |tokens| {
-            (tokens as usize).saturating_mul(crate::budget::CHARS_PER_TOKEN)
-        })
-}
-
-/// The date filters of a query on `d.date` and `d.last_updated` (`YYYY-MM-DD` text), the
-/// same SQL on both databases.
-pub(crate) fn push_dates<DB: sqlx::Database>(sql: &mut QueryBuilder<DB>, query: &SearchQuery)
-where
-    for<'a> String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-{
-    let ymd = |date: NaiveDate| date.format("%Y-%m-%d").to_string();
-    for (column, range) in [
-        ("d.date", query.published),
-        ("d.last_updated", query.last_updated),
-    ] {
-        if let Some(after) = range.after {
-            sql.push(format!(" AND ({column} IS NULL OR {column} >= "))
-                .push_bind(ymd(after))
-                .push(")");
-        }
-        if let Some(before) = range.before {
-            sql.push(format!(" AND ({column} IS NULL OR {column} <= "))
-                .push_bind(ymd(before))
-                .push(")");
-        }
-    }
-    if let Some(recency) = query.recency {
-        sql.push(" AND (COALESCE(d.date, d.last_updated) IS NULL OR COALESCE(d.date, d.last_updated) >= ")
-            .push_bind(ymd(recency_cutoff(recency, today())))
-            .push(")");
-    }
-}
-
-/// ` AND (host matches any)` or ` AND NOT (host matches any)`, the same SQL on both
-/// databases.
-pub(crate) fn push_domains<DB: sqlx::Database>(
-    sql: &mut QueryBuilder<DB>,
-    domains: &[String],
-    deny: bool,
-) where
-    for<'a> String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-{
-    if domains.is_empty() {
-        return;
-    }
-    sql.push(if deny { " AND NOT (" } else { " AND (" });
-    for (i, domain) in domains.iter().enumerate() {
-        if i > 0 {
-            sql.push(" OR ");
-        }
-        let escaped = domain
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        sql.push("d.host = ")
-            .push_bind(domain.clone())
-            .push(" OR d.host LIKE ")
-            .push_bind(format!("%.{escaped}"))
-            .push(" ESCAPE '\\'");
-    }
-    sql.push(")");
-}
-
-/// The words of a query, lower case (letters and digits; everything else separates).
-pub(crate) fn query_terms(text: &str) -> Vec<String> {
-    let mut terms: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        let word = word.to_lowercase();
-        if !word.is_empty() && !terms.contains(&word) {
-            terms.push(word);
-        }
-        if terms.len() == MAX_QUERY_TERMS {
-            break;
-        }
-    }
-    terms
-}
-
 /// An FTS5 query matching any of the terms, each quoted so no word is read as an
 /// operator (`AND`, `NOT`, `NEAR`, column names).
 fn match_expression(terms: &[String]) -> String {
@@ -697,37 +591,6 @@ fn match_expression(terms: &[String]) -> String {
         .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(" OR ")
-}
-
-/// The text from the start of the sentence holding the first query word, at most
-/// `max_chars` characters (the whole text when no word is found verbatim).
-pub(crate) fn passage(body: &str, terms: &[String], max_chars: usize) -> String {
-    let lower = body.to_ascii_lowercase();
-    let first = terms
-        .iter()
-        .filter_map(|term| lower.find(&term.to_ascii_lowercase()))
-        .min()
-        .unwrap_or(0);
-    let mut window = first.saturating_sub(300);
-    while !body.is_char_boundary(window) {
-        window -= 1;
-    }
-    let before = &body[window..first];
-    let start = match before.rfind(['.', '!', '?', '\n']) {
-        Some(at) => window + at + 1,
-        None if window == 0 => 0,
-        None => before
-            .find(char::is_whitespace)
-            .map_or(first, |at| window + at),
-    };
-    let text = html::tidy_lines(&body[start..]).replace('\n', " ");
-    let text = text.trim();
-    let text = if start > 0 {
-        format!("…{text}")
-    } else {
-        text.to_owned()
-    };
-    crate::budget::truncate(&text, max_chars)
 }
 
 /// What the index keeps of one file or page.

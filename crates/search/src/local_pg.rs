@@ -17,7 +17,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 use crate::backend::{BackendError, Hit, SearchQuery};
 use crate::html::PageImage;
 use crate::image::{ImageHit, ImageQuery};
-use crate::local::{index_error, passage, passage_chars, push_dates, push_domains};
+use crate::local_text::{index_error, passage, passage_chars, push_dates, push_domains};
 
 /// Connections of the index's pool (searches are short; adds are rare).
 const CONNECTIONS: u32 = 4;

@@ -95,6 +95,15 @@ impl BackendSettings {
     }
 }
 
+/// The local index the settings name: in PostgreSQL when `local_index_url` is set, else the
+/// file at `local_index_path`.
+pub async fn open_local_index(settings: &BackendSettings) -> Result<LocalIndex, BackendError> {
+    match &settings.local_index_url {
+        Some(url) => LocalIndex::open_postgres(url).await,
+        None => LocalIndex::open(&settings.local_index_path).await,
+    }
+}
+
 /// Builds the back end [`BackendSettings::kind`] picks. HTTP back ends use clients from
 /// `policy` (allow the operator's SearxNG range in it when it is on a private address);
 /// the local index is opened (and created) at `local_index_path`.
@@ -120,7 +129,7 @@ pub async fn backend_from_settings(
             set(&settings.perplexity_base_url),
             policy,
         )?),
-        BackendKind::LocalIndex => Arc::new(LocalIndex::open_configured(settings).await?),
+        BackendKind::LocalIndex => Arc::new(open_local_index(settings).await?),
     })
 }
 
@@ -140,7 +149,7 @@ pub async fn image_backend_from_settings(
             policy,
         )?),
         BackendKind::Tavily | BackendKind::Perplexity | BackendKind::LocalIndex => {
-            Arc::new(LocalIndex::open_configured(settings).await?)
+            Arc::new(open_local_index(settings).await?)
         }
     })
 }

@@ -193,7 +193,7 @@ async fn shutdown_signal() {
 async fn index_add(config: &Config, sources: &[String]) -> anyhow::Result<()> {
     use search::LocalIndex;
     agentd_server::datadir::prepare(&config.data_dir, &[agentd_server::datadir::INDEX_FILE])?;
-    let index = LocalIndex::open_configured(&config.web_search).await?;
+    let index = search::open_local_index(&config.web_search).await?;
     let policy = netguard::Policy::with_allowed(&config.allow_private)?;
     let client = LocalIndex::guarded_client(&policy)?;
     let mut failed = 0;
