@@ -25,6 +25,11 @@ pub struct EngineConfig {
     /// Named presets by canonical name (`fast`, `low`, `medium`, `high`, `xhigh`, or the
     /// operator's own).
     pub presets: Arc<HashMap<String, Preset>>,
+    /// Other processes (replicas) may serve the same store at the same time (PostgreSQL):
+    /// foreground runs then hold a leased job row too, cancels and resumes reach runs other
+    /// replicas execute, and start-up ends only runs whose owner stopped renewing its lease
+    /// (see `replicas.rs`). `false` (SQLite): this process owns every run in the store.
+    pub shared_store: bool,
 }
 
 /// A named preset (`preset` / `effort`): defaults a request's own fields override.
@@ -71,6 +76,7 @@ impl Default for EngineConfig {
             file_retention: Duration::from_secs(7 * 24 * 3600),
             prices: Arc::new(Prices::default()),
             presets: Arc::new(HashMap::new()),
+            shared_store: false,
         }
     }
 }

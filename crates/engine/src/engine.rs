@@ -20,7 +20,7 @@ use crate::plan::{self, JobPayload};
 use crate::presets::apply_preset;
 use crate::run::Finished;
 use crate::store::{JobRecord, JobState, ResponseRecord};
-use crate::{job_secrets, jobs, recovery, response, retention, runner};
+use crate::{job_secrets, jobs, recovery, replicas, response, retention, runner};
 
 /// How long a cancel waits for the run to stop before it answers `cancelling`.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(3);
@@ -120,9 +120,24 @@ impl Engine {
         } else {
             (plan, None)
         };
+        // With replicas, a foreground run holds its leased job row before its response is
+        // stored as in progress, so no replica ever sees it in progress without an owner.
+        let live = core.live.register(&id);
+        let heartbeat = if core.config.shared_store && !background {
+            match replicas::own_foreground(core, project_id, &id, live.cancel.clone()).await {
+                Ok(heartbeat) => Some(heartbeat),
+                Err(err) => {
+                    core.live.remove(&id);
+                    return Err(err);
+                }
+            }
+        } else {
+            None
+        };
         // The record exists from the start so retrieve answers while the run goes on. Its
         // transcript is written at the end: an unfinished response cannot be continued.
-        core.store
+        let stored = core
+            .store
             .put_response(&ResponseRecord {
                 id: id.clone(),
                 project_id: plan.project_id.clone(),
@@ -134,8 +149,14 @@ impl Engine {
                 items: Vec::new(),
                 append_to: None,
             })
-            .await?;
-        let live = core.live.register(&id);
+            .await;
+        if let Err(err) = stored {
+            if let Some(heartbeat) = heartbeat {
+                heartbeat.abort();
+            }
+            core.live.remove(&id);
+            return Err(err.into());
+        }
         if background {
             let payload = serde_json::to_string(&JobPayload {
                 request: plan.request,
@@ -169,6 +190,9 @@ impl Engine {
         let core = core.clone();
         tokio::spawn(async move {
             let finished = runner::execute(&core, plan, response, live).await;
+            if let Some(heartbeat) = heartbeat {
+                heartbeat.abort();
+            }
             let _ = done_tx.send(Some(Arc::new(finished)));
         });
         Ok(RunHandle {
@@ -199,11 +223,17 @@ impl Engine {
             }
             _ => {}
         }
-        if let Some(live) = self.core.live.get(id) {
+        let live = self.core.live.get(id);
+        if let Some(live) = &live {
             live.cancel.cancel();
         }
         // A job still waiting for a worker is taken out of the queue and ended now.
         jobs::cancel_queued(&self.core, id).await?;
+        if live.is_none() && self.core.config.shared_store {
+            // Executing on another replica (claimed there before the line above could take
+            // it): its owner polls for this mark.
+            store.request_cancel(id).await?;
+        }
         let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
         let mut response = record.response;
         loop {
@@ -230,14 +260,14 @@ impl Engine {
         starting_after: Option<u64>,
     ) -> Result<EventStream, EngineError> {
         let store = &self.core.store;
-        match store.get_response(project_id, id).await? {
-            Some(record) if record.visible => {}
+        let status = match store.get_response(project_id, id).await? {
+            Some(record) if record.visible => record.response.status,
             _ => {
                 return Err(EngineError::NotFound(format!(
                     "response \"{id}\" not found"
                 )));
             }
-        }
+        };
         let from = starting_after.map_or(0, |n| n.saturating_add(1));
         let bad_cursor = |last: Option<u64>| {
             EngineError::invalid(
@@ -257,6 +287,16 @@ impl Engine {
                 return Err(bad_cursor(len.checked_sub(1)));
             }
             return Ok(Box::pin(live.log.follow(from as usize)));
+        }
+        if self.core.config.shared_store && !status.is_terminal() {
+            // Another replica executes it: follow the log it flushes (a cursor beyond what is
+            // stored yet is waited for, since that replica's stream may be ahead of its log).
+            return Ok(Box::pin(replicas::follow_stored(
+                self.core.clone(),
+                project_id,
+                id,
+                from,
+            )));
         }
         let stored = store.events_after(id, None).await?;
         let Some(last) = stored.last().map(|e| e.sequence_number) else {
@@ -287,12 +327,20 @@ impl Engine {
     /// Ends runs left unfinished by a previous process. Call once at start-up, before serving
     /// and before [`Engine::spawn_workers`].
     pub async fn recover(&self) -> Result<usize, EngineError> {
+        if self.core.config.shared_store {
+            // Other replicas' runs are not ours to end: runs whose owner died are ended after
+            // their lease by the workers, and runs without an owner by the replicas' sweep.
+            return Ok(0);
+        }
         recovery::recover(&self.core).await
     }
 
     /// Starts the worker pool and the retention sweeper.
     pub fn spawn_workers(&self) {
         jobs::spawn_workers(&self.core);
+        if self.core.config.shared_store {
+            replicas::spawn(&self.core);
+        }
         retention::spawn_sweeper(&self.core);
     }
 

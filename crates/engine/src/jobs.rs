@@ -157,7 +157,7 @@ async fn execute_job(
 
 /// Renews the job's lease until aborted when the run ends; if the lease is lost to another
 /// worker, cancels the run (it then ends `cancelled`) and returns.
-async fn renew_while_running(
+pub(crate) async fn renew_while_running(
     core: &Core,
     response_id: String,
     cancel: tokio_util::sync::CancellationToken,

@@ -52,6 +52,7 @@ mod presets;
 mod pricing;
 mod queries;
 mod recovery;
+mod replicas;
 mod request;
 mod response;
 mod retention;

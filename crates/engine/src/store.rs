@@ -299,6 +299,16 @@ pub trait JobStore: Send + Sync {
     async fn count_queued(&self, project_id: &str) -> Result<u64, StoreError>;
     /// How many jobs are queued in all projects.
     async fn count_all_queued(&self) -> Result<u64, StoreError>;
+    /// Asks whoever holds the running job `response_id` to stop it (a cancel that reached
+    /// another replica); `false` when no running job has this id. Only a store that several
+    /// processes share needs it: the default does nothing.
+    async fn request_cancel(&self, _response_id: &str) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    /// The running jobs `owner` holds that someone asked to stop ([`Self::request_cancel`]).
+    async fn cancel_requests(&self, _owner: &str) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 #[async_trait::async_trait]

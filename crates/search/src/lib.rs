@@ -65,6 +65,7 @@
 //! let dir = std::env::temp_dir().join(format!("agentd-search-doc-{}", std::process::id()));
 //! let settings = BackendSettings {
 //!     local_index_path: dir.join("index.sqlite"),
+//!     local_index_url: None,
 //!     ..BackendSettings::default()
 //! };
 //! let backend = backend_from_settings(&settings, &netguard::Policy::strict()).await?;
@@ -89,6 +90,8 @@ mod http;
 mod image;
 mod image_tool;
 mod local;
+mod local_pg;
+mod local_text;
 mod perplexity;
 mod searxng;
 mod select;
@@ -108,6 +111,7 @@ pub use perplexity::Perplexity;
 pub use searxng::SearxNg;
 pub use select::{
     BackendKind, BackendSettings, backend_from_settings, image_backend_from_settings,
+    open_local_index,
 };
 pub use tavily::Tavily;
 pub use tool::{BILLING_KEY, MAX_QUERIES, TOOL_NAME, WebSearch};

@@ -15,14 +15,16 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::NaiveDate;
 use netguard::Policy;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{Connection as _, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use crate::backend::{Backend, BackendError, Hit, SearchQuery};
-use crate::filter::{normalize_date, recency_cutoff, url_host};
+use crate::filter::{normalize_date, url_host};
 use crate::image::{ImageBackend, ImageHit, ImageQuery};
+use crate::local_text::{
+    index_error, passage, passage_chars, push_dates, push_domains, query_terms, today,
+};
 use crate::{html, http};
 
 /// The largest document (file or fetched page) the index takes.
@@ -33,14 +35,8 @@ pub const MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
 const TEXT_EXTENSIONS: &[&str] = &["txt", "text", "md", "markdown", "mdx", "rst", "adoc"];
 const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
 
-/// Passage length when the query names no per-page budget (1000 tokens).
-const DEFAULT_PASSAGE_CHARS: usize = 4000;
-
 /// How long a writer waits for another (the CLI adding while the server searches).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Query words used at most.
-const MAX_QUERY_TERMS: usize = 32;
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS documents (
@@ -93,10 +89,17 @@ const SCHEMA: &[&str] = &[
     END",
 ];
 
-/// The local search index in one SQLite file. Cheap to clone (a pool).
+/// The local search index: one SQLite file, or tables in the PostgreSQL database replicas share
+/// (`local_pg.rs`). Cheap to clone (a pool).
 #[derive(Clone, Debug)]
 pub struct LocalIndex {
-    pool: SqlitePool,
+    db: Db,
+}
+
+#[derive(Clone, Debug)]
+enum Db {
+    Sqlite(SqlitePool),
+    Postgres(crate::local_pg::PgIndex),
 }
 
 /// One document as stored.
@@ -137,7 +140,17 @@ impl LocalIndex {
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_lazy_with(options);
-        Ok(LocalIndex { pool })
+        Ok(LocalIndex {
+            db: Db::Sqlite(pool),
+        })
+    }
+
+    /// Opens (creating its tables if needed) the index in a PostgreSQL database (`postgres://…`,
+    /// TLS as its `sslmode` says): every replica sharing the database searches the same index.
+    pub async fn open_postgres(url: &str) -> Result<LocalIndex, BackendError> {
+        Ok(LocalIndex {
+            db: Db::Postgres(crate::local_pg::PgIndex::open(url).await?),
+        })
     }
 
     /// An index that lives in memory for as long as the value (tests, demos).
@@ -155,18 +168,27 @@ impl LocalIndex {
         let mut connection = pool.acquire().await.map_err(index_error)?;
         create_schema(&mut connection).await?;
         drop(connection);
-        Ok(LocalIndex { pool })
+        Ok(LocalIndex {
+            db: Db::Sqlite(pool),
+        })
     }
 
     /// Closes the pool, waiting for queries in flight.
     pub async fn close(&self) {
-        self.pool.close().await;
+        match &self.db {
+            Db::Sqlite(pool) => pool.close().await,
+            Db::Postgres(index) => index.close().await,
+        }
     }
 
     /// How many documents the index holds.
     pub async fn count(&self) -> Result<u64, BackendError> {
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.count().await,
+        };
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM documents")
-            .fetch_one(&self.pool)
+            .fetch_one(pool)
             .await
             .map_err(index_error)?;
         Ok(u64::try_from(count).unwrap_or_default())
@@ -348,10 +370,27 @@ impl LocalIndex {
             )));
         }
         let added_at = chrono::Utc::now().timestamp_millis();
+        let images = web_images(document.url, &document.images);
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => {
+                return index
+                    .insert(crate::local_pg::Document {
+                        url: document.url,
+                        host: url_host(document.url).unwrap_or_default(),
+                        title: document.title.trim(),
+                        body: document.body,
+                        date: document.date,
+                        last_updated: document.last_updated,
+                        added_at,
+                        images,
+                    })
+                    .await;
+            }
+        };
         // IMMEDIATE: the write lock is taken (waiting up to the busy timeout) before the first
         // statement, so concurrent writers queue instead of failing to upgrade a read.
-        let mut tx = self
-            .pool
+        let mut tx = pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(index_error)?;
@@ -378,18 +417,7 @@ impl LocalIndex {
             .execute(&mut *tx)
             .await
             .map_err(index_error)?;
-        let base = url::Url::parse(document.url).ok();
-        for image in &document.images {
-            // Only images a browser could load from the web: http(s), relative ones resolved
-            // against the page (a file's relative images stay on disk and are skipped).
-            let Some(image_url) = base
-                .as_ref()
-                .and_then(|base| base.join(&image.src).ok())
-                .or_else(|| url::Url::parse(&image.src).ok())
-                .filter(|url| matches!(url.scheme(), "http" | "https"))
-            else {
-                continue;
-            };
+        for (image_url, image) in &images {
             sqlx::query(
                 "INSERT OR IGNORE INTO images (document_url, image_url, alt, title, width, height)
                  VALUES (?, ?, ?, ?, ?, ?)",
@@ -410,8 +438,12 @@ impl LocalIndex {
 
     /// How many images the index holds.
     pub async fn image_count(&self) -> Result<u64, BackendError> {
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.image_count().await,
+        };
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM images")
-            .fetch_one(&self.pool)
+            .fetch_one(pool)
             .await
             .map_err(index_error)?;
         Ok(u64::try_from(count).unwrap_or_default())
@@ -424,6 +456,10 @@ impl LocalIndex {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.search_images(query, &terms).await,
+        };
         let mut sql = QueryBuilder::<Sqlite>::new(
             "SELECT i.image_url, i.document_url, i.alt, i.width, i.height
              FROM images_fts JOIN images i ON i.id = images_fts.rowid
@@ -435,11 +471,7 @@ impl LocalIndex {
         push_domains(&mut sql, &query.deny_domains, true);
         sql.push(" ORDER BY bm25(images_fts, 1.0, 0.5) LIMIT ")
             .push_bind(i64::from(query.limit()));
-        let rows = sql
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(index_error)?;
+        let rows = sql.build().fetch_all(pool).await.map_err(index_error)?;
         rows.iter()
             .map(|row| {
                 let pixels = |column: &str| -> Result<Option<u32>, BackendError> {
@@ -465,6 +497,10 @@ impl LocalIndex {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(index) => return index.search(query, &terms).await,
+        };
         let mut sql = QueryBuilder::<Sqlite>::new(
             "SELECT d.url, d.title, d.body, d.date, d.last_updated
              FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid
@@ -473,39 +509,11 @@ impl LocalIndex {
         sql.push_bind(match_expression(&terms));
         push_domains(&mut sql, &query.allow_domains, false);
         push_domains(&mut sql, &query.deny_domains, true);
-        let ymd = |date: NaiveDate| date.format("%Y-%m-%d").to_string();
-        for (column, range) in [
-            ("d.date", query.published),
-            ("d.last_updated", query.last_updated),
-        ] {
-            if let Some(after) = range.after {
-                sql.push(format!(" AND ({column} IS NULL OR {column} >= "))
-                    .push_bind(ymd(after))
-                    .push(")");
-            }
-            if let Some(before) = range.before {
-                sql.push(format!(" AND ({column} IS NULL OR {column} <= "))
-                    .push_bind(ymd(before))
-                    .push(")");
-            }
-        }
-        if let Some(recency) = query.recency {
-            sql.push(" AND (COALESCE(d.date, d.last_updated) IS NULL OR COALESCE(d.date, d.last_updated) >= ")
-                .push_bind(ymd(recency_cutoff(recency, today())))
-                .push(")");
-        }
+        push_dates(&mut sql, query);
         sql.push(" ORDER BY bm25(documents_fts, 10.0, 1.0) LIMIT ")
             .push_bind(i64::from(query.limit()));
-        let rows = sql
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(index_error)?;
-        let passage_chars = query
-            .max_tokens_per_page
-            .map_or(DEFAULT_PASSAGE_CHARS, |tokens| {
-                (tokens as usize).saturating_mul(crate::budget::CHARS_PER_TOKEN)
-            });
+        let rows = sql.build().fetch_all(pool).await.map_err(index_error)?;
+        let passage_chars = passage_chars(query);
         rows.iter()
             .map(|row| {
                 let body: String = row.try_get("body").map_err(index_error)?;
@@ -555,50 +563,24 @@ async fn create_schema(connection: &mut SqliteConnection) -> Result<(), BackendE
     tx.commit().await.map_err(index_error)
 }
 
-fn index_error(err: sqlx::Error) -> BackendError {
-    BackendError::Index(err.to_string())
-}
-
-fn today() -> NaiveDate {
-    chrono::Utc::now().date_naive()
-}
-
-/// ` AND (host matches any)` or ` AND NOT (host matches any)`.
-fn push_domains(sql: &mut QueryBuilder<Sqlite>, domains: &[String], deny: bool) {
-    if domains.is_empty() {
-        return;
-    }
-    sql.push(if deny { " AND NOT (" } else { " AND (" });
-    for (i, domain) in domains.iter().enumerate() {
-        if i > 0 {
-            sql.push(" OR ");
-        }
-        let escaped = domain
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        sql.push("d.host = ")
-            .push_bind(domain.clone())
-            .push(" OR d.host LIKE ")
-            .push_bind(format!("%.{escaped}"))
-            .push(" ESCAPE '\\'");
-    }
-    sql.push(")");
-}
-
-/// The words of a query, lower case (letters and digits; everything else separates).
-fn query_terms(text: &str) -> Vec<String> {
-    let mut terms: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        let word = word.to_lowercase();
-        if !word.is_empty() && !terms.contains(&word) {
-            terms.push(word);
-        }
-        if terms.len() == MAX_QUERY_TERMS {
-            break;
-        }
-    }
-    terms
+/// The images of a page a browser could load from the web, with their absolute URLs: http(s),
+/// relative ones resolved against the page (a file's relative images stay on disk and are
+/// skipped).
+fn web_images<'a>(
+    page_url: &str,
+    images: &'a [html::PageImage],
+) -> Vec<(url::Url, &'a html::PageImage)> {
+    let base = url::Url::parse(page_url).ok();
+    images
+        .iter()
+        .filter_map(|image| {
+            base.as_ref()
+                .and_then(|base| base.join(&image.src).ok())
+                .or_else(|| url::Url::parse(&image.src).ok())
+                .filter(|url| matches!(url.scheme(), "http" | "https"))
+                .map(|url| (url, image))
+        })
+        .collect()
 }
 
 /// An FTS5 query matching any of the terms, each quoted so no word is read as an
@@ -609,37 +591,6 @@ fn match_expression(terms: &[String]) -> String {
         .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(" OR ")
-}
-
-/// The text from the start of the sentence holding the first query word, at most
-/// `max_chars` characters (the whole text when no word is found verbatim).
-fn passage(body: &str, terms: &[String], max_chars: usize) -> String {
-    let lower = body.to_ascii_lowercase();
-    let first = terms
-        .iter()
-        .filter_map(|term| lower.find(&term.to_ascii_lowercase()))
-        .min()
-        .unwrap_or(0);
-    let mut window = first.saturating_sub(300);
-    while !body.is_char_boundary(window) {
-        window -= 1;
-    }
-    let before = &body[window..first];
-    let start = match before.rfind(['.', '!', '?', '\n']) {
-        Some(at) => window + at + 1,
-        None if window == 0 => 0,
-        None => before
-            .find(char::is_whitespace)
-            .map_or(first, |at| window + at),
-    };
-    let text = html::tidy_lines(&body[start..]).replace('\n', " ");
-    let text = text.trim();
-    let text = if start > 0 {
-        format!("…{text}")
-    } else {
-        text.to_owned()
-    };
-    crate::budget::truncate(&text, max_chars)
 }
 
 /// What the index keeps of one file or page.

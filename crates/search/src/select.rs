@@ -34,6 +34,9 @@ pub struct BackendSettings {
     pub perplexity_base_url: Option<String>,
     /// The local index file (`<data_dir>/index.sqlite`), used when nothing above is set.
     pub local_index_path: PathBuf,
+    /// A PostgreSQL database (`postgres://…`) holding the local index instead of the file: the
+    /// store's, when replicas share it.
+    pub local_index_url: Option<String>,
 }
 
 /// Keys stay out of logs.
@@ -49,6 +52,10 @@ impl fmt::Debug for BackendSettings {
             .field("tavily_base_url", &set(&self.tavily_base_url))
             .field("perplexity_base_url", &set(&self.perplexity_base_url))
             .field("local_index_path", &self.local_index_path)
+            .field(
+                "local_index_url",
+                &self.local_index_url.as_ref().map(|_| "<postgres>"),
+            )
             .finish()
     }
 }
@@ -88,6 +95,15 @@ impl BackendSettings {
     }
 }
 
+/// The local index the settings name: in PostgreSQL when `local_index_url` is set, else the
+/// file at `local_index_path`.
+pub async fn open_local_index(settings: &BackendSettings) -> Result<LocalIndex, BackendError> {
+    match &settings.local_index_url {
+        Some(url) => LocalIndex::open_postgres(url).await,
+        None => LocalIndex::open(&settings.local_index_path).await,
+    }
+}
+
 /// Builds the back end [`BackendSettings::kind`] picks. HTTP back ends use clients from
 /// `policy` (allow the operator's SearxNG range in it when it is on a private address);
 /// the local index is opened (and created) at `local_index_path`.
@@ -113,7 +129,7 @@ pub async fn backend_from_settings(
             set(&settings.perplexity_base_url),
             policy,
         )?),
-        BackendKind::LocalIndex => Arc::new(LocalIndex::open(&settings.local_index_path).await?),
+        BackendKind::LocalIndex => Arc::new(open_local_index(settings).await?),
     })
 }
 
@@ -133,7 +149,7 @@ pub async fn image_backend_from_settings(
             policy,
         )?),
         BackendKind::Tavily | BackendKind::Perplexity | BackendKind::LocalIndex => {
-            Arc::new(LocalIndex::open(&settings.local_index_path).await?)
+            Arc::new(open_local_index(settings).await?)
         }
     })
 }

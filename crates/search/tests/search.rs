@@ -663,6 +663,7 @@ async fn backend_selection_falls_back_to_the_local_index() {
     let dir = temp_dir("select");
     let mut settings = BackendSettings {
         local_index_path: dir.join("data").join("index.sqlite"),
+        local_index_url: None,
         ..BackendSettings::default()
     };
     let backend = backend_from_settings(&settings, &loopback()).await.unwrap();
@@ -1034,6 +1035,120 @@ async fn a_query_without_results_says_so() {
 async fn the_local_index_ranks_and_filters() {
     let dir = temp_dir("rank");
     let index = LocalIndex::open(&dir.join("index.sqlite")).await.unwrap();
+    ranks_and_filters(&index).await;
+
+    // The file persists.
+    index.close().await;
+    let reopened = LocalIndex::open(&dir.join("index.sqlite")).await.unwrap();
+    assert_eq!(reopened.count().await.unwrap(), 3);
+    reopened.close().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The same index in PostgreSQL (what replicas sharing the store's database search): the same
+/// answers, ranks and filters, and it persists in the database.
+#[tokio::test]
+async fn the_local_index_ranks_and_filters_on_postgres() {
+    let db = PgDatabase::create().await;
+    let index = LocalIndex::open_postgres(&db.url).await.unwrap();
+    ranks_and_filters(&index).await;
+    // A page's images, searched by alt text.
+    let dir = temp_dir("pg-images");
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("cats.html");
+    std::fs::write(
+        &page,
+        "<html><head><title>Cats</title></head><body><p>All about cats.</p>\
+         <img src=\"https://img.example.com/cat.jpg\" alt=\"A sleeping cat\" width=\"640\" height=\"480\">\
+         </body></html>",
+    )
+    .unwrap();
+    index.add_path(&page).await.unwrap();
+    assert_eq!(index.image_count().await.unwrap(), 1);
+    let images = index
+        .search_images(&search::ImageQuery {
+            text: "sleeping".to_owned(),
+            max_results: 5,
+            ..search::ImageQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(images.len(), 1, "{images:?}");
+    assert_eq!(images[0].image_url, "https://img.example.com/cat.jpg");
+    assert_eq!(images[0].width, Some(640));
+    let _ = std::fs::remove_dir_all(dir);
+    index.close().await;
+    // Two replicas opening it at once find the tables made once, and the documents.
+    let (a, b) = tokio::join!(
+        LocalIndex::open_postgres(&db.url),
+        LocalIndex::open_postgres(&db.url)
+    );
+    assert_eq!(a.unwrap().count().await.unwrap(), 4);
+    assert_eq!(b.unwrap().count().await.unwrap(), 4);
+}
+
+/// A PostgreSQL database of one test, dropped at the end. The server is
+/// `AGENTD_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`); when it
+/// is unreachable the test fails saying so.
+struct PgDatabase {
+    name: String,
+    url: String,
+}
+
+fn postgres_admin_url() -> String {
+    std::env::var("AGENTD_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+async fn postgres_admin(sql: String) {
+    use sqlx::Connection as _;
+    let url = postgres_admin_url();
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
+        panic!(
+            "PostgreSQL is not reachable at {url} ({e}): start it or set AGENTD_TEST_POSTGRES_URL"
+        )
+    });
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+impl PgDatabase {
+    async fn create() -> PgDatabase {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let name = format!("agentd_search_{}_{nanos}", std::process::id());
+        postgres_admin(format!("CREATE DATABASE {name}")).await;
+        let mut url = url::Url::parse(&postgres_admin_url()).unwrap();
+        url.set_path(&format!("/{name}"));
+        PgDatabase {
+            name,
+            url: url.to_string(),
+        }
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(postgres_admin(sql));
+        })
+        .join();
+    }
+}
+
+async fn ranks_and_filters(index: &LocalIndex) {
     index
         .add_document(
             "https://www.rust-lang.org/learn",
@@ -1173,13 +1288,6 @@ async fn the_local_index_ranks_and_filters() {
         urls(&results_of(&outcome)),
         vec!["https://blog.example.com/tokio"]
     );
-
-    // The file persists.
-    index.close().await;
-    let reopened = LocalIndex::open(&dir.join("index.sqlite")).await.unwrap();
-    assert_eq!(reopened.count().await.unwrap(), 3);
-    reopened.close().await;
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Regression: a fresh data dir sometimes failed to start with "database is locked" from the

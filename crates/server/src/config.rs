@@ -36,6 +36,8 @@ pub struct RawConfig {
     pub listen: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub database_url: Option<String>,
+    /// PostgreSQL connections per process (`AGENTD_DATABASE_POOL_SIZE`).
+    pub database_pool_size: Option<u32>,
     #[serde(default)]
     pub providers: BTreeMap<String, RawProvider>,
     #[serde(default)]
@@ -411,8 +413,10 @@ pub struct Flags {
 pub enum StoreLocation {
     /// The embedded SQLite database in this directory.
     DataDir(PathBuf),
-    /// An explicit database URL.
+    /// An explicit SQLite database URL.
     Url(String),
+    /// A PostgreSQL database (several replicas may share it).
+    Postgres(String),
 }
 
 /// How log lines are written.
@@ -428,6 +432,8 @@ pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub store: StoreLocation,
+    /// The PostgreSQL pool (unused on SQLite).
+    pub database_pool: store::PoolSettings,
     pub providers: Vec<ProviderConfig>,
     /// How `GET /v1/models` asks the upstreams for their models: the cache lifetimes and the
     /// providers with `list_models = false`.
@@ -587,19 +593,34 @@ impl Config {
         let store = match database_url {
             None => StoreLocation::DataDir(data_dir.clone()),
             Some(url) if url.starts_with("sqlite:") => StoreLocation::Url(url),
-            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                return Err(ConfigError::Invalid {
-                    name: "database URL".to_owned(),
-                    message: "PostgreSQL is not supported by this build yet; use sqlite://…"
-                        .to_owned(),
-                });
-            }
+            Some(url) if store::is_postgres_url(&url) => StoreLocation::Postgres(url),
             Some(_) => {
                 return Err(ConfigError::Invalid {
                     name: "database URL".to_owned(),
                     message: "expected sqlite://… or postgres://…".to_owned(),
                 });
             }
+        };
+        let pool_size = match env_var("AGENTD_DATABASE_POOL_SIZE") {
+            Some(text) => Some(
+                text.trim()
+                    .parse::<u32>()
+                    .map_err(|_| ConfigError::Invalid {
+                        name: "AGENTD_DATABASE_POOL_SIZE".to_owned(),
+                        message: format!("{text:?} is not a whole number"),
+                    })?,
+            ),
+            None => file.database_pool_size,
+        };
+        let pool_size = pool_size.unwrap_or(store::DEFAULT_POOL_SIZE);
+        if !(1..=1000).contains(&pool_size) {
+            return Err(ConfigError::Invalid {
+                name: "database_pool_size".to_owned(),
+                message: "must be within 1..=1000".to_owned(),
+            });
+        }
+        let database_pool = store::PoolSettings {
+            max_connections: pool_size,
         };
         let defaults = engine::EngineConfig::default();
         let default_max_steps = file
@@ -668,6 +689,8 @@ impl Config {
                 .unwrap_or(defaults.max_queued_per_project),
             lease: std::time::Duration::from_secs(lease_secs),
             event_retention: std::time::Duration::from_secs(retention_hours * 3600),
+            // Several replicas may serve a PostgreSQL store.
+            shared_store: matches!(store, StoreLocation::Postgres(_)),
         };
         let keep_alive_ms = file.http.sse_keep_alive_ms.unwrap_or(15_000);
         if !(100..=600_000).contains(&keep_alive_ms) {
@@ -745,6 +768,11 @@ impl Config {
             tavily_base_url: web.tavily_base_url,
             perplexity_base_url: env_var("PERPLEXITY_BASE_URL").or(web.perplexity_base_url),
             local_index_path: data_dir.join(crate::datadir::INDEX_FILE),
+            // On PostgreSQL the index lives in the shared database: no replica holds its own.
+            local_index_url: match &store {
+                StoreLocation::Postgres(url) => Some(url.clone()),
+                _ => None,
+            },
         };
         let fetch = file.tools.fetch_url;
         let fetch_url = FetchUrlSettings {
@@ -812,6 +840,7 @@ impl Config {
             listen,
             data_dir,
             store,
+            database_pool,
             providers,
             model_lists,
             provider_options,
@@ -1493,6 +1522,36 @@ mod tests {
         let c = Config::resolve(f(), &env, &flags).expect("ok");
         assert_eq!(c.listen.port(), 3000);
         assert_eq!(c.store, StoreLocation::Url("sqlite::memory:".to_owned()));
+    }
+
+    #[test]
+    fn a_postgres_url_selects_postgres_with_its_pool_size() {
+        let url = "postgres://agentd@db.internal:5432/agentd?sslmode=require";
+        let file = RawConfig::from_toml(
+            "database_pool_size = 7",
+            std::path::Path::new("agentd.toml"),
+        )
+        .expect("parses");
+        let pairs = [("AGENTD_DATABASE_URL", url)];
+        let c = Config::resolve(file, &env_of(&pairs), &Flags::default()).expect("ok");
+        assert_eq!(c.store, StoreLocation::Postgres(url.to_owned()));
+        assert_eq!(c.database_pool.max_connections, 7);
+
+        let pairs = [
+            ("AGENTD_DATABASE_URL", url),
+            ("AGENTD_DATABASE_POOL_SIZE", "25"),
+        ];
+        let env = env_of(&pairs);
+        let c = Config::resolve(RawConfig::default(), &env, &Flags::default()).expect("ok");
+        assert_eq!(c.database_pool.max_connections, 25);
+
+        let pairs = [("AGENTD_DATABASE_POOL_SIZE", "0")];
+        let env = env_of(&pairs);
+        let err = Config::resolve(RawConfig::default(), &env, &Flags::default())
+            .expect_err("an empty pool is refused");
+        assert!(err.to_string().contains("database_pool_size"), "{err}");
+        let c = Config::resolve(RawConfig::default(), &env_of(&[]), &Flags::default()).expect("ok");
+        assert_eq!(c.database_pool.max_connections, store::DEFAULT_POOL_SIZE);
     }
 
     #[test]

@@ -18,7 +18,7 @@ struct Common {
     /// Data directory for the embedded SQLite store [env: AGENTD_DATA_DIR] [default: ./agentd-data]
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Store URL (sqlite://…) overriding the data directory [env: AGENTD_DATABASE_URL]
+    /// Store URL (sqlite://… or postgres://…) overriding the data directory [env: AGENTD_DATABASE_URL]
     #[arg(long)]
     database_url: Option<String>,
     /// Optional TOML config file [env: AGENTD_CONFIG]
@@ -55,6 +55,31 @@ enum Command {
     People {
         #[command(subcommand)]
         command: PeopleCommand,
+    },
+    /// Apply the store's migrations and exit (replicas starting together migrate once anyway).
+    Migrate {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Move a deployment between stores.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum StoreCommand {
+    /// Copy every row of a SQLite store into a PostgreSQL database (migrated first). Rows
+    /// already there are kept, so an interrupted copy can be run again. Stop the agentd that
+    /// serves the SQLite store first.
+    Copy {
+        /// The SQLite store: sqlite:///path/to/agentd-data/agentd.db
+        #[arg(long, value_name = "sqlite://…")]
+        from: String,
+        /// The PostgreSQL database: postgres://USER@HOST:PORT/DB
+        #[arg(long, value_name = "postgres://…")]
+        to: String,
     },
 }
 
@@ -168,7 +193,7 @@ async fn shutdown_signal() {
 async fn index_add(config: &Config, sources: &[String]) -> anyhow::Result<()> {
     use search::LocalIndex;
     agentd_server::datadir::prepare(&config.data_dir, &[agentd_server::datadir::INDEX_FILE])?;
-    let index = LocalIndex::open(&config.web_search.local_index_path).await?;
+    let index = search::open_local_index(&config.web_search).await?;
     let policy = netguard::Policy::with_allowed(&config.allow_private)?;
     let client = LocalIndex::guarded_client(&policy)?;
     let mut failed = 0;
@@ -211,7 +236,6 @@ async fn people_import(
     project: &str,
     replace: bool,
 ) -> anyhow::Result<()> {
-    use engine::store::KeyStore as _;
     let imported = people::import::read_file(file, &config.people_search.extra_columns).await?;
     let store = agentd_server::open_store(config).await?;
     let project_id = store.ensure_project(project).await?;
@@ -271,6 +295,26 @@ async fn finance_import(
         counts.prices,
         config.finance_search.store_path.display()
     )?;
+    Ok(())
+}
+
+/// `agentd store copy`: every table, with what was read and what was new at the destination.
+async fn store_copy(from: &str, to: &str) -> anyhow::Result<()> {
+    if !from.starts_with("sqlite:") {
+        anyhow::bail!("--from must be a sqlite:… URL");
+    }
+    if !store::is_postgres_url(to) {
+        anyhow::bail!("--to must be a postgres://… URL");
+    }
+    let source = store::SqliteStore::connect(from).await?;
+    let destination = store::PgStore::connect(to, store::PoolSettings::default()).await?;
+    let report = store::copy(&source, &destination).await;
+    source.close().await;
+    destination.close().await;
+    let mut out = std::io::stdout().lock();
+    for (table, read, inserted) in &report?.tables {
+        writeln!(out, "{table}: {read} rows read, {inserted} new")?;
+    }
     Ok(())
 }
 
@@ -345,6 +389,19 @@ async fn run() -> anyhow::Result<()> {
             let config = load_config(&common, None)?;
             init_logging(config.log_format);
             people_import(&config, &file, &project, replace).await?;
+        }
+        Command::Migrate { common } => {
+            let config = load_config(&common, None)?;
+            init_logging(config.log_format);
+            // Opening a store applies its migrations (under the advisory lock on PostgreSQL).
+            agentd_server::open_store(&config).await?;
+            writeln!(std::io::stdout(), "migrations applied")?;
+        }
+        Command::Store {
+            command: StoreCommand::Copy { from, to },
+        } => {
+            init_logging(LogFormat::Text);
+            store_copy(&from, &to).await?;
         }
         Command::Keys {
             command: KeysCommand::Create { project, common },

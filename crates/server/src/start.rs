@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use engine::Engine;
+use engine::store::Store;
 use providers::registry::Registry;
-use store::SqliteStore;
+use store::{PgStore, SqliteStore};
 
 use crate::builtins::{Builtins, BuiltinsError};
 use crate::config::{Config, StoreLocation};
@@ -48,22 +49,26 @@ fn sealer(config: &Config) -> Result<Option<Arc<dyn engine::secrets::Sealer>>, S
     Ok(ring.map(|ring| Arc::new(ring) as Arc<dyn engine::secrets::Sealer>))
 }
 
-/// Opens the configured store, after setting up the data directory (its modes and those of
-/// its database files, see [`crate::datadir`]).
-pub async fn open_store(config: &Config) -> Result<Arc<SqliteStore>, ServerError> {
+/// Opens the configured store (migrated), after setting up the data directory (its modes and
+/// those of its database files, see [`crate::datadir`]).
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServerError> {
     let files: &[&str] = match &config.store {
         StoreLocation::DataDir(_) => &[datadir::DATABASE_FILE, datadir::INDEX_FILE],
         StoreLocation::Url(_) => &[datadir::INDEX_FILE],
+        // The search index lives in the database too.
+        StoreLocation::Postgres(_) => &[],
     };
     datadir::prepare(&config.data_dir, files).map_err(|err| ServerError::DataDir {
         path: config.data_dir.clone(),
         source: err,
     })?;
-    let store = match &config.store {
-        StoreLocation::DataDir(dir) => SqliteStore::open(dir).await?,
-        StoreLocation::Url(url) => SqliteStore::connect(url).await?,
-    };
-    Ok(Arc::new(store))
+    Ok(match &config.store {
+        StoreLocation::DataDir(dir) => Arc::new(SqliteStore::open(dir).await?),
+        StoreLocation::Url(url) => Arc::new(SqliteStore::connect(url).await?),
+        StoreLocation::Postgres(url) => {
+            Arc::new(PgStore::connect(url, config.database_pool).await?)
+        }
+    })
 }
 
 /// Builds the engine and the application state from a configuration.

@@ -1,21 +1,29 @@
-//! SQLite storage for agentd: the adapter behind the engine's storage ports
+//! Storage for agentd: the adapters behind the engine's storage ports
 //! ([`engine::store::ResponseStore`], [`engine::store::EventStore`], [`engine::store::KeyStore`],
-//! [`engine::store::JobStore`], [`engine::store::MaintenanceStore`]).
+//! [`engine::store::JobStore`], [`engine::store::MaintenanceStore`], [`engine::store::FileStore`],
+//! [`engine::store::ItemStore`]) on SQLite ([`SqliteStore`], the embedded default) and
+//! PostgreSQL ([`PgStore`], for several replicas sharing one database).
 //!
-//! The SQL is kept portable to PostgreSQL (TEXT and BIGINT columns, JSON as TEXT, times as Unix
-//! seconds, `$n` placeholders, `ON CONFLICT` upserts) so a PostgreSQL pool can later share it.
+//! The SQL is written once, in the portable subset both databases run (TEXT and BIGINT
+//! columns, JSON as TEXT, times as Unix seconds, `$n` placeholders, `ON CONFLICT` upserts),
+//! and compiled once per back end; the few statements that differ live in each back end's
+//! `dialect` module.
 //!
 //! # Layout
 //!
-//! - `lib.rs`: [`SqliteStore`], opening the database (pragmas, pools) and running migrations.
-//! - `migrate.rs`: the schema migrations, embedded from `crates/store/migrations/*.sql`.
-//! - `responses.rs`, `events.rs`, `keys.rs`, `jobs.rs`, `maintenance.rs`: one port each.
+//! - `lib.rs`: [`connect`] (a store from a URL), shared helpers.
+//! - `sqlite.rs`: [`SqliteStore`], opening the database (pragmas, pools), SQLite's dialect.
+//! - `postgres.rs`: [`PgStore`], the pool and TLS, PostgreSQL's dialect.
+//! - `ports/`: one module per port, included by both back ends (see `ports/mod.rs`).
+//! - `migrate.rs`: the schema migrations, embedded from `migrations/sqlite/*.sql` and
+//!   `migrations/postgres/*.sql`.
+//! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
-//! Writes go through a pool of one connection (SQLite admits one writer at a time, so queueing
-//! in-process is cheaper than busy waits); reads use a separate pool and run concurrently under
-//! WAL. An event batch is a single transaction with multi-row inserts; a job claim is a single
-//! `BEGIN IMMEDIATE` transaction (see `jobs.rs`).
+//! On SQLite, writes go through a pool of one connection (SQLite admits one writer at a time,
+//! so queueing in-process is cheaper than busy waits); reads use a separate pool and run
+//! concurrently under WAL. An event batch is a single transaction with multi-row inserts; a job
+//! claim is a single transaction (see `ports/jobs.rs`).
 //!
 //! # Example
 //!
@@ -36,127 +44,37 @@
 //! # }
 //! ```
 
+mod copy;
 mod error;
-mod events;
-mod files;
-mod items;
-mod jobs;
-mod keys;
-mod maintenance;
 mod migrate;
-mod responses;
+mod postgres;
+mod sqlite;
 
-use std::path::Path;
-use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use engine::store::StoreError;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use engine::store::{Store, StoreError};
 
-/// The database file inside the data directory.
-pub const DATABASE_FILE: &str = "agentd.db";
+pub use copy::{CopyReport, copy};
+pub use postgres::{DEFAULT_POOL_SIZE, PgStore, PoolSettings};
+pub use sqlite::{DATABASE_FILE, SqliteStore};
 
-/// How long a statement waits for a lock held by another process before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Read connections of a file-backed store (the machine class we target has few cores).
-const READ_CONNECTIONS: u32 = 4;
-
-/// The SQLite implementation of the engine's storage ports. Cheap to clone (pools are shared).
-#[derive(Debug, Clone)]
-pub struct SqliteStore {
-    /// Every write goes through this pool of exactly one connection: SQLite has one writer at a
-    /// time, and queueing here keeps batches as single transactions without `SQLITE_BUSY` retries.
-    writer: SqlitePool,
-    /// Reads run here, concurrently with the writer thanks to WAL. For an in-memory database
-    /// this is the writer pool itself, because the database lives inside that one connection.
-    reader: SqlitePool,
+/// Whether a URL names a PostgreSQL database (`postgres://…` or `postgresql://…`).
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
-impl SqliteStore {
-    /// Open (creating when missing) the store in `data_dir`: the directory, the database file
-    /// [`DATABASE_FILE`] inside it, WAL journal, `synchronous=NORMAL`, foreign keys, a busy
-    /// timeout; then run the migrations.
-    pub async fn open(data_dir: &Path) -> Result<SqliteStore, StoreError> {
-        tokio::fs::create_dir_all(data_dir).await.map_err(|e| {
-            StoreError::Backend(format!(
-                "cannot create data directory {}: {e}",
-                data_dir.display()
-            ))
-        })?;
-        let options = SqliteConnectOptions::new()
-            .filename(data_dir.join(DATABASE_FILE))
-            .create_if_missing(true);
-        Self::open_file(options).await
+/// Opens the store a URL names (`sqlite:…` or `postgres://…`), migrated.
+pub async fn connect(url: &str, pool: PoolSettings) -> Result<Arc<dyn Store>, StoreError> {
+    if is_postgres_url(url) {
+        Ok(Arc::new(PgStore::connect(url, pool).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect(url).await?))
+    } else {
+        Err(StoreError::Backend(
+            "unsupported database URL: expected sqlite:… or postgres://…".to_owned(),
+        ))
     }
-
-    /// Connect to a `sqlite://…` URL (e.g. `sqlite:///var/lib/agentd/agentd.db?mode=rwc`) or
-    /// `sqlite::memory:`, then run the migrations. An in-memory database lives in one connection
-    /// that is never closed while the store exists, so every query sees the same data.
-    pub async fn connect(url: &str) -> Result<SqliteStore, StoreError> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Backend(format!("invalid sqlite url: {e}")))?;
-        if is_memory_url(url) {
-            Self::open_memory(options).await
-        } else {
-            Self::open_file(options).await
-        }
-    }
-
-    /// The pool that writes go through, for maintenance and tests that need raw SQL.
-    pub fn pool(&self) -> &SqlitePool {
-        &self.writer
-    }
-
-    /// Close both pools, waiting for queries in flight. Use at shutdown.
-    pub async fn close(&self) {
-        self.reader.close().await;
-        self.writer.close().await;
-    }
-
-    async fn open_file(options: SqliteConnectOptions) -> Result<SqliteStore, StoreError> {
-        let options = options
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options.clone())
-            .await
-            .map_err(error::backend)?;
-        migrate::run(&writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(READ_CONNECTIONS)
-            .connect_lazy_with(options);
-        Ok(SqliteStore { writer, reader })
-    }
-
-    async fn open_memory(options: SqliteConnectOptions) -> Result<SqliteStore, StoreError> {
-        let options = options.foreign_keys(true).busy_timeout(BUSY_TIMEOUT);
-        // Closing the last connection would drop the database: keep exactly one, forever.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(options)
-            .await
-            .map_err(error::backend)?;
-        migrate::run(&pool).await?;
-        Ok(SqliteStore {
-            writer: pool.clone(),
-            reader: pool,
-        })
-    }
-}
-
-/// Whether a SQLite URL names an in-memory database (`sqlite::memory:`, `?mode=memory`).
-fn is_memory_url(url: &str) -> bool {
-    let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    path.ends_with(":memory:") || query.split('&').any(|pair| pair == "mode=memory")
 }
 
 /// Now, in Unix seconds (0 if the clock is before 1970).
@@ -165,18 +83,4 @@ fn now_secs() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_memory_url;
-
-    #[test]
-    fn memory_urls_are_recognised() {
-        assert!(is_memory_url("sqlite::memory:"));
-        assert!(is_memory_url("sqlite://:memory:"));
-        assert!(is_memory_url("sqlite://file.db?mode=memory&cache=shared"));
-        assert!(!is_memory_url("sqlite://data/agentd.db"));
-        assert!(!is_memory_url("sqlite://data/agentd.db?mode=rwc"));
-    }
 }

@@ -1,26 +1,86 @@
-//! The schema migrations, embedded in the binary and run at open.
+//! The schema migrations of both back ends, embedded in the binary and run at open.
 //!
-//! The files live in `crates/store/migrations/` as `<version>_<description>.sql` (the sqlx-cli
-//! layout, so `sqlx migrate` can also apply them). They are listed here by hand because
-//! `sqlx::migrate!` needs sqlx's proc-macro feature, which would build a second SQLite for the
-//! host; a unit test checks that this list and the folder agree.
+//! The files live in `crates/store/migrations/sqlite/` and `crates/store/migrations/postgres/`
+//! as `<version>_<description>.sql` (the sqlx-cli layout, so `sqlx migrate` can also apply
+//! them). The two folders keep the same version numbers for the same change; the PostgreSQL
+//! files differ only where the dialects do (`BYTEA` for `BLOB`, an explicit row order where
+//! SQLite has its rowid). They are listed here by hand because `sqlx::migrate!` needs sqlx's
+//! proc-macro feature, which would build a second SQLite for the host; a unit test checks that
+//! these lists and the folders agree.
+//!
+//! On PostgreSQL, sqlx's migrator holds a session advisory lock (`pg_advisory_lock`, keyed by
+//! the database name) while it applies migrations, so replicas starting together migrate
+//! once: the others wait for the lock, then find every version applied.
 
 use engine::store::StoreError;
 use sqlx::SqlSafeStr;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::sqlite::SqlitePool;
 
 /// `(version, description, sql)`, in version order.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "init", include_str!("../migrations/0001_init.sql")),
-    (2, "jobs", include_str!("../migrations/0002_jobs.sql")),
-    (3, "files", include_str!("../migrations/0003_files.sql")),
-    (4, "items", include_str!("../migrations/0004_items.sql")),
+pub(crate) type MigrationList = &'static [(i64, &'static str, &'static str)];
+
+/// The SQLite schema.
+pub(crate) const SQLITE: MigrationList = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "jobs",
+        include_str!("../migrations/sqlite/0002_jobs.sql"),
+    ),
+    (
+        3,
+        "files",
+        include_str!("../migrations/sqlite/0003_files.sql"),
+    ),
+    (
+        4,
+        "items",
+        include_str!("../migrations/sqlite/0004_items.sql"),
+    ),
+    (
+        6,
+        "replicas",
+        include_str!("../migrations/sqlite/0006_replicas.sql"),
+    ),
 ];
 
-/// Apply the migrations not yet applied to this database.
-pub(crate) async fn run(pool: &SqlitePool) -> Result<(), StoreError> {
-    let migrations = MIGRATIONS
+/// The PostgreSQL schema (version 5 is left for the SQLite migration of the same number).
+pub(crate) const POSTGRES: MigrationList = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "jobs",
+        include_str!("../migrations/postgres/0002_jobs.sql"),
+    ),
+    (
+        3,
+        "files",
+        include_str!("../migrations/postgres/0003_files.sql"),
+    ),
+    (
+        4,
+        "items",
+        include_str!("../migrations/postgres/0004_items.sql"),
+    ),
+    (
+        6,
+        "replicas",
+        include_str!("../migrations/postgres/0006_replicas.sql"),
+    ),
+];
+
+/// A migrator over one of the lists above. Locking stays on (the default): on PostgreSQL that
+/// is the advisory lock described in the module documentation.
+pub(crate) fn migrator(list: MigrationList) -> Migrator {
+    let migrations = list
         .iter()
         .map(|&(version, description, sql)| {
             Migration::new(
@@ -33,20 +93,24 @@ pub(crate) async fn run(pool: &SqlitePool) -> Result<(), StoreError> {
         })
         .collect();
     Migrator::with_migrations(migrations)
-        .run(pool)
-        .await
-        .map_err(|e| StoreError::Backend(format!("migration failed: {e}")))
+}
+
+/// A migration failure as a store error.
+pub(crate) fn failed(e: sqlx::migrate::MigrateError) -> StoreError {
+    StoreError::Backend(format!("migration failed: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::MIGRATIONS;
+    use super::{MigrationList, POSTGRES, SQLITE};
 
-    /// Every file in `migrations/` is embedded, with the version and description of its name.
-    #[test]
-    fn embedded_list_matches_the_migrations_folder() -> Result<(), Box<dyn std::error::Error>> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
-        let mut on_disk = Vec::new();
+    type Listing = Vec<(i64, String, String)>;
+
+    fn on_disk(folder: &str) -> Result<Listing, Box<dyn std::error::Error>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(folder);
+        let mut found = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
             let name = path
@@ -54,18 +118,34 @@ mod tests {
                 .and_then(|s| s.to_str())
                 .ok_or("file name is not UTF-8")?;
             let (version, description) = name.split_once('_').ok_or("name has no '_'")?;
-            on_disk.push((
+            found.push((
                 version.parse::<i64>()?,
                 description.to_owned(),
                 std::fs::read_to_string(&path)?,
             ));
         }
-        on_disk.sort();
-        let embedded: Vec<_> = MIGRATIONS
-            .iter()
+        found.sort();
+        Ok(found)
+    }
+
+    fn embedded(list: MigrationList) -> Listing {
+        list.iter()
             .map(|&(v, d, sql)| (v, d.to_owned(), sql.to_owned()))
-            .collect();
-        assert_eq!(embedded, on_disk);
+            .collect()
+    }
+
+    /// Every file in `migrations/sqlite/` is embedded, with the version and description of its
+    /// name.
+    #[test]
+    fn embedded_sqlite_list_matches_its_folder() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(embedded(SQLITE), on_disk("sqlite")?);
+        Ok(())
+    }
+
+    /// The same for `migrations/postgres/`.
+    #[test]
+    fn embedded_postgres_list_matches_its_folder() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(embedded(POSTGRES), on_disk("postgres")?);
         Ok(())
     }
 }

@@ -1,15 +1,12 @@
-//! Black-box tests of the job queue and maintenance ports of the SQLite store.
+//! Black-box tests of the job queue and maintenance ports of both stores (the `matrix!` at the
+//! end runs each on SQLite and on PostgreSQL).
 
 mod common;
 
 use std::collections::HashSet;
 
-use agentd_store::SqliteStore;
-use common::{TempDir, TestResult, events, memory_store};
-use engine::store::{
-    EventStore, JobRecord, JobState, JobStore, MaintenanceStore, ResponseRecord, ResponseStore,
-    StoreError,
-};
+use common::{TestDb, TestResult, TestStore, events};
+use engine::store::{JobRecord, JobState, ResponseRecord, StoreError};
 use protocol::response::Response;
 use serde_json::json;
 
@@ -80,9 +77,8 @@ fn record(
     })
 }
 
-#[tokio::test]
-async fn claims_go_oldest_first() -> TestResult {
-    let store = memory_store().await?;
+async fn claims_go_oldest_first(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.insert_job(&job("resp_b", "proj_a", 2_000)).await?;
     store.insert_job(&job("resp_c", "proj_b", 3_000)).await?;
     store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
@@ -120,9 +116,8 @@ async fn claims_go_oldest_first() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn claim_is_none_when_nothing_is_claimable() -> TestResult {
-    let store = memory_store().await?;
+async fn claim_is_none_when_nothing_is_claimable(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     assert_eq!(store.claim_job("worker_1", 10_000, 40_000).await?, None);
     store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
     assert!(store.claim_job("worker_1", 10_000, 40_000).await?.is_some());
@@ -130,9 +125,8 @@ async fn claim_is_none_when_nothing_is_claimable() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn only_an_expired_lease_is_reclaimed() -> TestResult {
-    let store = memory_store().await?;
+async fn only_an_expired_lease_is_reclaimed(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
     store
         .claim_job("worker_1", 10_000, 40_000)
@@ -159,9 +153,8 @@ async fn only_an_expired_lease_is_reclaimed() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn a_queued_job_goes_before_an_older_live_one() -> TestResult {
-    let store = memory_store().await?;
+async fn a_queued_job_goes_before_an_older_live_one(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.insert_job(&job("resp_old", "proj_a", 1_000)).await?;
     store.insert_job(&job("resp_new", "proj_a", 2_000)).await?;
     store
@@ -177,14 +170,14 @@ async fn a_queued_job_goes_before_an_older_live_one() -> TestResult {
     Ok(())
 }
 
-/// Two tasks draining 50 jobs through one store, and two stores on one file (as two processes
-/// would): every job is claimed exactly once.
-async fn drain_concurrently(a: SqliteStore, b: SqliteStore) -> TestResult {
+/// Two tasks draining 50 jobs through one store, and two stores on one database (as two
+/// processes, or replicas, would): every job is claimed exactly once.
+async fn drain_concurrently(a: TestStore, b: TestStore) -> TestResult {
     for n in 0..50 {
         a.insert_job(&job(&format!("resp_{n:02}"), "proj_a", n))
             .await?;
     }
-    let claimer = |store: SqliteStore, owner: &'static str| {
+    let claimer = |store: TestStore, owner: &'static str| {
         tokio::spawn(async move {
             let mut claimed = Vec::new();
             while let Some(c) = store.claim_job(owner, 1_000, 60_000).await? {
@@ -208,29 +201,24 @@ async fn drain_concurrently(a: SqliteStore, b: SqliteStore) -> TestResult {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_claims_through_one_store_never_overlap() -> TestResult {
-    let dir = TempDir::new();
-    let store = SqliteStore::open(&dir.0).await?;
+async fn concurrent_claims_through_one_store_never_overlap(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     drain_concurrently(store.clone(), store.clone()).await?;
     store.close().await;
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_claims_through_two_stores_never_overlap() -> TestResult {
-    let dir = TempDir::new();
-    let a = SqliteStore::open(&dir.0).await?;
-    let b = SqliteStore::open(&dir.0).await?;
+async fn concurrent_claims_through_two_stores_never_overlap(db: &TestDb) -> TestResult {
+    let a = db.open().await?;
+    let b = db.open().await?;
     drain_concurrently(a.clone(), b.clone()).await?;
     a.close().await;
     b.close().await;
     Ok(())
 }
 
-#[tokio::test]
-async fn claim_queued_job_takes_only_that_queued_job() -> TestResult {
-    let store = memory_store().await?;
+async fn claim_queued_job_takes_only_that_queued_job(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
     store.insert_job(&job("resp_b", "proj_a", 2_000)).await?;
 
@@ -270,9 +258,8 @@ async fn claim_queued_job_takes_only_that_queued_job() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn renew_lease_needs_the_owner_and_the_row() -> TestResult {
-    let store = memory_store().await?;
+async fn renew_lease_needs_the_owner_and_the_row(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
     // Queued: nobody holds it.
     assert!(!store.renew_lease("resp_a", "worker_1", 50_000).await?);
@@ -291,9 +278,8 @@ async fn renew_lease_needs_the_owner_and_the_row() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn delete_removes_the_job() -> TestResult {
-    let store = memory_store().await?;
+async fn delete_removes_the_job(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
     store.delete_job("resp_a").await?;
     store.delete_job("resp_a").await?;
@@ -306,18 +292,16 @@ async fn delete_removes_the_job() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn duplicate_job_is_a_conflict() -> TestResult {
-    let store = memory_store().await?;
+async fn duplicate_job_is_a_conflict(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
     let result = store.insert_job(&job("resp_a", "proj_a", 2_000)).await;
     assert!(matches!(result, Err(StoreError::Conflict(_))), "{result:?}");
     Ok(())
 }
 
-#[tokio::test]
-async fn queued_counts_per_project_and_overall() -> TestResult {
-    let store = memory_store().await?;
+async fn queued_counts_per_project_and_overall(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     assert_eq!(store.count_all_queued().await?, 0);
     assert_eq!(store.count_queued("proj_a").await?, 0);
     store.insert_job(&job("resp_1", "proj_a", 1_000)).await?;
@@ -342,9 +326,8 @@ async fn queued_counts_per_project_and_overall() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn orphaned_responses_are_live_ones_without_a_job() -> TestResult {
-    let store = memory_store().await?;
+async fn orphaned_responses_are_live_ones_without_a_job(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store
         .put_response(&record("resp_running", "proj_a", "in_progress", 10)?)
         .await?;
@@ -384,9 +367,8 @@ async fn orphaned_responses_are_live_ones_without_a_job() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn purge_events_deletes_only_old_responses_logs() -> TestResult {
-    let store = memory_store().await?;
+async fn purge_events_deletes_only_old_responses_logs(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     // 40 old responses (more than one purge batch) and two recent ones.
     for n in 0..40 {
         let id = format!("resp_old_{n:02}");
@@ -430,11 +412,9 @@ async fn purge_events_deletes_only_old_responses_logs() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn jobs_survive_reopen() -> TestResult {
-    let dir = TempDir::new();
+async fn jobs_survive_reopen(db: &TestDb) -> TestResult {
     {
-        let store = SqliteStore::open(&dir.0).await?;
+        let store = db.open().await?;
         store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
         store.insert_job(&job("resp_b", "proj_a", 2_000)).await?;
         store
@@ -443,7 +423,7 @@ async fn jobs_survive_reopen() -> TestResult {
             .ok_or("not claimed")?;
         store.close().await;
     }
-    let store = SqliteStore::open(&dir.0).await?;
+    let store = db.open().await?;
     assert_eq!(store.count_all_queued().await?, 1);
     // After a restart the old worker's lease expires and the job comes back as a lost run.
     let lost = store
@@ -455,3 +435,60 @@ async fn jobs_survive_reopen() -> TestResult {
     store.close().await;
     Ok(())
 }
+
+/// A cancel received by another replica marks the running job; only its holder sees the mark,
+/// and a queued job cannot be marked (it is cancelled by taking it out of the queue).
+async fn a_cancel_request_reaches_the_holder_of_a_running_job(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    store.insert_job(&job("resp_a", "proj_a", 1_000)).await?;
+    store.insert_job(&job("resp_b", "proj_a", 2_000)).await?;
+    assert!(
+        !store.request_cancel("resp_a").await?,
+        "queued jobs are not marked"
+    );
+    store
+        .claim_job("replica_1", 10_000, 40_000)
+        .await?
+        .ok_or("not claimed")?;
+    store
+        .claim_job("replica_2", 10_000, 40_000)
+        .await?
+        .ok_or("not claimed")?;
+    assert_eq!(
+        store.cancel_requests("replica_1").await?,
+        Vec::<String>::new()
+    );
+
+    let other_replica = db.open().await?;
+    assert!(other_replica.request_cancel("resp_a").await?);
+    assert!(!other_replica.request_cancel("resp_missing").await?);
+    assert_eq!(store.cancel_requests("replica_1").await?, vec!["resp_a"]);
+    assert_eq!(
+        store.cancel_requests("replica_2").await?,
+        Vec::<String>::new()
+    );
+    store.delete_job("resp_a").await?;
+    assert_eq!(
+        store.cancel_requests("replica_1").await?,
+        Vec::<String>::new()
+    );
+    Ok(())
+}
+
+matrix!(
+    a_cancel_request_reaches_the_holder_of_a_running_job,
+    claims_go_oldest_first,
+    claim_is_none_when_nothing_is_claimable,
+    only_an_expired_lease_is_reclaimed,
+    a_queued_job_goes_before_an_older_live_one,
+    concurrent_claims_through_one_store_never_overlap,
+    concurrent_claims_through_two_stores_never_overlap,
+    claim_queued_job_takes_only_that_queued_job,
+    renew_lease_needs_the_owner_and_the_row,
+    delete_removes_the_job,
+    duplicate_job_is_a_conflict,
+    queued_counts_per_project_and_overall,
+    orphaned_responses_are_live_ones_without_a_job,
+    purge_events_deletes_only_old_responses_logs,
+    jobs_survive_reopen,
+);

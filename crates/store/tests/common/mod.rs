@@ -1,14 +1,218 @@
-//! Helpers shared by the store's black-box tests.
+//! Helpers shared by the store's black-box tests, and the back-end matrix: every test written
+//! as `async fn name(db: &TestDb) -> TestResult` and listed in [`matrix!`] runs once on SQLite
+//! and once on PostgreSQL, each time on a database of its own that is dropped afterwards.
+//!
+//! PostgreSQL is found at `AGENTD_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`, the development machines' trust setup); when
+//! it is unreachable the PostgreSQL half of the matrix fails with a message saying so. It is
+//! never skipped.
 
+#![allow(dead_code)]
+
+use std::ops::Deref;
 use std::path::PathBuf;
 
-use agentd_store::SqliteStore;
-use engine::store::{EventRecord, StoreError};
+use agentd_store::{PgStore, PoolSettings, SqliteStore};
+use engine::store::{EventRecord, Store, StoreError};
+use sqlx::Connection;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+/// Runs each listed test on both back ends: `sqlite::name` and `postgres::name`.
+#[macro_export]
+macro_rules! matrix {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() -> $crate::common::TestResult {
+                    let db = $crate::common::TestDb::new($crate::common::Backend::Sqlite).await?;
+                    super::$name(&db).await
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() -> $crate::common::TestResult {
+                    let db = $crate::common::TestDb::new($crate::common::Backend::Postgres).await?;
+                    super::$name(&db).await
+                }
+            )+
+        }
+    };
+}
+
 pub async fn memory_store() -> Result<SqliteStore, StoreError> {
     SqliteStore::connect("sqlite::memory:").await
+}
+
+/// The server the PostgreSQL half of the matrix creates its databases on.
+pub fn postgres_admin_url() -> String {
+    std::env::var("AGENTD_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// The URL of database `name` on the admin URL's server.
+fn database_url(name: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let mut url = url_of(&postgres_admin_url())?;
+    url.set_path(&format!("/{name}"));
+    Ok(url.to_string())
+}
+
+fn url_of(text: &str) -> Result<url::Url, Box<dyn std::error::Error>> {
+    Ok(url::Url::parse(text)?)
+}
+
+/// Runs one statement on the admin database.
+async fn admin(sql: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let admin_url = postgres_admin_url();
+    let mut conn = sqlx::PgConnection::connect(&admin_url).await.map_err(|e| {
+        format!(
+            "PostgreSQL is not reachable at {admin_url} ({e}): the store tests need it \
+             (start it, e.g. `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
+        )
+    })?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut conn)
+        .await?;
+    conn.close().await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A database of one test: a SQLite data directory, or a PostgreSQL database created for the
+/// test and dropped (connections and all) when this value is dropped.
+pub struct TestDb {
+    pub backend: Backend,
+    dir: TempDir,
+    postgres: Option<String>,
+}
+
+impl TestDb {
+    pub async fn new(backend: Backend) -> Result<TestDb, Box<dyn std::error::Error>> {
+        let dir = TempDir::new();
+        let postgres = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => {
+                let name = format!("agentd_test_{}", uuid::Uuid::new_v4().simple());
+                admin(&format!("CREATE DATABASE {name}")).await?;
+                Some(name)
+            }
+        };
+        Ok(TestDb {
+            backend,
+            dir,
+            postgres,
+        })
+    }
+
+    /// The URL `agentd` would be given for this database.
+    pub fn url(&self) -> Result<String, Box<dyn std::error::Error>> {
+        match &self.postgres {
+            Some(name) => database_url(name),
+            None => Ok(format!(
+                "sqlite://{}?mode=rwc",
+                self.dir.0.join(agentd_store::DATABASE_FILE).display()
+            )),
+        }
+    }
+
+    /// Opens (again) the store on this database: each call is a new pool, as another process
+    /// would have.
+    pub async fn open(&self) -> Result<TestStore, Box<dyn std::error::Error>> {
+        Ok(match &self.postgres {
+            Some(name) => TestStore::Postgres(
+                PgStore::connect(&database_url(name)?, PoolSettings::default()).await?,
+            ),
+            None => TestStore::Sqlite(SqliteStore::open(&self.dir.0).await?),
+        })
+    }
+
+    /// Runs raw SQL on the database (to corrupt or inspect what the store wrote).
+    pub async fn execute(&self, sql: &str) -> TestResult {
+        match self.open().await? {
+            TestStore::Sqlite(s) => {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .execute(s.pool())
+                    .await?;
+                s.close().await;
+            }
+            TestStore::Postgres(s) => {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .execute(s.pool())
+                    .await?;
+                s.close().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first column of the first row of a query, as text.
+    pub async fn text(&self, sql: &str) -> Result<String, Box<dyn std::error::Error>> {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        Ok(match self.open().await? {
+            TestStore::Sqlite(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await?,
+            TestStore::Postgres(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await?,
+        })
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some(name) = self.postgres.take() else {
+            return;
+        };
+        // Drop runs inside the test's runtime: drop the database from a thread of its own.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime
+                .block_on(admin(&format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .map_err(|e| e.to_string())?;
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+        })
+        .join();
+        if let Ok(Err(e)) = dropped {
+            eprintln!("cannot drop the test database: {e}");
+        }
+    }
+}
+
+/// A store opened on a [`TestDb`]: either back end, used through the engine's ports.
+#[derive(Clone)]
+pub enum TestStore {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+impl TestStore {
+    pub async fn close(&self) {
+        match self {
+            TestStore::Sqlite(s) => s.close().await,
+            TestStore::Postgres(s) => s.close().await,
+        }
+    }
+}
+
+impl Deref for TestStore {
+    type Target = dyn Store;
+    fn deref(&self) -> &(dyn Store + 'static) {
+        match self {
+            TestStore::Sqlite(s) => s,
+            TestStore::Postgres(s) => s,
+        }
+    }
 }
 
 /// A fresh directory under the system temp dir, removed on drop.

@@ -2,10 +2,10 @@
 //! their items.
 
 use engine::store::{ConversationRecord, ItemKind, ItemStore, StoreError, StoredItem};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::{QueryBuilder, Row};
 
-use crate::{SqliteStore, error, now_secs};
+use super::{Db, DbRow, Store, dialect};
+use crate::{error, now_secs};
 
 fn kind_text(kind: ItemKind) -> &'static str {
     match kind {
@@ -27,7 +27,7 @@ fn item_json(item: &StoredItem) -> Result<String, StoreError> {
         .map_err(|e| StoreError::Backend(format!("cannot encode item {}: {e}", item.id)))
 }
 
-fn decode_item(row: &SqliteRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
+fn decode_item(row: &DbRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
     let id: String = row
         .try_get("item_id")
         .map_err(|e| error::bad_column("item", "item_id", e))?;
@@ -46,7 +46,7 @@ pub(crate) async fn index<'e, E>(
     executor: E,
 ) -> Result<(), StoreError>
 where
-    E: sqlx::Executor<'e, Database = Sqlite>,
+    E: sqlx::Executor<'e, Database = Db>,
 {
     if items.is_empty() {
         return Ok(());
@@ -57,10 +57,7 @@ where
         .map(|(position, item)| Ok((item_json(item)?, item, position as i64)))
         .collect::<Result<_, StoreError>>()?;
     let created_at = now_secs();
-    let mut insert = QueryBuilder::<Sqlite>::new(
-        "INSERT OR REPLACE INTO response_items \
-         (response_id, kind, position, project_id, item_id, item_json, created_at) ",
-    );
+    let mut insert = QueryBuilder::<Db>::new(dialect::INDEX_ITEMS);
     insert.push_values(rows, |mut row, (json, item, position)| {
         row.push_bind(response_id)
             .push_bind(kind_text(item.kind))
@@ -70,6 +67,7 @@ where
             .push_bind(json)
             .push_bind(created_at);
     });
+    insert.push(dialect::INDEX_ITEMS_CONFLICT);
     insert
         .build()
         .execute(executor)
@@ -81,18 +79,19 @@ where
 /// Appends items to a conversation (within a transaction); `false` when it does not exist in
 /// this project.
 pub(crate) async fn append(
-    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    tx: &mut sqlx::Transaction<'_, Db>,
     project_id: &str,
     conversation_id: &str,
     items: &[StoredItem],
 ) -> Result<bool, StoreError> {
-    let exists: Option<i64> =
-        sqlx::query_scalar("SELECT 1 FROM conversations WHERE id = $1 AND project_id = $2")
-            .bind(conversation_id)
-            .bind(project_id)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(error::backend)?;
+    let exists: Option<i64> = sqlx::query_scalar(
+        "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2",
+    )
+    .bind(conversation_id)
+    .bind(project_id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(error::backend)?;
     if exists.is_none() {
         return Ok(false);
     }
@@ -111,7 +110,7 @@ pub(crate) async fn append(
         .enumerate()
         .map(|(i, item)| Ok((item.id.clone(), item_json(item)?, next + i as i64)))
         .collect::<Result<_, StoreError>>()?;
-    let mut insert = QueryBuilder::<Sqlite>::new(
+    let mut insert = QueryBuilder::<Db>::new(
         "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) ",
     );
     insert.push_values(rows, |mut row, (item_id, json, position)| {
@@ -129,7 +128,7 @@ pub(crate) async fn append(
 }
 
 #[async_trait::async_trait]
-impl ItemStore for SqliteStore {
+impl ItemStore for Store {
     async fn find_items(
         &self,
         project_id: &str,
@@ -137,16 +136,12 @@ impl ItemStore for SqliteStore {
     ) -> Result<Vec<StoredItem>, StoreError> {
         let mut found = Vec::with_capacity(ids.len());
         for id in ids {
-            let row = sqlx::query(
-                "SELECT item_id, item_json, kind FROM response_items \
-                 WHERE project_id = $1 AND item_id = $2 \
-                 ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            )
-            .bind(project_id)
-            .bind(id)
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(error::backend)?;
+            let row = sqlx::query(dialect::FIND_ITEM)
+                .bind(project_id)
+                .bind(id)
+                .fetch_optional(&self.reader)
+                .await
+                .map_err(error::backend)?;
             if let Some(row) = row {
                 let kind: String = row
                     .try_get("kind")

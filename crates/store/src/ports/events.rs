@@ -1,10 +1,10 @@
 //! [`EventStore`]: the stream event log of a run, written in batches.
 
 use engine::store::{EventRecord, EventStore, StoreError};
-use sqlx::sqlite::Sqlite;
 use sqlx::{QueryBuilder, Row};
 
-use crate::{SqliteStore, error};
+use super::{Db, Store};
+use crate::error;
 
 /// Rows per INSERT statement: 3 parameters each keeps a statement under SQLite's historical
 /// limit of 999 parameters (and PostgreSQL's 65535).
@@ -18,7 +18,7 @@ ORDER BY sequence_number";
 
 /// Appends events inside a transaction (idempotent per sequence number).
 pub(crate) async fn insert(
-    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    tx: &mut sqlx::Transaction<'_, Db>,
     response_id: &str,
     events: &[EventRecord],
 ) -> Result<(), StoreError> {
@@ -37,7 +37,7 @@ pub(crate) async fn insert(
         .collect::<Result<Vec<_>, _>>()?;
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
         let mut insert =
-            QueryBuilder::<Sqlite>::new("INSERT INTO events (response_id, sequence_number, data) ");
+            QueryBuilder::<Db>::new("INSERT INTO events (response_id, sequence_number, data) ");
         insert.push_values(chunk, |mut row, &(sequence, data)| {
             row.push_bind(response_id)
                 .push_bind(sequence)
@@ -55,7 +55,7 @@ pub(crate) async fn insert(
 }
 
 #[async_trait::async_trait]
-impl EventStore for SqliteStore {
+impl EventStore for Store {
     async fn append_events(
         &self,
         response_id: &str,

@@ -1,19 +1,19 @@
 //! [`JobStore`]: the queue of background runs, claimed by workers under a lease.
 //!
-//! Every write goes through the single writer connection, so in-process claims are already
-//! serialized; a claim additionally runs in a `BEGIN IMMEDIATE` transaction, which takes the
-//! database write lock before it reads, so claimers in other processes sharing the file cannot
-//! interleave between the read of the candidate and its update either.
-//!
-//! A PostgreSQL store would instead select the candidate with `FOR UPDATE SKIP LOCKED` in the
-//! same transaction (concurrent claimers then skip each other's rows instead of queueing).
+//! A claim reads the oldest claimable job and takes it in one transaction. On SQLite every
+//! write goes through the single writer connection, so in-process claims are already
+//! serialized, and the transaction is `BEGIN IMMEDIATE`, which takes the database write lock
+//! before it reads, so claimers in other processes sharing the file cannot interleave between
+//! the read of the candidate and its update either. On PostgreSQL the candidate is selected
+//! `FOR UPDATE SKIP LOCKED`: concurrent claimers (other replicas) skip each other's rows
+//! instead of queueing, and the row lock holds until the update commits.
 
 use engine::store::{ClaimedJob, JobRecord, JobState, JobStore, StoreError};
 use sqlx::Row;
 use sqlx::error::ErrorKind;
-use sqlx::sqlite::SqliteRow;
 
-use crate::{SqliteStore, error};
+use super::{Db, DbRow, Store, dialect};
+use crate::error;
 
 const QUEUED: &str = "queued";
 const RUNNING: &str = "running";
@@ -23,16 +23,7 @@ INSERT INTO jobs
     (response_id, project_id, payload, state, lease_owner, lease_until_ms, created_at_ms)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// The oldest claimable job and its state before the claim. PostgreSQL: append
-/// `FOR UPDATE SKIP LOCKED`.
-const SELECT_CLAIMABLE: &str = "\
-SELECT response_id, state
-FROM jobs
-WHERE state = 'queued' OR (state = 'running' AND lease_until_ms < $1)
-ORDER BY created_at_ms, response_id
-LIMIT 1";
-
-/// Takes the job chosen by [`SELECT_CLAIMABLE`]; the claimability condition is repeated so the
+/// Takes the job chosen by [`dialect::SELECT_CLAIMABLE`]; the claimability condition is repeated so the
 /// statement stays correct on its own.
 const CLAIM: &str = "\
 UPDATE jobs SET state = 'running', lease_owner = $1, lease_until_ms = $2
@@ -55,10 +46,18 @@ const COUNT_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND 
 
 const COUNT_ALL_QUEUED: &str = "SELECT COUNT(*) FROM jobs WHERE state = 'queued'";
 
+const REQUEST_CANCEL: &str = "\
+UPDATE jobs SET cancel_requested = 1 WHERE response_id = $1 AND state = 'running'";
+
+const CANCEL_REQUESTS: &str = "\
+SELECT response_id FROM jobs
+WHERE lease_owner = $1 AND state = 'running' AND cancel_requested = 1
+ORDER BY response_id";
+
 /// Removes a job row through any executor (pool or transaction); a missing row is no error.
 pub(crate) async fn delete<'e, E>(response_id: &str, executor: E) -> Result<(), StoreError>
 where
-    E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+    E: sqlx::Executor<'e, Database = Db>,
 {
     sqlx::query(DELETE)
         .bind(response_id)
@@ -69,7 +68,7 @@ where
 }
 
 #[async_trait::async_trait]
-impl JobStore for SqliteStore {
+impl JobStore for Store {
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
         sqlx::query(INSERT)
             .bind(job.response_id.as_str())
@@ -98,10 +97,10 @@ impl JobStore for SqliteStore {
     ) -> Result<Option<ClaimedJob>, StoreError> {
         let mut tx = self
             .writer
-            .begin_with("BEGIN IMMEDIATE")
+            .begin_with(dialect::CLAIM_BEGIN)
             .await
             .map_err(error::backend)?;
-        let Some(candidate) = sqlx::query(SELECT_CLAIMABLE)
+        let Some(candidate) = sqlx::query(dialect::SELECT_CLAIMABLE)
             .bind(now_ms)
             .fetch_optional(&mut *tx)
             .await
@@ -125,7 +124,7 @@ impl JobStore for SqliteStore {
             .await
             .map_err(error::backend)?;
         let Some(row) = claimed else {
-            // Impossible under the write lock; give up rather than report a claim we lack.
+            // Impossible under the write lock (SQLite) or the row lock (PostgreSQL); give up rather than report a claim we lack.
             return Err(StoreError::Backend(format!(
                 "{what} changed during its claim"
             )));
@@ -190,6 +189,23 @@ impl JobStore for SqliteStore {
             .map_err(error::backend)?;
         count_u64(count)
     }
+
+    async fn request_cancel(&self, response_id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(REQUEST_CANCEL)
+            .bind(response_id)
+            .execute(&self.writer)
+            .await
+            .map_err(error::backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn cancel_requests(&self, owner: &str) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(CANCEL_REQUESTS)
+            .bind(owner)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(error::backend)
+    }
 }
 
 fn count_u64(count: i64) -> Result<u64, StoreError> {
@@ -203,7 +219,7 @@ fn state_text(state: JobState) -> &'static str {
     }
 }
 
-fn decode_state(row: &SqliteRow, what: &str) -> Result<JobState, StoreError> {
+fn decode_state(row: &DbRow, what: &str) -> Result<JobState, StoreError> {
     let state: String = row
         .try_get("state")
         .map_err(|e| error::bad_column(what, "state", e))?;
@@ -214,7 +230,7 @@ fn decode_state(row: &SqliteRow, what: &str) -> Result<JobState, StoreError> {
     }
 }
 
-fn decode_job(row: &SqliteRow) -> Result<JobRecord, StoreError> {
+fn decode_job(row: &DbRow) -> Result<JobRecord, StoreError> {
     let response_id: String = row
         .try_get("response_id")
         .map_err(|e| error::bad_column("job", "response_id", e))?;

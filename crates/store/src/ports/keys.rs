@@ -3,9 +3,9 @@
 use engine::store::{KeyRecord, KeyStore, StoreError};
 use sqlx::Row;
 use sqlx::error::ErrorKind;
-use sqlx::sqlite::SqliteRow;
 
-use crate::{SqliteStore, error, now_secs};
+use super::{Db, DbRow, Store};
+use crate::{error, now_secs};
 
 const SELECT_PROJECT: &str = "SELECT id FROM projects WHERE name = $1";
 
@@ -22,7 +22,7 @@ SELECT id, project_id, key_hash, created_at FROM api_keys WHERE key_hash = $1";
 const ANY_KEY: &str = "SELECT 1 FROM api_keys LIMIT 1";
 
 #[async_trait::async_trait]
-impl KeyStore for SqliteStore {
+impl KeyStore for Store {
     async fn ensure_project(&self, name: &str) -> Result<String, StoreError> {
         if let Some(id) = project_id(&self.reader, name).await? {
             return Ok(id);
@@ -81,7 +81,7 @@ impl KeyStore for SqliteStore {
     }
 }
 
-async fn project_id(pool: &sqlx::SqlitePool, name: &str) -> Result<Option<String>, StoreError> {
+async fn project_id(pool: &sqlx::Pool<Db>, name: &str) -> Result<Option<String>, StoreError> {
     let row = sqlx::query(SELECT_PROJECT)
         .bind(name)
         .fetch_optional(pool)
@@ -94,7 +94,7 @@ async fn project_id(pool: &sqlx::SqlitePool, name: &str) -> Result<Option<String
     .transpose()
 }
 
-fn decode_key(row: &SqliteRow) -> Result<KeyRecord, StoreError> {
+fn decode_key(row: &DbRow) -> Result<KeyRecord, StoreError> {
     // Errors name the key by id once known, never by hash.
     let id: String = row
         .try_get("id")

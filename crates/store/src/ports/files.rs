@@ -2,9 +2,9 @@
 
 use engine::store::{FileRecord, FileStore, StoreError};
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
-use crate::{SqliteStore, error};
+use super::{DbRow, Store};
+use crate::error;
 
 const INSERT: &str = "\
 INSERT INTO files (response_id, id, project_id, filename, content_type, bytes, created_at, data)
@@ -20,7 +20,7 @@ SELECT response_id, id, project_id, filename, content_type, bytes, created_at, d
 FROM files WHERE project_id = $1 AND response_id = $2 AND id = $3";
 
 #[async_trait::async_trait]
-impl FileStore for SqliteStore {
+impl FileStore for Store {
     async fn put_file(&self, record: &FileRecord, data: &[u8]) -> Result<(), StoreError> {
         let bytes = i64::try_from(record.bytes)
             .map_err(|_| StoreError::Backend(format!("file {} is too large", record.id)))?;
@@ -85,7 +85,7 @@ impl FileStore for SqliteStore {
     }
 }
 
-fn decode(row: &SqliteRow) -> Result<FileRecord, StoreError> {
+fn decode(row: &DbRow) -> Result<FileRecord, StoreError> {
     let text = |name: &str| -> Result<String, StoreError> {
         row.try_get::<String, _>(name)
             .map_err(|e| error::bad_column("file", name, e))

@@ -1,10 +1,10 @@
 //! [`MaintenanceStore`]: start-up recovery of orphaned runs and the purge of old event logs.
 
 use engine::store::{MaintenanceStore, StoreError};
-use sqlx::sqlite::Sqlite;
 use sqlx::{QueryBuilder, Row};
 
-use crate::{SqliteStore, error};
+use super::{Db, Store};
+use crate::error;
 
 /// Responses per purge batch: one DELETE removes the logs of at most this many responses, so
 /// the writer (which live runs need for their event batches) is never held for long.
@@ -29,7 +29,7 @@ ORDER BY r.created_at, r.id
 LIMIT $4";
 
 #[async_trait::async_trait]
-impl MaintenanceStore for SqliteStore {
+impl MaintenanceStore for Store {
     async fn orphaned_responses(&self) -> Result<Vec<(String, String)>, StoreError> {
         let rows = sqlx::query(ORPHANED)
             .fetch_all(&self.reader)
@@ -76,8 +76,7 @@ impl MaintenanceStore for SqliteStore {
                 return Ok(deleted);
             };
 
-            let mut delete =
-                QueryBuilder::<Sqlite>::new("DELETE FROM events WHERE response_id IN (");
+            let mut delete = QueryBuilder::<Db>::new("DELETE FROM events WHERE response_id IN (");
             let mut ids = delete.separated(", ");
             for (_, id) in &page {
                 ids.push_bind(id.as_str());

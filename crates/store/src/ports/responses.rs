@@ -2,9 +2,9 @@
 
 use engine::store::{EventRecord, ResponseRecord, ResponseStore, StoreError};
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
-use crate::{SqliteStore, error, now_secs};
+use super::{Db, DbRow, Store};
+use crate::{error, now_secs};
 
 /// Insert, or replace the record with the same id if it belongs to the same project.
 const UPSERT: &str = "\
@@ -30,7 +30,7 @@ WHERE project_id = $1 AND id = $2";
 /// Inserts or replaces one response record through any executor (pool or transaction).
 async fn upsert<'e, E>(record: &ResponseRecord, executor: E) -> Result<(), StoreError>
 where
-    E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+    E: sqlx::Executor<'e, Database = Db>,
 {
     let what = format!("response {}", record.id);
     let encode = |e: serde_json::Error| StoreError::Backend(format!("cannot encode {what}: {e}"));
@@ -60,7 +60,7 @@ where
 }
 
 #[async_trait::async_trait]
-impl ResponseStore for SqliteStore {
+impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
         upsert(record, &self.writer).await
     }
@@ -71,14 +71,14 @@ impl ResponseStore for SqliteStore {
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
         let mut tx = self.writer.begin().await.map_err(error::backend)?;
-        crate::events::insert(&mut tx, &record.id, events).await?;
+        super::events::insert(&mut tx, &record.id, events).await?;
         upsert(record, &mut *tx).await?;
-        crate::items::index(&record.project_id, &record.id, &record.items, &mut *tx).await?;
+        super::items::index(&record.project_id, &record.id, &record.items, &mut *tx).await?;
         if let Some(conversation) = &record.append_to {
             // A conversation deleted while the run went on takes no more items.
-            crate::items::append(&mut tx, &record.project_id, conversation, &record.items).await?;
+            super::items::append(&mut tx, &record.project_id, conversation, &record.items).await?;
         }
-        crate::jobs::delete(&record.id, &mut *tx).await?;
+        super::jobs::delete(&record.id, &mut *tx).await?;
         tx.commit().await.map_err(error::backend)
     }
 
@@ -106,7 +106,7 @@ fn status_text<T: serde::Serialize>(status: &T) -> Result<String, serde_json::Er
     })
 }
 
-fn decode(row: &SqliteRow, id: &str) -> Result<ResponseRecord, StoreError> {
+fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
     let what = format!("response {id}");
     let column = |name: &str| -> Result<String, StoreError> {
         row.try_get::<String, _>(name)

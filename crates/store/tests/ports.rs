@@ -1,12 +1,13 @@
-//! Black-box tests of the SQLite store through the engine's storage ports.
+//! Black-box tests of both stores through the engine's storage ports (the tests listed in
+//! `matrix!` at the end run on SQLite and on PostgreSQL).
 
 mod common;
 
 use agentd_store::SqliteStore;
-use common::{TempDir, TestResult, events, memory_store};
+use common::{TempDir, TestDb, TestResult, events};
 use engine::store::{
-    EventRecord, EventStore, FileRecord, FileStore, JobStore, KeyRecord, KeyStore, ResponseRecord,
-    ResponseStore, StoreError,
+    EventRecord, EventStore, FileRecord, KeyRecord, KeyStore, ResponseRecord, ResponseStore,
+    StoreError,
 };
 use protocol::input::InputItem;
 use protocol::response::{Response, ResponseStatus};
@@ -87,9 +88,8 @@ fn key(id: &str, project_id: &str, hash: &str) -> KeyRecord {
     }
 }
 
-#[tokio::test]
-async fn response_round_trips_with_transcript() -> TestResult {
-    let store = memory_store().await?;
+async fn response_round_trips_with_transcript(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let stored = record("resp_1", "proj_a", true)?;
     assert_eq!(stored.transcript.len(), 4);
     store.put_response(&stored).await?;
@@ -98,9 +98,8 @@ async fn response_round_trips_with_transcript() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn put_response_replaces_and_updates_status_column() -> TestResult {
-    let store = memory_store().await?;
+async fn put_response_replaces_and_updates_status_column(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let mut stored = record("resp_1", "proj_a", true)?;
     stored.response.status = ResponseStatus::InProgress;
     stored.transcript.truncate(1);
@@ -111,17 +110,15 @@ async fn put_response_replaces_and_updates_status_column() -> TestResult {
     store.put_response(&stored).await?;
 
     assert_eq!(store.get_response("proj_a", "resp_1").await?, Some(stored));
-    let status: String = sqlx::query_scalar("SELECT status FROM responses WHERE id = $1")
-        .bind("resp_1")
-        .fetch_one(store.pool())
+    let status = db
+        .text("SELECT status FROM responses WHERE id = 'resp_1'")
         .await?;
     assert_eq!(status, "requires_action");
     Ok(())
 }
 
-#[tokio::test]
-async fn another_projects_response_is_none() -> TestResult {
-    let store = memory_store().await?;
+async fn another_projects_response_is_none(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store
         .put_response(&record("resp_1", "proj_a", true)?)
         .await?;
@@ -130,9 +127,8 @@ async fn another_projects_response_is_none() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn put_response_cannot_take_over_another_projects_id() -> TestResult {
-    let store = memory_store().await?;
+async fn put_response_cannot_take_over_another_projects_id(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let original = record("resp_1", "proj_a", true)?;
     store.put_response(&original).await?;
 
@@ -147,9 +143,8 @@ async fn put_response_cannot_take_over_another_projects_id() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn hidden_response_is_returned_with_visible_false() -> TestResult {
-    let store = memory_store().await?;
+async fn hidden_response_is_returned_with_visible_false(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store
         .put_response(&record("resp_1", "proj_a", false)?)
         .await?;
@@ -161,9 +156,8 @@ async fn hidden_response_is_returned_with_visible_false() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn events_in_two_batches_read_back_in_order() -> TestResult {
-    let store = memory_store().await?;
+async fn events_in_two_batches_read_back_in_order(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.append_events("resp_1", &events(0..3)).await?;
     store.append_events("resp_1", &events(3..6)).await?;
     store.append_events("resp_2", &events(0..2)).await?;
@@ -178,9 +172,8 @@ async fn events_in_two_batches_read_back_in_order() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn duplicate_append_is_ignored() -> TestResult {
-    let store = memory_store().await?;
+async fn duplicate_append_is_ignored(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.append_events("resp_1", &events(0..4)).await?;
     // The same batch again, and an overlapping one whose duplicates carry other data.
     store.append_events("resp_1", &events(0..4)).await?;
@@ -195,9 +188,8 @@ async fn duplicate_append_is_ignored() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn large_batch_spans_several_statements() -> TestResult {
-    let store = memory_store().await?;
+async fn large_batch_spans_several_statements(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store.append_events("resp_1", &events(0..1_000)).await?;
     store.append_events("resp_1", &[]).await?;
     assert_eq!(store.events_after("resp_1", None).await?, events(0..1_000));
@@ -208,9 +200,8 @@ async fn large_batch_spans_several_statements() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn out_of_range_sequence_number_is_an_error() -> TestResult {
-    let store = memory_store().await?;
+async fn out_of_range_sequence_number_is_an_error(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let batch = [EventRecord {
         sequence_number: u64::MAX,
         data: "{}".to_owned(),
@@ -220,9 +211,8 @@ async fn out_of_range_sequence_number_is_an_error() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn ensure_project_is_idempotent() -> TestResult {
-    let store = memory_store().await?;
+async fn ensure_project_is_idempotent(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let first = store.ensure_project("default").await?;
     assert!(first.starts_with("proj_"), "{first}");
     assert_eq!(first.len(), "proj_".len() + 32);
@@ -232,9 +222,8 @@ async fn ensure_project_is_idempotent() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn keys_found_by_hash_and_unique() -> TestResult {
-    let store = memory_store().await?;
+async fn keys_found_by_hash_and_unique(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     assert!(!store.has_keys().await?);
 
     let project = store.ensure_project("default").await?;
@@ -256,15 +245,15 @@ async fn keys_found_by_hash_and_unique() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn key_of_unknown_project_is_refused() -> TestResult {
-    let store = memory_store().await?;
+async fn key_of_unknown_project_is_refused(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let result = store.insert_key(&key("key_1", "proj_nope", "00")).await;
     assert!(matches!(result, Err(StoreError::Backend(_))), "{result:?}");
     assert!(!store.has_keys().await?);
     Ok(())
 }
 
+/// SQLite only: the data directory layout and its journal mode.
 #[tokio::test]
 async fn file_store_persists_across_reopen() -> TestResult {
     let dir = TempDir::new();
@@ -302,6 +291,7 @@ async fn file_store_persists_across_reopen() -> TestResult {
     Ok(())
 }
 
+/// SQLite only: a `sqlite://` file URL.
 #[tokio::test]
 async fn connect_accepts_a_file_url() -> TestResult {
     let dir = TempDir::new();
@@ -314,15 +304,13 @@ async fn connect_accepts_a_file_url() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn corrupt_response_json_is_a_corrupt_error() -> TestResult {
-    let store = memory_store().await?;
-    sqlx::query(
+async fn corrupt_response_json_is_a_corrupt_error(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    db.execute(
         "INSERT INTO responses
              (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at)
          VALUES ('resp_bad', 'proj_a', 0, 1, 'completed', '{\"id\": \"resp_bad\", not json', '[]', 0)",
     )
-    .execute(store.pool())
     .await?;
     match store.get_response("proj_a", "resp_bad").await {
         Err(StoreError::Corrupt(message)) => {
@@ -337,23 +325,22 @@ async fn corrupt_response_json_is_a_corrupt_error() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn corrupt_transcript_is_a_corrupt_error() -> TestResult {
-    let store = memory_store().await?;
+async fn corrupt_transcript_is_a_corrupt_error(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     store
         .put_response(&record("resp_1", "proj_a", true)?)
         .await?;
-    sqlx::query("UPDATE responses SET transcript_json = '[{\"type\": \"nonsense\"}]'")
-        .execute(store.pool())
+    db.execute("UPDATE responses SET transcript_json = '[{\"type\": \"nonsense\"}]'")
         .await?;
     let result = store.get_response("proj_a", "resp_1").await;
     assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
     Ok(())
 }
 
-#[tokio::test]
-async fn ending_a_run_stores_response_events_and_removes_its_job_together() -> TestResult {
-    let store = memory_store().await?;
+async fn ending_a_run_stores_response_events_and_removes_its_job_together(
+    db: &TestDb,
+) -> TestResult {
+    let store = db.open().await?;
     let job = |id: &str| engine::store::JobRecord {
         response_id: id.to_owned(),
         project_id: "proj_a".to_owned(),
@@ -399,9 +386,8 @@ async fn ending_a_run_stores_response_events_and_removes_its_job_together() -> T
     Ok(())
 }
 
-#[tokio::test]
-async fn the_conversation_id_round_trips() -> TestResult {
-    let store = memory_store().await?;
+async fn the_conversation_id_round_trips(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let first = record("resp_first", "proj_a", true)?;
     store.put_response(&first).await?;
     let mut second = record("resp_second", "proj_a", true)?;
@@ -420,9 +406,8 @@ async fn the_conversation_id_round_trips() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn shared_files_round_trip_byte_for_byte_within_their_project() -> TestResult {
-    let store = memory_store().await?;
+async fn shared_files_round_trip_byte_for_byte_within_their_project(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
     let data: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
     let file = FileRecord {
         id: "file_1".to_owned(),
@@ -460,10 +445,9 @@ async fn shared_files_round_trip_byte_for_byte_within_their_project() -> TestRes
     Ok(())
 }
 
-#[tokio::test]
-async fn items_are_indexed_with_their_run_and_conversations_keep_theirs() -> TestResult {
-    use engine::store::{ConversationRecord, ItemKind, ItemStore, StoredItem};
-    let store = memory_store().await?;
+async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &TestDb) -> TestResult {
+    use engine::store::{ConversationRecord, ItemKind, StoredItem};
+    let store = db.open().await?;
     let item = |id: &str, kind| StoredItem {
         id: id.to_owned(),
         kind,
@@ -542,3 +526,24 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs() -> Tes
     assert!(store.get_conversation("proj_a", "conv_1").await?.is_none());
     Ok(())
 }
+
+matrix!(
+    response_round_trips_with_transcript,
+    put_response_replaces_and_updates_status_column,
+    another_projects_response_is_none,
+    put_response_cannot_take_over_another_projects_id,
+    hidden_response_is_returned_with_visible_false,
+    events_in_two_batches_read_back_in_order,
+    duplicate_append_is_ignored,
+    large_batch_spans_several_statements,
+    out_of_range_sequence_number_is_an_error,
+    ensure_project_is_idempotent,
+    keys_found_by_hash_and_unique,
+    key_of_unknown_project_is_refused,
+    corrupt_response_json_is_a_corrupt_error,
+    corrupt_transcript_is_a_corrupt_error,
+    ending_a_run_stores_response_events_and_removes_its_job_together,
+    the_conversation_id_round_trips,
+    shared_files_round_trip_byte_for_byte_within_their_project,
+    items_are_indexed_with_their_run_and_conversations_keep_theirs,
+);

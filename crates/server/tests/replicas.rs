@@ -1,0 +1,571 @@
+//! Several real `agentd` processes (replicas) on one PostgreSQL database: any replica answers
+//! for a run another executes, a replica that dies loses its runs to the others after its
+//! lease and nothing else, a replica that starts touches no other replica's runs, and
+//! replicas starting together migrate once.
+//!
+//! PostgreSQL is found at `AGENTD_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`); each test creates its own database and drops
+//! it. An unreachable server fails the tests with a message saying so.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::Connection as _;
+use testkit::sse::Transcript;
+use testkit::{FakeProvider, Gate, Reply};
+
+const MODEL: &str = "openai/gpt-test";
+
+fn admin_url() -> String {
+    std::env::var("AGENTD_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+async fn admin(sql: &str) {
+    let url = admin_url();
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
+        unreachable!(
+            "PostgreSQL is not reachable at {url} ({e}): these tests need it (start it, e.g. \
+             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
+        )
+    });
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+/// A database of one test (dropped, connections and all, at the end) and a directory for the
+/// replicas' data directories and logs.
+struct Database {
+    name: String,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Database {
+    async fn create(test: &str) -> Database {
+        let name = format!("agentd_replicas_{}", uuid::Uuid::new_v4().simple());
+        admin(&format!("CREATE DATABASE {name}")).await;
+        let mut url = url::Url::parse(&admin_url()).unwrap();
+        url.set_path(&format!("/{name}"));
+        let dir = std::env::temp_dir().join(format!("agentd-{test}-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        Database {
+            name,
+            url: url.to_string(),
+            dir,
+        }
+    }
+
+    async fn scalar(&self, sql: &str) -> i64 {
+        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        let value: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+        value
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(admin(&format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )));
+        })
+        .join();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A real agentd process serving the test's database.
+struct Replica {
+    child: Child,
+    base: String,
+    client: reqwest::Client,
+}
+
+/// Starts a replica without waiting for it (so several can start at once).
+fn launch(db: &Database, name: &str, fake: &FakeProvider, workers: usize) -> (Child, PathBuf) {
+    let data_dir = db.dir.join(name);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let config = data_dir.join("agentd.toml");
+    std::fs::write(
+        &config,
+        format!("[runs]\nworkers = {workers}\nlease_secs = 3\n"),
+    )
+    .unwrap();
+    let log = data_dir.join("agentd.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data_dir)
+        .arg("--config")
+        .arg(&config)
+        .env("AGENTD_DATABASE_URL", &db.url)
+        .env("OPENAI_BASE_URL", fake.base_url())
+        .env("OPENAI_API_KEY", "sk-replicas-test")
+        .env("RUST_LOG", "info,sqlx=warn")
+        .env("AGENTD_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
+        .stdout(Stdio::piped())
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .unwrap(),
+        )
+        .spawn()
+        .expect("agentd starts");
+    (child, log)
+}
+
+/// Waits for a launched replica to listen.
+fn ready((mut child, log): (Child, PathBuf)) -> Replica {
+    let client = testkit::http_client();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            let _ = child.kill();
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            unreachable!("agentd did not start (first stdout line {line:?}); its log:\n{log}")
+        });
+    Replica {
+        child,
+        base,
+        client,
+    }
+}
+
+fn spawn(db: &Database, name: &str, fake: &FakeProvider, workers: usize) -> Replica {
+    ready(launch(db, name, fake, workers))
+}
+
+impl Replica {
+    async fn post(&self, body: Value) -> Value {
+        let response = self
+            .client
+            .post(format!("{}/v1/responses", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.json().await.unwrap()
+    }
+
+    async fn get(&self, id: &str) -> Value {
+        self.client
+            .get(format!("{}/v1/responses/{id}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn cancel(&self, id: &str) -> Value {
+        self.client
+            .post(format!("{}/v1/responses/{id}/cancel", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn wait_terminal(&self, id: &str) -> Value {
+        testkit::wait_terminal(&self.client, &self.base, id).await
+    }
+
+    /// Follows `GET …?stream=true[&starting_after=N]` in a task; the raw SSE text so far is in
+    /// the returned buffer, and the task ends with the stream.
+    fn stream(
+        &self,
+        id: &str,
+        starting_after: Option<u64>,
+    ) -> (
+        std::sync::Arc<std::sync::Mutex<String>>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let mut url = format!("{}/v1/responses/{id}?stream=true", self.base);
+        if let Some(n) = starting_after {
+            url.push_str(&format!("&starting_after={n}"));
+        }
+        let raw = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (client, sink) = (self.client.clone(), raw.clone());
+        let task = tokio::spawn(async move {
+            let mut response = client.get(url).send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                sink.lock()
+                    .unwrap()
+                    .push_str(std::str::from_utf8(&chunk).unwrap());
+            }
+        });
+        (raw, task)
+    }
+
+    fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The `input` text of every model request the fake received.
+fn inputs(fake: &FakeProvider) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .map(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .map(|m| m["content"].to_string())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_run_on_one_replica_is_polled_streamed_and_cancelled_on_another() {
+    let db = Database::create("poll-stream-cancel").await;
+    let fake = FakeProvider::start().await;
+    // A first delta, then the model stalls until the run is cancelled.
+    fake.push(Reply::text("first ").then_hang());
+    // Only A runs when the job is queued, so A executes it.
+    let a = spawn(&db, "a", &fake, 2);
+    let created = a
+        .post(json!({"model": MODEL, "input": "long job", "background": true}))
+        .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    wait_until("A to call the model", Duration::from_secs(20), || {
+        fake.requests().len() == 1
+    })
+    .await;
+    let b = spawn(&db, "b", &fake, 2);
+
+    // Polled on B (a background run's stored status is `queued` until it ends).
+    let polled = b.get(&id).await;
+    assert!(
+        ["queued", "in_progress"].contains(&polled["status"].as_str().unwrap()),
+        "{polled}"
+    );
+    // Streamed on B: the stored events, then live ones as A flushes them.
+    let (raw, stream) = b.stream(&id, None);
+    let (raw_after, stream_after) = b.stream(&id, Some(1));
+    wait_until(
+        "B's stream to reach the first delta",
+        Duration::from_secs(10),
+        || raw.lock().unwrap().contains("response.output_text.delta"),
+    )
+    .await;
+    assert!(
+        !stream.is_finished(),
+        "the stream on B follows the live run"
+    );
+
+    // Cancelled on B: A stops the run and the answer says so.
+    let asked = Instant::now();
+    let cancelled = b.cancel(&id).await;
+    let took = asked.elapsed();
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert!(took < Duration::from_secs(2), "the cancel took {took:?}");
+
+    tokio::time::timeout(Duration::from_secs(10), stream)
+        .await
+        .expect("B's stream ends with the run")
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), stream_after)
+        .await
+        .expect("B's resumed stream ends with the run")
+        .unwrap();
+    let log = Transcript::parse(&raw.lock().unwrap());
+    log.assert_invariants();
+    assert_eq!(log.terminal()["type"], "response.cancelled");
+    let message = log
+        .events
+        .iter()
+        .find(|e| e["type"] == "response.output_item.added")
+        .expect("the message was started");
+    assert_eq!(
+        log.text_of(message["item"]["id"].as_str().unwrap()),
+        "first "
+    );
+    let resumed = Transcript::parse(&raw_after.lock().unwrap());
+    assert_eq!(
+        resumed.events[0]["sequence_number"], 2,
+        "starting_after=1 resumes at 2"
+    );
+    assert_eq!(
+        resumed.events,
+        log.events[2..].to_vec(),
+        "the resumed stream is the tail of the full one"
+    );
+    assert_eq!(a.get(&id).await["status"], "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_call_paused_on_one_replica_is_continued_on_another() {
+    let db = Database::create("continue").await;
+    let fake = FakeProvider::start().await;
+    let a = spawn(&db, "a", &fake, 2);
+    let b = spawn(&db, "b", &fake, 2);
+    let tools = json!([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]);
+    fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "lookup",
+        r#"{"q":"x"}"#,
+    )]));
+    let paused = a
+        .post(json!({"model": MODEL, "input": "look it up", "tools": tools}))
+        .await;
+    assert_eq!(paused["output"][0]["type"], "function_call", "{paused}");
+    fake.push(Reply::text("found 42"));
+    let continued = b
+        .post(json!({"model": MODEL, "tools": tools, "previous_response_id": paused["id"],
+                     "input": [{"type": "function_call_output", "call_id": "call_1", "output": "42"}]}))
+        .await;
+    assert_eq!(continued["status"], "completed", "{continued}");
+    assert_eq!(continued["output"][0]["content"][0]["text"], "found 42");
+    // B sent the model A's transcript.
+    let last = fake.requests().last().cloned().unwrap();
+    assert!(last.to_string().contains("look it up"), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_replica_executing_background_runs_loses_none_and_runs_none_twice() {
+    let db = Database::create("kill9-replicas").await;
+    let fake = FakeProvider::start().await;
+    let gate = Gate::new();
+    for _ in 0..50 {
+        fake.push(Reply::text("done").wait_for(&gate));
+    }
+    let a = spawn(&db, "a", &fake, 8);
+    let mut ids = Vec::new();
+    for n in 0..50 {
+        let created = a
+            .post(json!({"model": MODEL, "input": format!("run {n}"), "background": true}))
+            .await;
+        ids.push(created["id"].as_str().unwrap().to_owned());
+    }
+    wait_until("A to execute 8 runs", Duration::from_secs(20), || {
+        fake.requests().len() == 8
+    })
+    .await;
+    let b = spawn(&db, "b", &fake, 8);
+    let c = spawn(&db, "c", &fake, 8);
+    a.kill_9();
+    gate.open();
+
+    let mut statuses: HashMap<String, String> = HashMap::new();
+    for id in &ids {
+        let ended = b.wait_terminal(id).await;
+        let status = ended["status"].as_str().unwrap().to_owned();
+        if status == "failed" {
+            assert!(
+                ended["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("server stopped"),
+                "{ended}"
+            );
+        } else {
+            assert_eq!(status, "completed", "{ended}");
+            assert_eq!(ended["output"][0]["content"][0]["text"], "done");
+        }
+        statuses.insert(id.clone(), status);
+    }
+    let failed = statuses.values().filter(|s| *s == "failed").count();
+    assert_eq!(
+        failed, 8,
+        "exactly the runs A was executing failed: {statuses:?}"
+    );
+    // Every run reached the model exactly once: none lost, none run twice.
+    let mut seen = inputs(&fake);
+    assert_eq!(seen.len(), 50, "{seen:?}");
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 50, "a run reached the model twice");
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM jobs").await,
+        0,
+        "no job row is left"
+    );
+    drop(c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_starting_while_others_serve_does_not_touch_their_runs() {
+    let db = Database::create("late-replica").await;
+    let fake = FakeProvider::start().await;
+    let gate = Gate::new();
+    fake.push(Reply::text_chunks(["fore", "ground"]).wait_for(&gate));
+    fake.push(Reply::text("background").wait_for(&gate));
+    let a = spawn(&db, "a", &fake, 2);
+    let (foreground_raw, foreground) = {
+        let client = a.client.clone();
+        let url = format!("{}/v1/responses", a.base);
+        let raw = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = raw.clone();
+        let task = tokio::spawn(async move {
+            let mut response = client
+                .post(url)
+                .json(&json!({"model": MODEL, "input": "fg", "stream": true}))
+                .send()
+                .await
+                .unwrap();
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                sink.lock()
+                    .unwrap()
+                    .push_str(std::str::from_utf8(&chunk).unwrap());
+            }
+        });
+        (raw, task)
+    };
+    wait_until(
+        "A's foreground run to call the model",
+        Duration::from_secs(20),
+        || fake.requests().len() == 1,
+    )
+    .await;
+    let background = a
+        .post(json!({"model": MODEL, "input": "bg", "background": true}))
+        .await;
+    let background_id = background["id"].as_str().unwrap().to_owned();
+    wait_until(
+        "A's background run to call the model",
+        Duration::from_secs(20),
+        || fake.requests().len() == 2,
+    )
+    .await;
+    let foreground_id = {
+        let raw = foreground_raw.lock().unwrap().clone();
+        Transcript::parse(raw.split("\n\n").next().unwrap()).events[0]["response"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    // Two replicas start while A serves; longer than a lease passes.
+    let b = spawn(&db, "b", &fake, 2);
+    let c = spawn(&db, "c", &fake, 2);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for id in [&foreground_id, &background_id] {
+        let polled = c.get(id).await;
+        assert!(
+            ["queued", "in_progress"].contains(&polled["status"].as_str().unwrap()),
+            "{id} was touched: {polled}"
+        );
+    }
+
+    gate.open();
+    foreground.await.unwrap();
+    let log = Transcript::parse(&foreground_raw.lock().unwrap());
+    log.assert_invariants();
+    assert_eq!(log.terminal()["type"], "response.completed");
+    assert_eq!(b.wait_terminal(&background_id).await["status"], "completed");
+    assert_eq!(b.get(&foreground_id).await["status"], "completed");
+    assert_eq!(fake.requests().len(), 2, "nothing ran twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_on_an_empty_database_migrate_once() {
+    let db = Database::create("migrate-together").await;
+    let fake = FakeProvider::start().await;
+    let launched: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|name| launch(&db, name, &fake, 1))
+        .collect();
+    let replicas: Vec<Replica> = launched.into_iter().map(ready).collect();
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+            .await,
+        db.scalar("SELECT COUNT(DISTINCT version) FROM _sqlx_migrations")
+            .await,
+    );
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await, 5);
+
+    // `agentd migrate` against the migrated database has nothing left to do, twice at once.
+    let migrate = || {
+        Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(["migrate", "--database-url", &db.url, "--data-dir"])
+            .arg(db.dir.join("migrate"))
+            .output()
+            .unwrap()
+    };
+    let (one, two) = std::thread::scope(|s| {
+        let one = s.spawn(migrate);
+        let two = s.spawn(migrate);
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    for out in [one, two] {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The local search index lives in the database too: `agentd index add` on any machine
+    // fills the index every replica searches.
+    let page = db.dir.join("page.md");
+    std::fs::write(&page, "# Replicas\n\nEvery replica searches this page.\n").unwrap();
+    let added = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["index", "add", "--database-url", &db.url, "--data-dir"])
+        .arg(db.dir.join("indexer"))
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM search_documents").await, 1);
+    for replica in &replicas {
+        fake.push(Reply::text("served"));
+        let answer = replica.post(json!({"model": MODEL, "input": "?"})).await;
+        assert_eq!(answer["status"], "completed");
+    }
+}

@@ -1,0 +1,241 @@
+//! `agentd store copy`: every row of a SQLite store into a PostgreSQL store, to move an
+//! existing deployment onto several replicas.
+//!
+//! Both stores are migrated first (the destination to the PostgreSQL schema of the same
+//! version). Tables are copied in dependency order, in pages walked by SQLite's `rowid`, so
+//! rows keep their relative order (the order of items written in the same second included).
+//! Every insert is `ON CONFLICT DO NOTHING`: a copy interrupted half-way can simply be run
+//! again. Run it while no agentd serves the SQLite store.
+
+use engine::store::StoreError;
+use sqlx::postgres::Postgres;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Row};
+
+use crate::error;
+use crate::{PgStore, SqliteStore};
+
+/// Rows read and written per statement.
+const PAGE: i64 = 200;
+
+/// The kind of a copied column.
+#[derive(Clone, Copy)]
+enum Column {
+    Text(&'static str),
+    NullText(&'static str),
+    Int(&'static str),
+    Blob(&'static str),
+}
+
+impl Column {
+    fn name(self) -> &'static str {
+        match self {
+            Column::Text(n) | Column::NullText(n) | Column::Int(n) | Column::Blob(n) => n,
+        }
+    }
+}
+
+/// A value read from SQLite, to bind on PostgreSQL.
+enum Value {
+    Text(String),
+    NullText(Option<String>),
+    Int(i64),
+    Blob(Vec<u8>),
+}
+
+use Column::{Blob, Int, NullText, Text};
+
+/// The tables of the schema (version 6), parents before children.
+const TABLES: &[(&str, &[Column])] = &[
+    ("projects", &[Text("id"), Text("name"), Int("created_at")]),
+    (
+        "api_keys",
+        &[
+            Text("id"),
+            Text("project_id"),
+            Text("key_hash"),
+            Int("created_at"),
+        ],
+    ),
+    (
+        "responses",
+        &[
+            Text("id"),
+            Text("project_id"),
+            Int("created_at"),
+            Int("visible"),
+            Text("status"),
+            Text("response_json"),
+            Text("transcript_json"),
+            Int("updated_at"),
+            NullText("conversation_id"),
+        ],
+    ),
+    (
+        "events",
+        &[Text("response_id"), Int("sequence_number"), Text("data")],
+    ),
+    (
+        "jobs",
+        &[
+            Text("response_id"),
+            Text("project_id"),
+            Text("payload"),
+            Text("state"),
+            NullText("lease_owner"),
+            Int("lease_until_ms"),
+            Int("created_at_ms"),
+            Int("cancel_requested"),
+        ],
+    ),
+    (
+        "files",
+        &[
+            Text("response_id"),
+            Text("id"),
+            Text("project_id"),
+            Text("filename"),
+            Text("content_type"),
+            Int("bytes"),
+            Int("created_at"),
+            Blob("data"),
+        ],
+    ),
+    (
+        "response_items",
+        &[
+            Text("response_id"),
+            Text("kind"),
+            Int("position"),
+            Text("project_id"),
+            Text("item_id"),
+            Text("item_json"),
+            Int("created_at"),
+        ],
+    ),
+    (
+        "conversations",
+        &[
+            Text("id"),
+            Text("project_id"),
+            Int("created_at"),
+            Text("metadata_json"),
+        ],
+    ),
+    (
+        "conversation_items",
+        &[
+            Text("conversation_id"),
+            Int("position"),
+            Text("item_id"),
+            Text("item_json"),
+        ],
+    ),
+];
+
+/// Rows copied per table (rows already at the destination are counted as copied but skipped).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopyReport {
+    /// `(table, rows read from the source, rows inserted at the destination)`.
+    pub tables: Vec<(String, u64, u64)>,
+}
+
+/// Copies every row of `from` into `to`.
+pub async fn copy(from: &SqliteStore, to: &PgStore) -> Result<CopyReport, StoreError> {
+    let mut report = CopyReport::default();
+    for &(table, columns) in TABLES {
+        let (read, inserted) = copy_table(from, to, table, columns).await?;
+        report.tables.push((table.to_owned(), read, inserted));
+    }
+    Ok(report)
+}
+
+async fn copy_table(
+    from: &SqliteStore,
+    to: &PgStore,
+    table: &str,
+    columns: &[Column],
+) -> Result<(u64, u64), StoreError> {
+    let names: Vec<&str> = columns.iter().map(|c| c.name()).collect();
+    let select = format!(
+        "SELECT rowid AS copy_rowid, {} FROM {table} WHERE rowid > $1 ORDER BY rowid LIMIT $2",
+        names.join(", ")
+    );
+    let mut after = i64::MIN;
+    let (mut read, mut inserted) = (0u64, 0u64);
+    loop {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(select.as_str()))
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(from.pool())
+            .await
+            .map_err(error::backend)?;
+        let Some(last) = rows.last() else {
+            return Ok((read, inserted));
+        };
+        after = last
+            .try_get("copy_rowid")
+            .map_err(|e| error::bad_column(table, "rowid", e))?;
+        let values = rows
+            .iter()
+            .map(|row| decode(row, table, columns))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut insert =
+            QueryBuilder::<Postgres>::new(format!("INSERT INTO {table} ({}) ", names.join(", ")));
+        insert.push_values(values, |mut row, values| {
+            for value in values {
+                match value {
+                    Value::Text(v) => row.push_bind(v),
+                    Value::NullText(v) => row.push_bind(v),
+                    Value::Int(v) => row.push_bind(v),
+                    Value::Blob(v) => row.push_bind(v),
+                };
+            }
+        });
+        insert.push(" ON CONFLICT DO NOTHING");
+        let done = insert
+            .build()
+            .execute(to.pool())
+            .await
+            .map_err(error::backend)?;
+        read = read.saturating_add(rows.len() as u64);
+        inserted = inserted.saturating_add(done.rows_affected());
+    }
+}
+
+fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>, StoreError> {
+    columns
+        .iter()
+        .map(|&column| {
+            let bad = |e| error::bad_column(table, column.name(), e);
+            Ok(match column {
+                Text(n) => Value::Text(row.try_get(n).map_err(bad)?),
+                NullText(n) => Value::NullText(row.try_get(n).map_err(bad)?),
+                Int(n) => Value::Int(row.try_get(n).map_err(bad)?),
+                Blob(n) => Value::Blob(row.try_get(n).map_err(bad)?),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TABLES;
+
+    /// Every table of the SQLite schema is copied (a table added by a migration must be added
+    /// here too).
+    #[test]
+    fn every_table_of_the_schema_is_copied() {
+        let mut created: Vec<String> = crate::migrate::SQLITE
+            .iter()
+            .flat_map(|(_, _, sql)| sql.lines())
+            .filter_map(|line| line.strip_prefix("CREATE TABLE "))
+            .filter_map(|rest| rest.split_whitespace().next())
+            .map(str::to_owned)
+            .collect();
+        created.sort();
+        let mut copied: Vec<String> = TABLES.iter().map(|(t, _)| (*t).to_owned()).collect();
+        copied.sort();
+        assert_eq!(created, copied);
+    }
+}

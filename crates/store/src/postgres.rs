@@ -1,0 +1,155 @@
+//! The PostgreSQL back end: [`PgStore`], connecting (TLS as the URL asks), the pool size and
+//! the SQL that differs from SQLite's. The ports themselves are the shared modules of `ports/`,
+//! compiled here against PostgreSQL.
+//!
+//! Several agentd processes (replicas) may share one database: migrations run under sqlx's
+//! advisory lock (see `migrate.rs`), job claims skip rows other replicas hold (`FOR UPDATE
+//! SKIP LOCKED`), and everything else is ordinary transactions on one pool.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use engine::store::StoreError;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+use crate::{error, migrate};
+
+// The port modules are shared with the SQLite back end (see `ports/mod.rs`).
+#[allow(clippy::duplicate_mod)]
+#[path = "ports/mod.rs"]
+mod ports;
+
+/// The database this back end's port modules are compiled against.
+type Db = sqlx::Postgres;
+/// A row of [`Db`].
+type DbRow = sqlx::postgres::PgRow;
+/// The store the port modules implement.
+type Store = PgStore;
+
+/// The SQL that differs between the back ends.
+mod dialect {
+    /// Opens a job claim: an ordinary transaction; the row lock of [`SELECT_CLAIMABLE`] keeps
+    /// the claim to one claimer.
+    pub(super) const CLAIM_BEGIN: &str = "BEGIN";
+
+    /// The oldest claimable job that no other transaction is claiming, locked until the claim
+    /// commits. Rows other replicas are claiming are skipped, not waited for.
+    pub(super) const SELECT_CLAIMABLE: &str = "\
+SELECT response_id, state
+FROM jobs
+WHERE state = 'queued' OR (state = 'running' AND lease_until_ms < $1)
+ORDER BY created_at_ms, response_id
+LIMIT 1
+FOR UPDATE SKIP LOCKED";
+
+    /// Stores a response's items; [`INDEX_ITEMS_CONFLICT`] replaces any at the same place.
+    pub(super) const INDEX_ITEMS: &str = "\
+INSERT INTO response_items \
+(response_id, kind, position, project_id, item_id, item_json, created_at) ";
+
+    /// SQLite's `INSERT OR REPLACE`: the row is replaced and, like a new SQLite rowid, takes a
+    /// new `seq`.
+    pub(super) const INDEX_ITEMS_CONFLICT: &str = " \
+ON CONFLICT (response_id, kind, position) DO UPDATE SET \
+project_id = excluded.project_id, item_id = excluded.item_id, item_json = excluded.item_json, \
+created_at = excluded.created_at, seq = nextval('response_items_order')";
+
+    /// The latest stored item with an id (`seq` orders rows of the same second).
+    pub(super) const FIND_ITEM: &str = "\
+SELECT item_id, item_json, kind FROM response_items \
+WHERE project_id = $1 AND item_id = $2 \
+ORDER BY created_at DESC, seq DESC LIMIT 1";
+}
+
+/// Connections per replica when the operator sets none.
+pub const DEFAULT_POOL_SIZE: u32 = 10;
+
+/// How long a query waits for a free pooled connection before failing.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the PostgreSQL pool is sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Most connections this process opens (every replica opens its own pool: the database's
+    /// `max_connections` must cover replicas × this, plus `agentd migrate` and admin tools).
+    pub max_connections: u32,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: DEFAULT_POOL_SIZE,
+        }
+    }
+}
+
+/// The PostgreSQL implementation of the engine's storage ports. Cheap to clone (the pool is
+/// shared).
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    /// The pool. The port modules name a writer and a reader pool (SQLite needs two); here
+    /// both are this one.
+    writer: PgPool,
+    reader: PgPool,
+}
+
+impl PgStore {
+    /// Connect to a `postgres://…` (or `postgresql://…`) URL and run the migrations. TLS
+    /// follows the URL's `sslmode` (`disable`, `prefer` (the default), `require`,
+    /// `verify-ca`, `verify-full`) and `sslrootcert`; certificates are checked against the
+    /// system's roots (rustls).
+    pub async fn connect(url: &str, settings: PoolSettings) -> Result<PgStore, StoreError> {
+        let store = Self::connect_unmigrated(url, settings).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Connect without running the migrations (for `agentd migrate` and tools that check the
+    /// schema themselves).
+    pub async fn connect_unmigrated(
+        url: &str,
+        settings: PoolSettings,
+    ) -> Result<PgStore, StoreError> {
+        // The URL itself is never quoted back: it may carry a password.
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Backend(format!("invalid postgres url: {}", kind(&e))))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections.max(1))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(options)
+            .await
+            .map_err(error::backend)?;
+        Ok(PgStore {
+            writer: pool.clone(),
+            reader: pool,
+        })
+    }
+
+    /// Apply the migrations not yet applied, under the advisory lock (concurrent callers, in
+    /// this process or others, apply each migration once).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        migrate::migrator(migrate::POSTGRES)
+            .run(&self.writer)
+            .await
+            .map_err(migrate::failed)
+    }
+
+    /// The pool, for maintenance and tests that need raw SQL.
+    pub fn pool(&self) -> &PgPool {
+        &self.writer
+    }
+
+    /// Close the pool, waiting for queries in flight. Use at shutdown.
+    pub async fn close(&self) {
+        self.writer.close().await;
+    }
+}
+
+/// What is wrong with a URL, without quoting it (sqlx's message may include the URL).
+fn kind(e: &sqlx::Error) -> &'static str {
+    match e {
+        sqlx::Error::Configuration(_) => "bad configuration (check the host, port and sslmode)",
+        sqlx::Error::Tls(_) => "TLS setup failed",
+        _ => "cannot parse it",
+    }
+}

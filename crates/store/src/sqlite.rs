@@ -1,0 +1,180 @@
+//! The SQLite back end: [`SqliteStore`], opening the database (pragmas, pools) and the SQL
+//! that differs from PostgreSQL's. The ports themselves are the shared modules of `ports/`,
+//! compiled here against SQLite.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use engine::store::StoreError;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use crate::{error, migrate};
+
+// The port modules are shared with the PostgreSQL back end (see `ports/mod.rs`).
+#[allow(clippy::duplicate_mod)]
+#[path = "ports/mod.rs"]
+mod ports;
+
+/// The database this back end's port modules are compiled against.
+type Db = sqlx::Sqlite;
+/// A row of [`Db`].
+type DbRow = sqlx::sqlite::SqliteRow;
+/// The store the port modules implement.
+type Store = SqliteStore;
+
+/// The SQL that differs between the back ends.
+mod dialect {
+    /// Opens a job claim: `BEGIN IMMEDIATE` takes the database write lock before the read, so
+    /// claimers in other processes sharing the file cannot interleave between the read of the
+    /// candidate and its update.
+    pub(super) const CLAIM_BEGIN: &str = "BEGIN IMMEDIATE";
+
+    /// The oldest claimable job and its state before the claim.
+    pub(super) const SELECT_CLAIMABLE: &str = "\
+SELECT response_id, state
+FROM jobs
+WHERE state = 'queued' OR (state = 'running' AND lease_until_ms < $1)
+ORDER BY created_at_ms, response_id
+LIMIT 1";
+
+    /// Stores a response's items, replacing any at the same place.
+    pub(super) const INDEX_ITEMS: &str = "\
+INSERT OR REPLACE INTO response_items \
+(response_id, kind, position, project_id, item_id, item_json, created_at) ";
+
+    /// Nothing to append to [`INDEX_ITEMS`]: `OR REPLACE` handles the conflict.
+    pub(super) const INDEX_ITEMS_CONFLICT: &str = "";
+
+    /// The latest stored item with an id (`rowid` orders rows of the same second).
+    pub(super) const FIND_ITEM: &str = "\
+SELECT item_id, item_json, kind FROM response_items \
+WHERE project_id = $1 AND item_id = $2 \
+ORDER BY created_at DESC, rowid DESC LIMIT 1";
+}
+
+/// The database file inside the data directory.
+pub const DATABASE_FILE: &str = "agentd.db";
+
+/// How long a statement waits for a lock held by another process before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Read connections of a file-backed store (the machine class we target has few cores).
+const READ_CONNECTIONS: u32 = 4;
+
+/// The SQLite implementation of the engine's storage ports. Cheap to clone (pools are shared).
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    /// Every write goes through this pool of exactly one connection: SQLite has one writer at a
+    /// time, and queueing here keeps batches as single transactions without `SQLITE_BUSY` retries.
+    writer: SqlitePool,
+    /// Reads run here, concurrently with the writer thanks to WAL. For an in-memory database
+    /// this is the writer pool itself, because the database lives inside that one connection.
+    reader: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Open (creating when missing) the store in `data_dir`: the directory, the database file
+    /// [`DATABASE_FILE`] inside it, WAL journal, `synchronous=NORMAL`, foreign keys, a busy
+    /// timeout; then run the migrations.
+    pub async fn open(data_dir: &Path) -> Result<SqliteStore, StoreError> {
+        tokio::fs::create_dir_all(data_dir).await.map_err(|e| {
+            StoreError::Backend(format!(
+                "cannot create data directory {}: {e}",
+                data_dir.display()
+            ))
+        })?;
+        let options = SqliteConnectOptions::new()
+            .filename(data_dir.join(DATABASE_FILE))
+            .create_if_missing(true);
+        Self::open_file(options).await
+    }
+
+    /// Connect to a `sqlite://…` URL (e.g. `sqlite:///var/lib/agentd/agentd.db?mode=rwc`) or
+    /// `sqlite::memory:`, then run the migrations. An in-memory database lives in one connection
+    /// that is never closed while the store exists, so every query sees the same data.
+    pub async fn connect(url: &str) -> Result<SqliteStore, StoreError> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Backend(format!("invalid sqlite url: {e}")))?;
+        if is_memory_url(url) {
+            Self::open_memory(options).await
+        } else {
+            Self::open_file(options).await
+        }
+    }
+
+    /// The pool that writes go through, for maintenance and tests that need raw SQL.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    /// Close both pools, waiting for queries in flight. Use at shutdown.
+    pub async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+
+    async fn open_file(options: SqliteConnectOptions) -> Result<SqliteStore, StoreError> {
+        let options = options
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await
+            .map_err(error::backend)?;
+        migrate::migrator(migrate::SQLITE)
+            .run(&writer)
+            .await
+            .map_err(migrate::failed)?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(READ_CONNECTIONS)
+            .connect_lazy_with(options);
+        Ok(SqliteStore { writer, reader })
+    }
+
+    async fn open_memory(options: SqliteConnectOptions) -> Result<SqliteStore, StoreError> {
+        let options = options.foreign_keys(true).busy_timeout(BUSY_TIMEOUT);
+        // Closing the last connection would drop the database: keep exactly one, forever.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(error::backend)?;
+        migrate::migrator(migrate::SQLITE)
+            .run(&pool)
+            .await
+            .map_err(migrate::failed)?;
+        Ok(SqliteStore {
+            writer: pool.clone(),
+            reader: pool,
+        })
+    }
+}
+
+/// Whether a SQLite URL names an in-memory database (`sqlite::memory:`, `?mode=memory`).
+fn is_memory_url(url: &str) -> bool {
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    path.ends_with(":memory:") || query.split('&').any(|pair| pair == "mode=memory")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_memory_url;
+
+    #[test]
+    fn memory_urls_are_recognised() {
+        assert!(is_memory_url("sqlite::memory:"));
+        assert!(is_memory_url("sqlite://:memory:"));
+        assert!(is_memory_url("sqlite://file.db?mode=memory&cache=shared"));
+        assert!(!is_memory_url("sqlite://data/agentd.db"));
+        assert!(!is_memory_url("sqlite://data/agentd.db?mode=rwc"));
+    }
+}

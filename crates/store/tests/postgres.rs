@@ -1,0 +1,197 @@
+//! What only the PostgreSQL store does: migrations shared by replicas starting together, TLS
+//! as the URL asks, and `agentd store copy` from SQLite.
+
+mod common;
+
+use agentd_store::{PgStore, PoolSettings, SqliteStore};
+use common::{Backend, TempDir, TestDb, TestResult, events};
+use engine::store::{
+    ConversationRecord, EventStore, FileRecord, FileStore, ItemKind, ItemStore, JobRecord,
+    JobState, JobStore, KeyRecord, KeyStore, ResponseStore, StoredItem,
+};
+use serde_json::json;
+use sqlx::Row;
+
+/// Five stores connecting at once to an empty database (five replicas starting together):
+/// every one starts, and each migration was applied exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_migrate_once() -> TestResult {
+    let db = TestDb::new(Backend::Postgres).await?;
+    let url = db.url()?;
+    let mut starting = Vec::new();
+    for _ in 0..5 {
+        let url = url.clone();
+        starting.push(tokio::spawn(async move {
+            PgStore::connect(&url, PoolSettings::default()).await
+        }));
+    }
+    let mut stores = Vec::new();
+    for task in starting {
+        stores.push(task.await??);
+    }
+    let applied = sqlx::query("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(stores[0].pool())
+        .await?;
+    let versions: Vec<(i64, bool)> = applied
+        .iter()
+        .map(|row| Ok((row.try_get("version")?, row.try_get("success")?)))
+        .collect::<Result<_, sqlx::Error>>()?;
+    assert_eq!(
+        versions,
+        vec![(1, true), (2, true), (3, true), (4, true), (6, true)]
+    );
+    for store in &stores {
+        store.ensure_project("default").await?;
+        store.close().await;
+    }
+    Ok(())
+}
+
+/// `sslmode=require` in the URL gives an encrypted connection (the development server has TLS
+/// on), `sslmode=disable` a plain one, and `verify-full` checks the server's certificate (the
+/// server's self-signed one is refused).
+#[tokio::test]
+async fn tls_follows_the_url() -> TestResult {
+    let db = TestDb::new(Backend::Postgres).await?;
+    let url = db.url()?;
+    let ssl_of = |store: PgStore| async move {
+        let on: bool =
+            sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+                .fetch_one(store.pool())
+                .await?;
+        store.close().await;
+        Ok::<_, sqlx::Error>(on)
+    };
+    let settings = PoolSettings::default();
+    let encrypted = PgStore::connect(&format!("{url}?sslmode=require"), settings).await?;
+    assert!(ssl_of(encrypted).await?, "sslmode=require without TLS");
+    let plain = PgStore::connect(&format!("{url}?sslmode=disable"), settings).await?;
+    assert!(!ssl_of(plain).await?, "sslmode=disable with TLS");
+    let verified = PgStore::connect(&format!("{url}?sslmode=verify-full"), settings).await;
+    assert!(
+        verified.is_err(),
+        "a self-signed server certificate passed verify-full"
+    );
+    Ok(())
+}
+
+/// A URL that does not parse is refused without quoting it (it may carry a password).
+#[tokio::test]
+async fn a_bad_url_is_not_echoed() -> TestResult {
+    let result = PgStore::connect(
+        "postgres://user:s3cret@127.0.0.1:5432/db?sslmode=sometimes",
+        PoolSettings::default(),
+    )
+    .await;
+    let message = format!("{:?}", result.err().ok_or("a bad sslmode was accepted")?);
+    assert!(!message.contains("s3cret"), "{message}");
+    Ok(())
+}
+
+/// `agentd store copy`: every kind of row written to a SQLite store reads back the same from
+/// PostgreSQL, and a second copy changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_moves_every_row_from_sqlite() -> TestResult {
+    let dir = TempDir::new();
+    let from = SqliteStore::open(&dir.0).await?;
+    let project = from.ensure_project("default").await?;
+    from.insert_key(&KeyRecord {
+        id: "key_1".to_owned(),
+        project_id: project.clone(),
+        key_hash: "ab".repeat(32),
+        created_at: 1,
+    })
+    .await?;
+    let response: protocol::response::Response = serde_json::from_value(json!({
+        "id": "resp_1", "object": "response", "created_at": 1_700_000_000,
+        "completed_at": null, "status": "completed", "model": "openai/gpt-test", "output": [],
+        "usage": null, "error": null, "incomplete_details": null, "instructions": null,
+        "max_output_tokens": null, "max_tool_calls": null, "max_steps": null,
+        "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto", "tools": [],
+        "parallel_tool_calls": true, "truncation": "disabled", "background": false,
+        "store": true, "service_tier": "default", "text": {"format": {"type": "text"}},
+        "metadata": {}, "previous_response_id": null, "prompt_cache_key": null,
+        "reasoning": null, "frequency_penalty": 0.0, "presence_penalty": 0.0, "top_logprobs": 0
+    }))?;
+    let item = StoredItem {
+        id: "msg_1".to_owned(),
+        kind: ItemKind::Output,
+        item: json!({"type": "message", "id": "msg_1", "role": "assistant", "content": []}),
+    };
+    let conversation = ConversationRecord {
+        id: "conv_1".to_owned(),
+        project_id: project.clone(),
+        created_at: 5,
+        metadata: [("k".to_owned(), "v".to_owned())].into(),
+    };
+    from.create_conversation(&conversation, std::slice::from_ref(&item))
+        .await?;
+    let record = engine::store::ResponseRecord {
+        id: "resp_1".to_owned(),
+        project_id: project.clone(),
+        created_at: 1_700_000_000,
+        visible: true,
+        response,
+        transcript: Vec::new(),
+        conversation_id: Some("resp_1".to_owned()),
+        items: vec![item.clone()],
+        append_to: None,
+    };
+    from.end_run(&record, &events(0..3)).await?;
+    from.insert_job(&JobRecord {
+        response_id: "resp_2".to_owned(),
+        project_id: project.clone(),
+        payload: "{}".to_owned(),
+        state: JobState::Queued,
+        lease_owner: None,
+        lease_until_ms: 0,
+        created_at_ms: 7,
+    })
+    .await?;
+    let file = FileRecord {
+        id: "file_1".to_owned(),
+        response_id: "resp_1".to_owned(),
+        project_id: project.clone(),
+        filename: "a.bin".to_owned(),
+        content_type: "application/octet-stream".to_owned(),
+        bytes: 3,
+        created_at: 9,
+    };
+    from.put_file(&file, &[0, 255, 7]).await?;
+
+    let db = TestDb::new(Backend::Postgres).await?;
+    let to = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
+    let report = agentd_store::copy(&from, &to).await?;
+    let inserted: u64 = report.tables.iter().map(|(_, _, n)| n).sum();
+    // project, key, response, 3 events, job, file, item, conversation, conversation item.
+    assert_eq!(inserted, 11, "{report:?}");
+
+    assert_eq!(to.ensure_project("default").await?, project);
+    assert!(to.find_key(&"ab".repeat(32)).await?.is_some());
+    assert_eq!(to.get_response(&project, "resp_1").await?, {
+        let mut expected = record.clone();
+        expected.items.clear();
+        Some(expected)
+    });
+    assert_eq!(to.events_after("resp_1", None).await?, events(0..3));
+    assert_eq!(to.count_queued(&project).await?, 1);
+    assert_eq!(
+        to.get_file(&project, "resp_1", "file_1").await?,
+        Some((file, vec![0, 255, 7]))
+    );
+    assert_eq!(
+        to.find_items(&project, &["msg_1".to_owned()]).await?,
+        vec![item.clone()]
+    );
+    assert_eq!(
+        to.get_conversation(&project, "conv_1").await?,
+        Some(conversation)
+    );
+    assert_eq!(to.conversation_items(&project, "conv_1").await?.len(), 1);
+
+    let again = agentd_store::copy(&from, &to).await?;
+    assert_eq!(again.tables.iter().map(|(_, _, n)| n).sum::<u64>(), 0);
+    to.close().await;
+    from.close().await;
+    Ok(())
+}
