@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+pub mod admin_store;
 mod approvals;
 mod citations;
 pub mod clock;

@@ -10,6 +10,9 @@
 //! - `lib.rs`: [`SqliteStore`], opening the database (pragmas, pools) and running migrations.
 //! - `migrate.rs`: the schema migrations, embedded from `crates/store/migrations/*.sql`.
 //! - `responses.rs`, `events.rs`, `keys.rs`, `jobs.rs`, `maintenance.rs`: one port each.
+//! - `projects.rs` ([`engine::admin_store::ProjectStore`]: projects, key roles), `connectors.rs`
+//!   ([`engine::admin_store::ConnectorStore`]) with `connector_events.rs`, `oauth_grants.rs` and
+//!   `reseal.rs` (every sealed value re-sealed in one transaction).
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
 //! Writes go through a pool of one connection (SQLite admits one writer at a time, so queueing
@@ -36,6 +39,8 @@
 //! # }
 //! ```
 
+mod connector_events;
+mod connectors;
 mod error;
 mod events;
 mod files;
@@ -44,6 +49,9 @@ mod jobs;
 mod keys;
 mod maintenance;
 mod migrate;
+mod oauth_grants;
+mod projects;
+mod reseal;
 mod responses;
 
 use std::path::Path;

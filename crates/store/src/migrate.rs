@@ -16,6 +16,11 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "jobs", include_str!("../migrations/0002_jobs.sql")),
     (3, "files", include_str!("../migrations/0003_files.sql")),
     (4, "items", include_str!("../migrations/0004_items.sql")),
+    (
+        5,
+        "connectors",
+        include_str!("../migrations/0005_connectors.sql"),
+    ),
 ];
 
 /// Apply the migrations not yet applied to this database.
