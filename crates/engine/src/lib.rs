@@ -25,12 +25,14 @@
 //! # }
 //! ```
 
+pub mod admin;
 pub mod admin_store;
 mod approvals;
 mod citations;
 pub mod clock;
 pub mod code;
 pub mod config;
+mod connector_tools;
 mod conversations;
 mod core;
 pub mod engine;
@@ -62,6 +64,7 @@ pub mod store;
 pub mod tools;
 pub mod transcript;
 
+pub use crate::admin::{Authenticated, Caller};
 pub use crate::core::Ports;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use code::Code;

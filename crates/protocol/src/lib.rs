@@ -43,6 +43,7 @@
 //! assert_eq!(request.validate().unwrap_err().param.as_deref(), Some("max_steps"));
 //! ```
 
+pub mod admin;
 pub mod conversations;
 pub mod error;
 pub mod events;

@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admin;
 pub mod auth;
 pub mod builtins;
 pub mod config;

@@ -355,11 +355,12 @@ async fn run() -> anyhow::Result<()> {
             let engine = engine::Engine::new(
                 engine::Ports {
                     models: std::sync::Arc::new(registry),
-                    store,
+                    store: store.clone(),
                     mcp: std::sync::Arc::new(engine::mcp::Unavailable),
                     hosted: std::sync::Arc::new(engine::hosted::NoHostedTools),
                     clock: std::sync::Arc::new(engine::SystemClock),
                     sealer: None,
+                    admin: Some(store),
                 },
                 engine::EngineConfig::default(),
             );

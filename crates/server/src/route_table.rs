@@ -21,6 +21,8 @@ pub enum Endpoint {
     Cancel,
     Files,
     FileContent,
+    /// The admin API and the connector list (`crate::admin`).
+    Admin(crate::admin::AdminEndpoint),
 }
 
 /// The HTTP methods the table uses.
@@ -28,6 +30,8 @@ pub enum Endpoint {
 pub enum Method {
     Get,
     Post,
+    Patch,
+    Delete,
 }
 
 impl Method {
@@ -36,6 +40,8 @@ impl Method {
         match self {
             Method::Get => "get",
             Method::Post => "post",
+            Method::Patch => "patch",
+            Method::Delete => "delete",
         }
     }
 
@@ -44,6 +50,8 @@ impl Method {
         match self {
             Method::Get => MethodFilter::GET,
             Method::Post => MethodFilter::POST,
+            Method::Patch => MethodFilter::PATCH,
+            Method::Delete => MethodFilter::DELETE,
         }
     }
 }
@@ -90,5 +98,6 @@ pub fn table() -> Vec<Route> {
             ),
         ]);
     }
+    table.extend(crate::admin::routes());
     table
 }

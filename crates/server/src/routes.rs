@@ -19,6 +19,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
+    let route_method = method;
     let method = method.filter();
     match endpoint {
         Endpoint::Health => on(method, handlers::health),
@@ -30,5 +31,6 @@ fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
         Endpoint::Cancel => on(method, handlers::cancel),
         Endpoint::Files => on(method, handlers::files),
         Endpoint::FileContent => on(method, handlers::file_content),
+        Endpoint::Admin(admin) => crate::admin::handler(route_method, admin),
     }
 }

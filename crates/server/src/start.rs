@@ -97,11 +97,12 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let engine = Engine::new(
         engine::Ports {
             models: Arc::new(registry),
-            store,
+            store: store.clone(),
             mcp: Arc::new(mcp),
             hosted: Arc::new(hosted),
             clock: Arc::new(engine::SystemClock),
             sealer: sealer(config)?,
+            admin: Some(store.clone()),
         },
         config.engine.clone(),
     );

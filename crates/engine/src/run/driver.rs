@@ -141,9 +141,10 @@ impl Driver {
         let count = jobs.iter().map(|j| j.server + 1).max().unwrap_or(0);
         let work = jobs.into_iter().map(|job| {
             let connector = self.mcp.clone();
-            async move {
+            let bound = job.timeout;
+            let work = async move {
                 let session: Arc<dyn McpSession> =
-                    Arc::from(connector.connect(&job.endpoint).await?);
+                    Arc::from(connector.connect_over(&job.endpoint, job.transport).await?);
                 let listed = if job.list {
                     match session.list_tools().await {
                         Ok(tools) => Some(tools),
@@ -156,6 +157,17 @@ impl Driver {
                     None
                 };
                 Ok::<_, McpError>((job.server, session, listed))
+            };
+            async move {
+                match bound {
+                    // A saved connector's own bound of connecting and listing.
+                    Some(bound) => tokio::time::timeout(bound, work).await.unwrap_or_else(|_| {
+                        Err(McpError::Timeout(
+                            u64::try_from(bound.as_millis()).unwrap_or(u64::MAX),
+                        ))
+                    }),
+                    None => work.await,
+                }
             }
         });
         let results = tokio::select! {

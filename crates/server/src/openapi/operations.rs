@@ -12,7 +12,8 @@ pub fn operation(route: &Route, schemas: &Schemas) -> Value {
     let mut parameters = path_parameters(&route.path);
     parameters.extend(spec.query);
     let mut responses = Map::new();
-    responses.insert("200".to_owned(), spec.ok);
+    let ok_status = super::admin::ok_status(route);
+    responses.insert(ok_status.to_owned(), spec.ok);
     for (status, why) in spec.errors {
         responses.insert(
             status.to_string(),
@@ -38,16 +39,16 @@ pub fn operation(route: &Route, schemas: &Schemas) -> Value {
 }
 
 /// What differs between endpoints.
-struct Spec {
-    summary: &'static str,
-    authenticated: bool,
-    query: Vec<Value>,
-    body: Option<Value>,
-    ok: Value,
-    errors: Vec<(u16, &'static str)>,
+pub(super) struct Spec {
+    pub(super) summary: &'static str,
+    pub(super) authenticated: bool,
+    pub(super) query: Vec<Value>,
+    pub(super) body: Option<Value>,
+    pub(super) ok: Value,
+    pub(super) errors: Vec<(u16, &'static str)>,
 }
 
-const UNAUTHORIZED: (u16, &str) = (
+pub(super) const UNAUTHORIZED: (u16, &str) = (
     401,
     "Missing or unknown API key (only when the server has keys)",
 );
@@ -56,7 +57,7 @@ const FORBIDDEN: (u16, &str) = (
     "Open mode (no keys) only: the request came from a web page of another origin, or for a host name that is not loopback nor allowed",
 );
 const NOT_FOUND: (u16, &str) = (404, "No such response (or another project's)");
-const INTERNAL: (u16, &str) = (500, "The store failed; the request may be retried");
+pub(super) const INTERNAL: (u16, &str) = (500, "The store failed; the request may be retried");
 const BAD_PATH: (u16, &str) = (
     400,
     "A path parameter is not valid UTF-8 once percent-decoded",
@@ -64,6 +65,7 @@ const BAD_PATH: (u16, &str) = (
 
 fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
     match endpoint {
+        Endpoint::Admin(admin) => super::admin::spec(admin, schemas),
         Endpoint::Health => Spec {
             summary: "Liveness: 200 once the server accepts requests",
             authenticated: false,
@@ -211,7 +213,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
     }
 }
 
-fn json_answer(description: &str, schema: Value) -> Value {
+pub(super) fn json_answer(description: &str, schema: Value) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": schema}}})
 }
 
@@ -242,6 +244,9 @@ fn path_parameters(path: &str) -> Vec<Value> {
             let description = match name {
                 "id" => Some("The response id (`resp_…`)"),
                 "file_id" => Some("A file id from the response's file list"),
+                "connector_id" => Some("A connector id (`connector_…`)"),
+                "project_id" => Some("A project id (`proj_…`)"),
+                "key_id" => Some("An API key id (`key_…`)"),
                 _ => None,
             };
             if let Some(description) = description {

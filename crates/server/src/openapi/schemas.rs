@@ -29,6 +29,8 @@ pub struct Schemas {
     pub cancel_ack: Value,
     pub file_list: Value,
     pub model_list: Value,
+    /// The admin API's bodies and answers.
+    pub admin: super::admin::AdminSchemas,
 }
 
 impl Schemas {
@@ -42,6 +44,7 @@ impl Schemas {
         let model_list = answers.subschema_for::<ModelList>();
         let mut requests = generator(SchemaSettings::draft2020_12().for_deserialize());
         let create_request = requests.subschema_for::<CreateRequest>();
+        let mut admin = super::admin::AdminSchemas::generate(&mut answers, &mut requests);
 
         let mut components = answers.take_definitions(true);
         let request_side = requests.take_definitions(true);
@@ -53,6 +56,7 @@ impl Schemas {
         }
         let mut create_request = create_request.to_value();
         rename_refs(&mut create_request, &renames);
+        admin.rename(&|value| rename_refs(value, &renames));
         Schemas {
             components,
             create_request,
@@ -62,13 +66,14 @@ impl Schemas {
             cancel_ack: cancel_ack.to_value(),
             file_list: file_list.to_value(),
             model_list: model_list.to_value(),
+            admin,
         }
     }
 }
 
 /// A generator writing `$ref`s into `#/components/schemas/`, JSON Schema 2020-12 (OpenAPI
 /// 3.1's dialect), with integer widths as bounds.
-fn generator(settings: SchemaSettings) -> SchemaGenerator {
+pub(super) fn generator(settings: SchemaSettings) -> SchemaGenerator {
     settings
         .with(|settings| {
             settings.definitions_path = "/components/schemas".into();
