@@ -28,6 +28,7 @@
 pub mod admin;
 pub mod auth;
 pub mod builtins;
+pub mod cli_engine;
 pub mod config;
 pub mod connections;
 pub mod datadir;
