@@ -15,6 +15,21 @@ use crate::core::Core;
 use crate::error::EngineError;
 use crate::tools::{ConnectorDef, ConnectorServer};
 
+/// Writes each connector's label into the request where it gave none, so the response echoes
+/// the label its items carry (clients' schemas require `server_label`).
+pub(crate) fn fill_labels(
+    tools: Option<&mut Vec<Tool>>,
+    resolved: &BTreeMap<usize, ConnectorServer>,
+) {
+    for (index, tool) in tools.into_iter().flatten().enumerate() {
+        if let (Tool::Connector(connector), Some(server)) = (tool, resolved.get(&index))
+            && connector.server_label.is_none()
+        {
+            connector.server_label = Some(server.label.clone());
+        }
+    }
+}
+
 /// The request's connectors, by index in `tools`.
 pub(crate) async fn resolve(
     core: &Core,

@@ -113,6 +113,7 @@ impl Engine {
             request.tools.as_deref().unwrap_or_default(),
         )
         .await?;
+        connector_tools::fill_labels(request.tools.as_mut(), &connectors);
         let (plan, model_id) = plan::plan(
             core,
             project_id,

@@ -195,6 +195,8 @@ pub struct Registry {
     mcp_tools: Vec<McpToolEntry>,
     /// Deferred tools a search loaded, in load order (offered after all others).
     loaded: Vec<(usize, String)>,
+    /// Secret values lent to the sandbox: scrubbed from every built-in tool's outcome.
+    lent: Vec<secrecy::SecretString>,
     by_name: HashMap<String, usize>,
 }
 
@@ -212,6 +214,17 @@ impl Registry {
         mut connectors: BTreeMap<usize, ConnectorServer>,
     ) -> Result<Registry, EngineError> {
         let mut registry = Registry::default();
+        // What the request's connectors lend the sandbox, when it has the sandbox.
+        let has_sandbox = tools.iter().any(|t| matches!(t, Tool::Sandbox(_)));
+        let env: crate::hosted::SandboxEnv = if has_sandbox {
+            connectors
+                .values()
+                .flat_map(|c| c.connector.sandbox_env.clone())
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        registry.lent = env.values().cloned().collect();
         for (index, tool) in tools.iter().enumerate() {
             match tool {
                 Tool::Function(function) => {
@@ -251,7 +264,7 @@ impl Registry {
                     }
                     registry.servers.push(ServerDef::from_connector(server));
                 }
-                other => match hosted.build(index, other) {
+                other => match hosted.build_with_env(index, other, &env) {
                     Ok(tools) if tools.is_empty() => {
                         return Err(EngineError::NotImplemented(format!(
                             "tools[{index}]: the {} tool is not available on this server yet",
@@ -283,6 +296,11 @@ impl Registry {
             }
         }
         Ok(registry)
+    }
+
+    /// The secret values lent to the sandbox (to be scrubbed from what tools return).
+    pub fn lent(&self) -> &[secrecy::SecretString] {
+        &self.lent
     }
 
     pub fn servers(&self) -> &[ServerDef] {

@@ -258,6 +258,8 @@ async fn roles_projects_and_connectors_used_by_every_key_of_the_project() {
         .await;
     assert_eq!(status, 200, "{response}");
     assert_eq!(response["status"], "completed", "{response}");
+    // The echoed tool names the label the items carry.
+    assert_eq!(response["tools"][0]["server_label"], "docs");
     let list = items(&response, "mcp_list_tools")[0];
     assert_eq!(list["connector_id"], "connector_docs");
     assert_eq!(list["server_label"], "docs");
@@ -513,6 +515,107 @@ async fn a_rotation_reaches_the_continuation_and_a_restart_keeps_the_connector()
                     path.display()
                 );
             }
+        }
+    }
+}
+
+#[tokio::test]
+async fn sandbox_env_reaches_execute_only_with_the_connector_and_is_scrubbed() {
+    let dir = Dir::new("sandbox-env");
+    let app = app_in(&dir.0).await;
+    let seen = Seen::default();
+    let fixture = McpFixture::start_with_token("auth", Transport::StreamableHttp, TOKEN).await;
+    let keys = two_projects(&app, &seen).await;
+    let key = keys.a_member;
+    let (status, created) = seen
+        .post(
+            &app,
+            "/v1/admin/connectors",
+            &keys.a_admin,
+            json!({"id": "connector_gh", "server_label": "gh", "server_url": fixture.url,
+                   "authorization": TOKEN, "sandbox_env": {"GH_TOKEN": "authorization"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["sandbox_env"]["GH_TOKEN"], "authorization");
+    let code = "echo \"token=$GH_TOKEN\"; printf %s \"$GH_TOKEN\" | wc -c; printf %s \"$GH_TOKEN\" > shared.txt";
+    let run = |tools: Value| json!({"model": MODEL, "input": "print it", "tools": tools});
+    // With the connector and the sandbox: the program sees the variable; its value is scrubbed.
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "execute",
+        &json!({"language": "bash", "code": code}).to_string(),
+    )]));
+    app.fake.push(Reply::text("done"));
+    let (status, response) = seen
+        .post(
+            &app,
+            "/v1/responses",
+            &key,
+            run(json!([{"type": "sandbox"}, {"type": "connector", "id": "connector_gh"}])),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let result = &items(&response, "sandbox_results")[0]["results"][0];
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(
+        stdout.contains("token=[redacted: connector credential]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&TOKEN.len().to_string()), "{stdout}");
+    let model_saw = app.fake.requests()[1].to_string();
+    assert!(
+        model_saw.contains("[redacted: connector credential]"),
+        "{model_saw}"
+    );
+    assert!(!model_saw.contains(TOKEN));
+    let (_, events) = seen
+        .send(
+            &app,
+            reqwest::Method::GET,
+            &format!(
+                "/v1/responses/{}?stream=true",
+                response["id"].as_str().unwrap()
+            ),
+            Some(&key),
+            None,
+        )
+        .await;
+    let _ = events;
+
+    // The sandbox alone: no variable.
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "execute",
+        &json!({"language": "bash", "code": code}).to_string(),
+    )]));
+    app.fake.push(Reply::text("done"));
+    let (status, response) = seen
+        .post(
+            &app,
+            "/v1/responses",
+            &key,
+            run(json!([{"type": "sandbox"}])),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let stdout = items(&response, "sandbox_results")[0]["results"][0]["stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(stdout.starts_with("token=\n0"), "{stdout}");
+
+    drop(app);
+    assert!(!seen.all().contains(TOKEN));
+    for entry in std::fs::read_dir(&dir.0).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+                "{} holds the token",
+                path.display()
+            );
         }
     }
 }
