@@ -122,3 +122,13 @@ def test_an_unknown_connector_is_a_400_naming_the_field(saved: Saved, fake: Fake
         )
     assert caught.value.body["param"] == "tools[0].id"  # type: ignore[index]
     assert fake.requests() == []
+
+
+def test_the_token_is_in_no_log_and_no_store_file(saved: Saved) -> None:
+    """After the scenarios above (agentd logs at debug level): no log line, recorded answer or
+    file of the data directory (the database with its WAL) holds the token."""
+    token = TOKEN.encode()
+    logs = [saved.server.process.stdout_path, saved.server.stderr_path]
+    for path in logs + [p for p in saved.server.data_dir.rglob("*") if p.is_file()]:
+        assert token not in path.read_bytes(), f"{path} holds the connector token"
+    assert saved.server.stderr_path.stat().st_size > 0
