@@ -64,8 +64,12 @@ codes! {
     /// Refused for where it comes from: in open mode, a request from a web page of another
     /// origin or for a host name that is not this server's (DNS rebinding).
     Forbidden => 403, "forbidden", "forbidden";
+    /// The key is known but its role may not do this (a `member` key on an admin route).
+    PermissionDenied => 403, "permission_denied", "permission_denied";
     /// No such object in this project (or no such route).
     NotFound => 404, "not_found", "not_found";
+    /// The object already exists (a connector id or project name taken).
+    Conflict => 409, "conflict", "invalid_request";
     /// The route exists, but not with this method.
     MethodNotAllowed => 405, "method_not_allowed", "invalid_request";
     /// The client took too long to send its request (head or body).

@@ -8,6 +8,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::admin_store::AdminStore;
 use crate::clock::Clock;
 use crate::config::EngineConfig;
 use crate::hosted::HostedTools;
@@ -28,6 +29,9 @@ pub struct Ports {
     /// Seals the MCP credentials of queued background runs (`None`: no secret key; background
     /// requests with credentials are then refused).
     pub sealer: Option<Arc<dyn Sealer>>,
+    /// Projects, key roles and saved connectors (`None`: this process has no admin API and
+    /// requests naming a connector are refused).
+    pub admin: Option<Arc<dyn AdminStore>>,
 }
 
 pub(crate) struct Core {
@@ -37,6 +41,7 @@ pub(crate) struct Core {
     pub(crate) hosted: Arc<dyn HostedTools>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) sealer: Option<Arc<dyn Sealer>>,
+    pub(crate) admin: Option<Arc<dyn AdminStore>>,
     pub(crate) config: EngineConfig,
     /// Runs of this process not yet ended: cancel reaches them and resumes follow their event
     /// log from memory.
@@ -61,6 +66,7 @@ impl Core {
             hosted: ports.hosted,
             clock: ports.clock,
             sealer: ports.sealer,
+            admin: ports.admin,
             config,
             live: LiveRuns::default(),
             metrics: Metrics::default(),

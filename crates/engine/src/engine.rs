@@ -20,7 +20,7 @@ use crate::plan::{self, JobPayload};
 use crate::presets::apply_preset;
 use crate::run::Finished;
 use crate::store::{JobRecord, JobState, ResponseRecord};
-use crate::{job_secrets, jobs, recovery, replicas, response, retention, runner};
+use crate::{connector_tools, job_secrets, jobs, recovery, replicas, response, retention, runner};
 
 /// How long a cancel waits for the run to stop before it answers `cancelling`.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(3);
@@ -107,7 +107,21 @@ impl Engine {
         }
         let (transcript, context) =
             plan::transcript_for(core.store.as_ref(), project_id, &request).await?;
-        let (plan, model_id) = plan::plan(core, project_id, request, transcript, context.clone())?;
+        let connectors = connector_tools::resolve(
+            core,
+            project_id,
+            request.tools.as_deref().unwrap_or_default(),
+        )
+        .await?;
+        connector_tools::fill_labels(request.tools.as_mut(), &connectors);
+        let (plan, model_id) = plan::plan(
+            core,
+            project_id,
+            request,
+            transcript,
+            context.clone(),
+            connectors,
+        )?;
         let response =
             response::initial(&plan.request, &model_id, background, core.clock.now_secs());
         let id = response.id.clone();

@@ -18,6 +18,12 @@ pub enum EngineError {
     /// No such response in this project (404 `not_found`).
     #[error("{0}")]
     NotFound(String),
+    /// The key's role may not do this (403 `permission_denied`).
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// The object already exists (409 `conflict`).
+    #[error("{0}")]
+    Conflict(String),
     /// The capability is not built yet (501 `not_implemented`).
     #[error("{0}")]
     NotImplemented(String),
@@ -51,6 +57,8 @@ impl EngineError {
             EngineError::InvalidModel { .. } => Code::InvalidModel,
             EngineError::NotFound(_) => Code::NotFound,
             EngineError::NotImplemented(_) => Code::NotImplemented,
+            EngineError::PermissionDenied(_) => Code::PermissionDenied,
+            EngineError::Conflict(_) => Code::Conflict,
             EngineError::NotCancellable(_) => Code::InvalidRequest,
             EngineError::QueueFull(_) => Code::RateLimited,
             EngineError::Run(failure) => failure.code,

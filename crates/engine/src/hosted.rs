@@ -114,7 +114,23 @@ pub trait HostedTools: Send + Sync {
     /// brings `execute`, `read`, `write`, …), or an empty list when it is not a kind this
     /// implementation provides (the engine then answers that the tool is not available yet).
     fn build(&self, index: usize, tool: &Tool) -> Result<Vec<Arc<dyn HostedTool>>, HostedError>;
+
+    /// Like [`HostedTools::build`], for a request whose saved connectors lend `env` to the
+    /// sandbox (variable -> secret value): a `sandbox` entry's programs see those variables.
+    /// Implementations without a sandbox build as `build` does.
+    fn build_with_env(
+        &self,
+        index: usize,
+        tool: &Tool,
+        env: &SandboxEnv,
+    ) -> Result<Vec<Arc<dyn HostedTool>>, HostedError> {
+        let _ = env;
+        self.build(index, tool)
+    }
 }
+
+/// Variables lent to the sandbox by a request's connectors: name -> secret value.
+pub type SandboxEnv = std::collections::BTreeMap<String, secrecy::SecretString>;
 
 /// Provides no hosted tools (processes that run no agent loop, and tests).
 pub struct NoHostedTools;

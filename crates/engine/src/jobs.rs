@@ -133,12 +133,20 @@ async fn execute_job(
         .get_response(&job.project_id, &job.response_id)
         .await?
         .ok_or_else(|| EngineError::Internal("the job's response is missing".to_owned()))?;
+    // Saved connectors are read now: the payload names them, never their credentials.
+    let connectors = crate::connector_tools::resolve(
+        core,
+        &job.project_id,
+        payload.request.tools.as_deref().unwrap_or_default(),
+    )
+    .await?;
     let (plan, _) = plan::plan(
         core,
         &job.project_id,
         payload.request,
         payload.transcript,
         payload.context,
+        connectors,
     )?;
     let live = core.live.register(&job.response_id);
     if cancelled {

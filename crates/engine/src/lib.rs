@@ -25,6 +25,8 @@
 //! # }
 //! ```
 
+pub mod admin;
+pub mod admin_store;
 mod approvals;
 mod citations;
 pub mod clock;
@@ -32,6 +34,7 @@ pub mod code;
 mod compact;
 mod compaction;
 pub mod config;
+mod connector_tools;
 mod conversations;
 mod core;
 pub mod engine;
@@ -64,6 +67,7 @@ pub mod store;
 pub mod tools;
 pub mod transcript;
 
+pub use crate::admin::{Authenticated, Caller};
 pub use crate::core::Ports;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use code::Code;

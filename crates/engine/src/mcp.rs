@@ -82,11 +82,42 @@ pub enum McpError {
     Timeout(u64),
 }
 
+/// Which transport a session uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpTransport {
+    /// Streamable HTTP, falling back to the legacy HTTP+SSE transport.
+    #[default]
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport only.
+    Sse,
+}
+
+/// What the server said about itself in `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerInfo {
+    pub name: String,
+    pub version: String,
+    pub protocol_version: String,
+}
+
 /// Opens sessions to MCP servers (implemented by the `mcp` crate).
 #[async_trait::async_trait]
 pub trait McpConnector: Send + Sync {
     /// Connects and initializes a session (Streamable HTTP first, then legacy SSE).
     async fn connect(&self, server: &McpServer) -> Result<Box<dyn McpSession>, McpError>;
+
+    /// Connects over the given transport (a saved connector may pin one). Adapters that
+    /// know one way only connect as [`McpConnector::connect`] does.
+    async fn connect_over(
+        &self,
+        server: &McpServer,
+        transport: McpTransport,
+    ) -> Result<Box<dyn McpSession>, McpError> {
+        let _ = transport;
+        self.connect(server).await
+    }
 }
 
 /// One initialized session with one server.
@@ -107,6 +138,10 @@ pub trait McpSession: Send + Sync {
     }
     /// Ends the session (best effort: `DELETE` of a Streamable HTTP session).
     async fn close(&self) {}
+    /// The server's name, version and protocol version from `initialize`, when known.
+    fn server_info(&self) -> Option<McpServerInfo> {
+        None
+    }
 }
 
 /// A connector for processes that run no agent loop (e.g. `agentd keys create`): every

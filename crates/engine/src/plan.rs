@@ -1,7 +1,7 @@
 //! Planning a run: the transcript it continues, the models of its chain, its tools and its
 //! structured-output schema, checked before anything runs (errors here are request errors).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use protocol::input::{Input, InputItem};
@@ -17,7 +17,7 @@ use crate::items;
 use crate::model::{ResolveError, ResolvedModel};
 use crate::request;
 use crate::store::Store;
-use crate::tools::Registry;
+use crate::tools::{ConnectorServer, Registry};
 use crate::transcript;
 
 /// Everything a run needs, resolved before it starts.
@@ -222,12 +222,14 @@ pub(crate) fn plan(
     request: CreateRequest,
     transcript: Vec<InputItem>,
     context: Continuation,
+    connectors: BTreeMap<usize, ConnectorServer>,
 ) -> Result<(RunPlan, String), EngineError> {
     let models = resolve_models(core, &request)?;
     let model_id = models.first().map(|(id, _)| id.clone()).unwrap_or_default();
-    let registry = Registry::from_request(
+    let registry = Registry::with_connectors(
         request.tools.as_deref().unwrap_or_default(),
         core.hosted.as_ref(),
+        connectors,
     )?;
     let max_steps = request.max_steps.unwrap_or(core.config.default_max_steps);
     let output_schema = match request.output_format() {

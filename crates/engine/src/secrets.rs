@@ -20,4 +20,13 @@ pub enum SealError {
 pub trait Sealer: Send + Sync {
     fn seal(&self, context: &str, plaintext: &[u8]) -> Result<String, SealError>;
     fn open(&self, context: &str, sealed: &str) -> Result<Vec<u8>, SealError>;
+    /// A keyed fingerprint of a value (it tells values apart without revealing any), when
+    /// the sealer can make one.
+    fn fingerprint(&self, _value: &[u8]) -> Option<String> {
+        None
+    }
+    /// Whether a sealed value was sealed by the current key (`false`: seal it again).
+    fn is_current(&self, _sealed: &str) -> bool {
+        true
+    }
 }

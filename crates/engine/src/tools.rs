@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::error::EngineError;
 use crate::hosted::{HostedError, HostedTool, HostedTools};
-use crate::mcp::{McpServer, McpToolInfo};
+use crate::mcp::{McpServer, McpToolInfo, McpTransport};
 use crate::model::ToolSpec;
 use crate::search;
 
@@ -55,6 +55,34 @@ pub struct ServerDef {
     allowed_tools: Option<Vec<String>>,
     approval: Option<RequireApproval>,
     pub deferred: bool,
+    /// A saved connector's own settings (`None` for an `mcp` tool).
+    pub connector: Option<ConnectorDef>,
+}
+
+/// What a saved connector adds to a server: its id, transport, time bound, the approval
+/// policy it was saved with (a request can only add to it) and what it lends the sandbox.
+#[derive(Clone)]
+pub struct ConnectorDef {
+    pub id: String,
+    pub transport: McpTransport,
+    pub timeout: Option<std::time::Duration>,
+    /// The saved `require_approval`: a call needs approval when it or the request's says so.
+    pub approval: Option<RequireApproval>,
+    /// Sandbox variable -> value (secret).
+    pub sandbox_env: BTreeMap<String, secrecy::SecretString>,
+}
+
+/// A saved connector resolved for one request (`connector_tools.rs`).
+pub struct ConnectorServer {
+    pub label: String,
+    pub url: String,
+    pub description: Option<String>,
+    pub authorization: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    pub allowed_tools: Option<Vec<String>>,
+    pub approval: Option<RequireApproval>,
+    pub deferred: bool,
+    pub connector: ConnectorDef,
 }
 
 impl ServerDef {
@@ -68,7 +96,27 @@ impl ServerDef {
             allowed_tools: tool.allowed_tools.clone(),
             approval: tool.require_approval.clone(),
             deferred: tool.defer_loading.unwrap_or(false),
+            connector: None,
         }
+    }
+
+    fn from_connector(server: ConnectorServer) -> ServerDef {
+        ServerDef {
+            label: server.label,
+            url: server.url,
+            description: server.description,
+            authorization: server.authorization,
+            headers: server.headers,
+            allowed_tools: server.allowed_tools,
+            approval: server.approval,
+            deferred: server.deferred,
+            connector: Some(server.connector),
+        }
+    }
+
+    /// The saved connector's id, for the items this server produces.
+    pub fn connector_id(&self) -> Option<String> {
+        self.connector.as_ref().map(|c| c.id.clone())
     }
 
     /// Where to connect, with this request's credentials.
@@ -97,6 +145,10 @@ impl ServerDef {
     /// Whether a call of this tool must wait for the caller's approval.
     pub fn needs_approval(&self, tool: &McpToolInfo) -> bool {
         needs_approval(self.approval.as_ref(), &tool.name, tool.read_only)
+            || self
+                .connector
+                .as_ref()
+                .is_some_and(|c| needs_approval(c.approval.as_ref(), &tool.name, tool.read_only))
     }
 
     /// The URL's host, for messages (the URL itself may carry a token in its query).
@@ -143,13 +195,36 @@ pub struct Registry {
     mcp_tools: Vec<McpToolEntry>,
     /// Deferred tools a search loaded, in load order (offered after all others).
     loaded: Vec<(usize, String)>,
+    /// Secret values lent to the sandbox: scrubbed from every built-in tool's outcome.
+    lent: Vec<secrecy::SecretString>,
     by_name: HashMap<String, usize>,
 }
 
 impl Registry {
     /// Builds the registry from the request's tools (MCP tools are added by discovery).
     pub fn from_request(tools: &[Tool], hosted: &dyn HostedTools) -> Result<Registry, EngineError> {
+        Registry::with_connectors(tools, hosted, BTreeMap::new())
+    }
+
+    /// Builds the registry with the request's saved connectors, resolved by their index in
+    /// `tools`.
+    pub fn with_connectors(
+        tools: &[Tool],
+        hosted: &dyn HostedTools,
+        mut connectors: BTreeMap<usize, ConnectorServer>,
+    ) -> Result<Registry, EngineError> {
         let mut registry = Registry::default();
+        // What the request's connectors lend the sandbox, when it has the sandbox.
+        let has_sandbox = tools.iter().any(|t| matches!(t, Tool::Sandbox(_)));
+        let env: crate::hosted::SandboxEnv = if has_sandbox {
+            connectors
+                .values()
+                .flat_map(|c| c.connector.sandbox_env.clone())
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        registry.lent = env.values().cloned().collect();
         for (index, tool) in tools.iter().enumerate() {
             match tool {
                 Tool::Function(function) => {
@@ -159,8 +234,37 @@ impl Registry {
                         .insert(def.spec.name.clone(), registry.functions.len());
                     registry.functions.push(def);
                 }
-                Tool::Mcp(mcp) => registry.servers.push(ServerDef::from_tool(mcp)),
-                other => match hosted.build(index, other) {
+                Tool::Mcp(mcp) => {
+                    if registry.servers.iter().any(|s| s.label == mcp.server_label) {
+                        return Err(EngineError::invalid(
+                            format!("tools[{index}].server_label"),
+                            format!(
+                                "server_label \"{}\" is used by more than one mcp or connector tool",
+                                mcp.server_label
+                            ),
+                        ));
+                    }
+                    registry.servers.push(ServerDef::from_tool(mcp));
+                }
+                Tool::Connector(connector) => {
+                    let server = connectors.remove(&index).ok_or_else(|| {
+                        EngineError::invalid(
+                            format!("tools[{index}].id"),
+                            format!("connector \"{}\" not found", connector.id),
+                        )
+                    })?;
+                    if registry.servers.iter().any(|s| s.label == server.label) {
+                        return Err(EngineError::invalid(
+                            format!("tools[{index}].server_label"),
+                            format!(
+                                "server_label \"{}\" is used by more than one mcp or connector tool: give this connector another server_label",
+                                server.label
+                            ),
+                        ));
+                    }
+                    registry.servers.push(ServerDef::from_connector(server));
+                }
+                other => match hosted.build_with_env(index, other, &env) {
                     Ok(tools) if tools.is_empty() => {
                         return Err(EngineError::NotImplemented(format!(
                             "tools[{index}]: the {} tool is not available on this server yet",
@@ -192,6 +296,11 @@ impl Registry {
             }
         }
         Ok(registry)
+    }
+
+    /// The secret values lent to the sandbox (to be scrubbed from what tools return).
+    pub fn lent(&self) -> &[secrecy::SecretString] {
+        &self.lent
     }
 
     pub fn servers(&self) -> &[ServerDef] {

@@ -100,7 +100,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use engine::mcp::{McpConnector, McpError, McpServer, McpSession};
+use engine::mcp::{McpConnector, McpError, McpServer, McpSession, McpTransport};
 use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use rmcp::ServiceExt;
@@ -242,6 +242,16 @@ impl McpConnector for McpClient {
         let target = Target::new(server, &self.inner.config.policy)?;
         self.connect_target(target).await
     }
+
+    async fn connect_over(
+        &self,
+        server: &McpServer,
+        transport: McpTransport,
+    ) -> Result<Box<dyn McpSession>, McpError> {
+        let mut target = Target::new(server, &self.inner.config.policy)?;
+        target.transport = transport;
+        self.connect_target(target).await
+    }
 }
 
 impl McpClient {
@@ -276,6 +286,8 @@ struct Target {
     redactor: Redactor,
     /// The OAuth token source, instead of `token`.
     auth: Option<Arc<dyn TokenSource>>,
+    /// Streamable HTTP with the SSE fallback, or one of them only.
+    transport: McpTransport,
 }
 
 /// Headers the transports set themselves; an extra header of the same name is dropped.
@@ -336,6 +348,7 @@ impl Target {
             headers,
             redactor,
             auth: None,
+            transport: McpTransport::Auto,
         })
     }
 
@@ -377,17 +390,23 @@ impl McpClient {
         let limits = self.limits();
         let changed = Arc::new(AtomicBool::new(false));
         let failure = Failure::default();
-        let streamable_error = match self
-            .streamable(target, changed.clone(), failure.clone())
-            .await
-        {
-            Ok(running) => return Ok(self.session(target, running, changed, failure)),
-            Err(err) => target.redactor.error(err),
+        let streamable_error = if target.transport == McpTransport::Sse {
+            None
+        } else {
+            match self
+                .streamable(target, changed.clone(), failure.clone())
+                .await
+            {
+                Ok(running) => return Ok(self.session(target, running, changed, failure)),
+                Err(err) => Some(target.redactor.error(err)),
+            }
         };
-        if !falls_back(&streamable_error) {
-            return Err(streamable_error);
+        if let Some(err) = &streamable_error
+            && (target.transport == McpTransport::StreamableHttp || !falls_back(err))
+        {
+            return Err(err.clone());
         }
-        tracing::debug!(label = %target.label, host = %target.host, %streamable_error, "no Streamable HTTP; trying legacy SSE");
+        tracing::debug!(label = %target.label, host = %target.host, streamable_error = ?streamable_error, "trying legacy SSE");
         let probe = sse::probe(
             &self.inner.http,
             &self.inner.config.policy,
@@ -400,7 +419,13 @@ impl McpClient {
         let transport = match probe {
             Ok(Probe::Sse(transport)) => transport,
             // Not an SSE server either: the first answer is the more telling one.
-            Ok(Probe::NotSse) => return Err(streamable_error),
+            Ok(Probe::NotSse) => {
+                return Err(streamable_error.unwrap_or_else(|| {
+                    McpError::Protocol(
+                        "the server does not speak the legacy HTTP+SSE transport (no event stream with an endpoint event)".to_owned(),
+                    )
+                }));
+            }
             Err(err) => return Err(err),
         };
         let failure = transport.failure();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use engine::mcp::{McpCallResult, McpError, McpSession, McpToolInfo};
+use engine::mcp::{McpCallResult, McpError, McpServerInfo, McpSession, McpToolInfo};
 use rmcp::ServiceError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams, Tool,
@@ -67,6 +67,16 @@ impl Session {
 
 #[async_trait::async_trait]
 impl McpSession for Session {
+    fn server_info(&self) -> Option<McpServerInfo> {
+        let info = self.peer.peer_info()?;
+        let server = info.server_info.as_ref();
+        Some(McpServerInfo {
+            name: server.map(|s| s.name.clone()).unwrap_or_default(),
+            version: server.map(|s| s.version.clone()).unwrap_or_default(),
+            protocol_version: info.protocol_version.to_string(),
+        })
+    }
+
     async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
         // Reset first: a change announced while we list is kept for the next look.
         self.changed.store(false, Ordering::SeqCst);

@@ -44,6 +44,7 @@
 //! assert_eq!(request.validate().unwrap_err().param.as_deref(), Some("max_steps"));
 //! ```
 
+pub mod admin;
 pub mod compact;
 pub mod conversations;
 pub mod error;

@@ -629,7 +629,9 @@ pub struct McpTool {
 #[serde(deny_unknown_fields)]
 pub struct ConnectorTool {
     pub id: String,
-    pub server_label: String,
+    /// Defaults to the saved connector's label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -662,19 +662,17 @@ fn is_header_value(value: &str) -> bool {
 }
 
 fn check_connector<'a>(at: &str, connector: &'a ConnectorTool, seen: &mut Seen<'a>) -> Check {
-    check_server(at, &connector.server_label, seen)?;
+    match &connector.server_label {
+        Some(label) => check_server(at, label, seen)?,
+        // The saved connector's label: its uniqueness is checked once the connector is read.
+        None => count_server(seen)?,
+    }
     check_not_empty(&format!("{at}.id"), Some(&connector.id))
 }
 
 /// The count, label syntax and label uniqueness shared by `mcp` and `connector` tools.
 fn check_server<'a>(at: &str, label: &'a str, seen: &mut Seen<'a>) -> Check {
-    seen.servers += 1;
-    if seen.servers > MAX_MCP_SERVERS {
-        return fail(
-            "tools",
-            format!("a request may have at most {MAX_MCP_SERVERS} mcp and connector tools"),
-        );
-    }
+    count_server(seen)?;
     if !is_name(label) {
         return fail(
             format!("{at}.server_label"),
@@ -685,6 +683,18 @@ fn check_server<'a>(at: &str, label: &'a str, seen: &mut Seen<'a>) -> Check {
         return fail(
             format!("{at}.server_label"),
             format!("server_label \"{label}\" is used by more than one mcp or connector tool"),
+        );
+    }
+    Ok(())
+}
+
+/// One more `mcp` or `connector` tool, within the limit.
+fn count_server(seen: &mut Seen<'_>) -> Check {
+    seen.servers += 1;
+    if seen.servers > MAX_MCP_SERVERS {
+        return fail(
+            "tools",
+            format!("a request may have at most {MAX_MCP_SERVERS} mcp and connector tools"),
         );
     }
     Ok(())

@@ -15,7 +15,7 @@ use protocol::events::EventData;
 use protocol::output::{OutputItem, SandboxLanguage, SandboxResult, SandboxResults, SandboxStatus};
 use serde_json::{Value, json};
 
-use crate::isolation::{Isolation, Limits, RunOutput, RunRequest, RunStatus};
+use crate::isolation::{Env, Isolation, Limits, RunOutput, RunRequest, RunStatus};
 use crate::slots::Slots;
 use crate::workspace::Workspaces;
 
@@ -40,6 +40,8 @@ pub struct Execute {
     /// The cap on executions running at once, shared by every request (this tool is built
     /// once per process).
     slots: Slots,
+    /// Variables lent to this request's programs (none by default).
+    env: Env,
 }
 
 impl Execute {
@@ -59,12 +61,25 @@ impl Execute {
             workspaces,
             limits,
             slots,
+            env: Env::default(),
         }
     }
 
     /// The same tool with another cap on concurrent executions.
     pub fn with_slots(self, slots: Slots) -> Execute {
         Execute { slots, ..self }
+    }
+
+    /// The same tool (same back end, workspaces and cap) for one request whose programs see
+    /// these variables (a saved connector's `sandbox_env`).
+    pub fn with_env(&self, env: Env) -> Execute {
+        Execute {
+            isolation: self.isolation.clone(),
+            workspaces: self.workspaces.clone(),
+            limits: self.limits.clone(),
+            slots: self.slots.clone(),
+            env,
+        }
     }
 }
 
@@ -198,6 +213,7 @@ impl Execute {
                 workspace_quota: self.workspaces.quota(),
                 ..self.limits.clone()
             },
+            env: self.env.clone(),
         };
         // The run is a task of its own holding the workspace lock and its slot: when this
         // call is dropped (the response cancelled), the run still ends within its limits, its

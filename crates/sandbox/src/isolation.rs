@@ -179,7 +179,40 @@ pub struct RunRequest {
     /// The program and its arguments, e.g. `["python3", "-c", code]`.
     pub argv: Vec<String>,
     pub limits: Limits,
+    /// Variables lent to the program (a saved connector's credentials): passed through the
+    /// environment of the processes that start it, never on a command line.
+    pub env: Env,
 }
+
+/// Environment variables whose values are secrets: `Debug` shows the names only.
+#[derive(Clone, Default)]
+pub struct Env(pub std::collections::BTreeMap<String, secrecy::SecretString>);
+
+impl Env {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+impl PartialEq for Env {
+    fn eq(&self, other: &Env) -> bool {
+        use secrecy::ExposeSecret as _;
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|((a, x), (b, y))| a == b && x.expose_secret() == y.expose_secret())
+    }
+}
+
+impl Eq for Env {}
 
 /// The resource limits of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -530,6 +563,7 @@ impl Bwrap {
             .run(RunRequest {
                 workspace_root: dir.clone(),
                 argv: vec!["python3".into(), "-c".into(), program.into()],
+                env: Env::default(),
                 limits: Limits {
                     timeout: Duration::from_secs(30),
                     memory_mb: 256,
@@ -712,6 +746,12 @@ impl Bwrap {
             ]
             .map(str::to_owned),
         );
+        if !request.env.is_empty() {
+            // The lent variables reach the program through the environment (a command line is
+            // readable by every local user): bwrap then keeps its own environment, which the
+            // start already cleared down to PATH and them.
+            flags.retain(|flag| flag != "--clearenv");
+        }
         if seccomp_file.is_some() {
             flags.push("--seccomp".into());
             flags.push(SECCOMP_FD.into());
@@ -857,6 +897,11 @@ impl Bwrap {
             ))
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .envs(
+                request.env.0.iter().map(|(name, value)| {
+                    (name.as_str(), secrecy::ExposeSecret::expose_secret(value))
+                }),
+            )
             .current_dir("/")
             .stdin(Stdio::from(status_fd))
             .stdout(Stdio::piped())
@@ -1354,6 +1399,7 @@ mod tests {
         let request = RunRequest {
             workspace_root: "/srv/ws/p/c".into(),
             argv: vec!["bash".into(), "-c".into(), "echo hi".into()],
+            env: Env::default(),
             limits: Limits {
                 memory_mb: 64,
                 max_processes: 32,

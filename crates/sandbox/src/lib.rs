@@ -49,8 +49,8 @@ pub mod workspace;
 
 pub use execute::Execute;
 pub use isolation::{
-    Bwrap, Helper, Isolation, LandlockLayer, Layers, Limits, ProbeOptions, RunOutput, RunRequest,
-    RunStatus, SecondLayer,
+    Bwrap, Env, Helper, Isolation, LandlockLayer, Layers, Limits, ProbeOptions, RunOutput,
+    RunRequest, RunStatus, SecondLayer,
 };
 pub use quota::{Quota, QuotaMode};
 pub use slots::Slots;

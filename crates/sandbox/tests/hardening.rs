@@ -237,6 +237,7 @@ async fn run(argv: &[&str]) -> RunOutput {
             workspace_root: dir,
             argv: argv.iter().map(|arg| (*arg).to_owned()).collect(),
             limits: limits(),
+            env: Default::default(),
         })
         .await
 }
@@ -558,6 +559,7 @@ async fn run_with(bwrap: &sandbox::Bwrap, code: &str) -> RunOutput {
             workspace_root: dir,
             argv: vec!["bash".into(), "-c".into(), code.into()],
             limits: limits(),
+            env: Default::default(),
         })
         .await
 }

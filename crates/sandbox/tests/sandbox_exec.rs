@@ -66,6 +66,7 @@ async fn run_in(dir: &Path, argv: &[&str], limits: Limits) -> RunOutput {
             workspace_root: dir.to_path_buf(),
             argv: argv.iter().map(|arg| (*arg).to_owned()).collect(),
             limits,
+            env: Default::default(),
         })
         .await
 }

@@ -277,6 +277,14 @@ impl Sealer for KeyRing {
                 )
             })
     }
+
+    fn fingerprint(&self, value: &[u8]) -> Option<String> {
+        Some(KeyRing::fingerprint(self, value))
+    }
+
+    fn is_current(&self, sealed: &str) -> bool {
+        !self.is_stale(sealed)
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,36 @@ use crate::state::AppState;
 #[derive(Debug, Clone)]
 pub struct Project(pub String);
 
+/// Who the request is: key, project and role (the admin routes take this).
+#[derive(Debug, Clone)]
+pub struct Key(pub engine::Caller);
+
+impl FromRequestParts<AppState> for Key {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        state
+            .auth
+            .caller_for(&state.engine, bearer(parts))
+            .await
+            .map(Key)
+    }
+}
+
+/// The bearer key of a request, if any.
+fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}
+
 impl FromRequestParts<AppState> for Project {
     type Rejection = ApiError;
 

@@ -338,6 +338,22 @@ impl HostedTools for Builtins {
             _ => Vec::new(),
         })
     }
+
+    fn build_with_env(
+        &self,
+        index: usize,
+        tool: &Tool,
+        env: &engine::hosted::SandboxEnv,
+    ) -> Result<Vec<Arc<dyn HostedTool>>, HostedError> {
+        if env.is_empty() || !matches!(tool, Tool::Sandbox(_)) {
+            return self.build(index, tool);
+        }
+        // This request's executions see the connectors' lent variables.
+        let execute = self.sandbox.execute.with_env(sandbox::Env(env.clone()));
+        let mut tools: Vec<Arc<dyn HostedTool>> = vec![Arc::new(execute)];
+        tools.extend(self.sandbox.files.iter().cloned());
+        Ok(tools)
+    }
 }
 
 /// The people_search back ends. The operator's SCIM service may sit on a private address:

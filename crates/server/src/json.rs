@@ -99,7 +99,7 @@ async fn read_body(req: Request, state: &AppState) -> Result<Bytes, ApiError> {
 /// A body without `Content-Type` is read as JSON; one with another type than JSON
 /// (`application/json`, `…+json`) is refused. A web page can send `text/plain`, form and
 /// multipart bodies to any origin without asking first; JSON it cannot.
-fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(value) = headers.get(CONTENT_TYPE) else {
         return Ok(());
     };

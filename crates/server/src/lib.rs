@@ -25,8 +25,10 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admin;
 pub mod auth;
 pub mod builtins;
+pub mod cli_engine;
 pub mod compact;
 pub mod config;
 pub mod connections;

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use agentd_server::config::{Config, Flags, LogFormat, RawConfig};
 use clap::{Parser, Subcommand};
 
+mod admin_cli;
+
 #[derive(Parser)]
 #[command(name = "agentd", version, about = "A self-hosted Agent API server")]
 struct Cli {
@@ -14,7 +16,7 @@ struct Cli {
 }
 
 #[derive(clap::Args, Clone)]
-struct Common {
+pub(crate) struct Common {
     /// Data directory for the embedded SQLite store [env: AGENTD_DATA_DIR] [default: ./agentd-data]
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -65,6 +67,21 @@ enum Command {
     Store {
         #[command(subcommand)]
         command: StoreCommand,
+    },
+    /// Manage projects (against the store directly).
+    Projects {
+        #[command(subcommand)]
+        command: admin_cli::ProjectsCommand,
+    },
+    /// Manage saved MCP connectors (against the store directly).
+    Connectors {
+        #[command(subcommand)]
+        command: Box<admin_cli::ConnectorsCommand>,
+    },
+    /// Manage the sealed secrets in the store.
+    Secrets {
+        #[command(subcommand)]
+        command: admin_cli::SecretsCommand,
     },
 }
 
@@ -138,12 +155,34 @@ enum KeysCommand {
         /// The project the key belongs to (created when missing).
         #[arg(long, default_value = "default")]
         project: String,
+        /// admin (uses and manages the project), member (uses it), or owner (a server-owner
+        /// key: manages every project).
+        #[arg(long, default_value = "admin")]
+        role: String,
+        /// A name to tell the key apart in listings.
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List a project's keys (prefix, name, role, created, last used; never the key).
+    List {
+        #[arg(long, default_value = "default")]
+        project: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Revoke a key by id.
+    Revoke {
+        key_id: String,
+        #[arg(long, default_value = "default")]
+        project: String,
         #[command(flatten)]
         common: Common,
     },
 }
 
-fn load_config(common: &Common, listen: Option<String>) -> anyhow::Result<Config> {
+pub(crate) fn load_config(common: &Common, listen: Option<String>) -> anyhow::Result<Config> {
     let env = |name: &str| std::env::var(name).ok();
     let path = common.config.clone().or_else(|| {
         env("AGENTD_CONFIG")
@@ -404,30 +443,30 @@ async fn run() -> anyhow::Result<()> {
             store_copy(&from, &to).await?;
         }
         Command::Keys {
-            command: KeysCommand::Create { project, common },
-        } => {
-            let config = load_config(&common, None)?;
-            let store = agentd_server::open_store(&config).await?;
-            let registry = providers::registry::Registry::new(Vec::new())?;
-            let engine = engine::Engine::new(
-                engine::Ports {
-                    models: std::sync::Arc::new(registry),
-                    store,
-                    mcp: std::sync::Arc::new(engine::mcp::Unavailable),
-                    hosted: std::sync::Arc::new(engine::hosted::NoHostedTools),
-                    clock: std::sync::Arc::new(engine::SystemClock),
-                    sealer: None,
+            command:
+                KeysCommand::Create {
+                    project,
+                    role,
+                    name,
+                    common,
                 },
-                engine::EngineConfig::default(),
-            );
-            let key = engine.create_key(&project).await?;
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{key}")?;
-            writeln!(
-                std::io::stderr(),
-                "created an API key for project \"{project}\"; it is shown only once"
-            )?;
+        } => {
+            admin_cli::create_key(&common, &project, &role, name).await?;
         }
+        Command::Keys {
+            command: KeysCommand::List { project, common },
+        } => admin_cli::list_keys(&common, &project).await?,
+        Command::Keys {
+            command:
+                KeysCommand::Revoke {
+                    key_id,
+                    project,
+                    common,
+                },
+        } => admin_cli::revoke_key(&common, &project, &key_id).await?,
+        Command::Projects { command } => admin_cli::projects(command).await?,
+        Command::Connectors { command } => admin_cli::connectors(*command).await?,
+        Command::Secrets { command } => admin_cli::secrets(command).await?,
     }
     Ok(())
 }

@@ -37,6 +37,8 @@ pub enum Endpoint {
     ConversationItemsAdd,
     ConversationItemGet,
     ConversationItemDelete,
+    /// The admin API and the connector list (`crate::admin`).
+    Admin(crate::admin::AdminEndpoint),
 }
 
 /// The HTTP methods the table uses.
@@ -44,6 +46,7 @@ pub enum Endpoint {
 pub enum Method {
     Get,
     Post,
+    Patch,
     Delete,
 }
 
@@ -53,6 +56,7 @@ impl Method {
         match self {
             Method::Get => "get",
             Method::Post => "post",
+            Method::Patch => "patch",
             Method::Delete => "delete",
         }
     }
@@ -62,6 +66,7 @@ impl Method {
         match self {
             Method::Get => MethodFilter::GET,
             Method::Post => MethodFilter::POST,
+            Method::Patch => MethodFilter::PATCH,
             Method::Delete => MethodFilter::DELETE,
         }
     }
@@ -157,5 +162,6 @@ pub fn table() -> Vec<Route> {
             ),
         ]);
     }
+    table.extend(crate::admin::routes());
     table
 }

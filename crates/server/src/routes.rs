@@ -19,6 +19,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
+    let route_method = method;
     let method = method.filter();
     match endpoint {
         Endpoint::Health => on(method, handlers::health),
@@ -42,5 +43,6 @@ fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
         Endpoint::ConversationItemsAdd => on(method, conversations::add_items),
         Endpoint::ConversationItemGet => on(method, conversations::item),
         Endpoint::ConversationItemDelete => on(method, conversations::delete_item),
+        Endpoint::Admin(admin) => crate::admin::handler(route_method, admin),
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use engine::Engine;
+use engine::admin_store::AdminStore;
 use engine::store::Store;
 use providers::registry::Registry;
 use store::{PgStore, SqliteStore};
@@ -49,9 +50,14 @@ fn sealer(config: &Config) -> Result<Option<Arc<dyn engine::secrets::Sealer>>, S
     Ok(ring.map(|ring| Arc::new(ring) as Arc<dyn engine::secrets::Sealer>))
 }
 
+/// What the server needs of its store: the engine's storage ports and the administration
+/// ports (projects, key roles, connectors), which both back ends implement.
+pub trait ServerStore: Store + AdminStore {}
+impl<T: Store + AdminStore> ServerStore for T {}
+
 /// Opens the configured store (migrated), after setting up the data directory (its modes and
 /// those of its database files, see [`crate::datadir`]).
-pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServerError> {
+pub async fn open_store(config: &Config) -> Result<Arc<dyn ServerStore>, ServerError> {
     let files: &[&str] = match &config.store {
         StoreLocation::DataDir(_) => &[datadir::DATABASE_FILE, datadir::INDEX_FILE],
         StoreLocation::Url(_) => &[datadir::INDEX_FILE],
@@ -102,11 +108,12 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let engine = Engine::new(
         engine::Ports {
             models: Arc::new(registry),
-            store,
+            store: store.clone(),
             mcp: Arc::new(mcp),
             hosted: Arc::new(hosted),
             clock: Arc::new(engine::SystemClock),
             sealer: sealer(config)?,
+            admin: Some(store.clone()),
         },
         config.engine.clone(),
     );

@@ -4,9 +4,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use engine::Engine;
+use std::time::{Duration, Instant};
+
+use engine::{Authenticated, Caller, Engine};
 
 use crate::error::ApiError;
+
+/// How long a key lookup is trusted before the store is asked again.
+pub const KEY_CACHE_TTL: Duration = Duration::from_secs(10);
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -33,12 +38,13 @@ pub struct RequestSettings {
     pub limits: protocol::limits::RequestLimits,
 }
 
-/// Key-to-project lookups, cached: keys are never revoked while the server runs, so a known key
-/// stays valid. "No key exists" (open mode) is re-checked on every request, so a key created
-/// with `agentd keys create` while the server runs closes open mode at once.
+/// Key lookups, cached for [`KEY_CACHE_TTL`]: a key revoked through the admin API is dropped
+/// from the cache at once, one revoked elsewhere (the CLI, another replica) stops working
+/// within the TTL. "No key exists" (open mode) is re-checked on every request, so a key
+/// created with `agentd keys create` while the server runs closes open mode at once.
 pub struct AuthCache {
-    /// Key hash -> project id.
-    known: Mutex<HashMap<String, String>>,
+    /// Key hash -> (the key, when it was looked up).
+    known: Mutex<HashMap<String, (Authenticated, Instant)>>,
     /// Set once any key was seen: the server is then never in open mode again.
     has_keys: AtomicBool,
     /// The project of open-mode requests.
@@ -60,6 +66,12 @@ impl AuthCache {
         engine: &Engine,
         key: Option<&str>,
     ) -> Result<String, ApiError> {
+        Ok(self.caller_for(engine, key).await?.project_id)
+    }
+
+    /// Who a request with this bearer key (if any) is: its key, project and role. Open mode
+    /// acts as the operator (every right) in the `default` project.
+    pub async fn caller_for(&self, engine: &Engine, key: Option<&str>) -> Result<Caller, ApiError> {
         let hash = key.map(engine::hash_key);
         if let Some(hash) = &hash {
             let cached = self
@@ -67,27 +79,37 @@ impl AuthCache {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .get(hash)
-                .cloned();
-            if let Some(project) = cached {
-                return Ok(project);
+                .filter(|(_, at)| at.elapsed() < KEY_CACHE_TTL)
+                .map(|(key, _)| key.clone());
+            if let Some(key) = cached {
+                return Ok(key.caller());
             }
         }
         if self.open_mode(engine).await? {
-            return Ok(self.default_project.clone());
+            return Ok(Caller::cli(self.default_project.clone()));
         }
         let (Some(key), Some(hash)) = (key, hash) else {
             return Err(ApiError::Unauthorized);
         };
-        match engine.authenticate(key).await? {
-            Some(project) => {
+        match engine.authenticate_key(key).await? {
+            Some(found) => {
+                let caller = found.caller();
                 self.known
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .insert(hash, project.clone());
-                Ok(project)
+                    .insert(hash, (found, Instant::now()));
+                Ok(caller)
             }
             None => Err(ApiError::Unauthorized),
         }
+    }
+
+    /// Forgets a revoked key at once.
+    pub fn forget_key(&self, key_id: &str) {
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, (key, _)| key.key_id != key_id);
     }
 
     /// Whether the server is in open mode (no key in the store) now.

@@ -24,13 +24,18 @@ enum Column {
     Text(&'static str),
     NullText(&'static str),
     Int(&'static str),
+    NullInt(&'static str),
     Blob(&'static str),
 }
 
 impl Column {
     fn name(self) -> &'static str {
         match self {
-            Column::Text(n) | Column::NullText(n) | Column::Int(n) | Column::Blob(n) => n,
+            Column::Text(n)
+            | Column::NullText(n)
+            | Column::Int(n)
+            | Column::NullInt(n)
+            | Column::Blob(n) => n,
         }
     }
 }
@@ -40,12 +45,13 @@ enum Value {
     Text(String),
     NullText(Option<String>),
     Int(i64),
+    NullInt(Option<i64>),
     Blob(Vec<u8>),
 }
 
-use Column::{Blob, Int, NullText, Text};
+use Column::{Blob, Int, NullInt, NullText, Text};
 
-/// The tables of the schema (version 6), parents before children.
+/// The tables of the schema (version 6), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -55,6 +61,10 @@ const TABLES: &[(&str, &[Column])] = &[
             Text("project_id"),
             Text("key_hash"),
             Int("created_at"),
+            Text("role"),
+            NullText("name"),
+            NullText("prefix"),
+            NullInt("last_used_at"),
         ],
     ),
     (
@@ -131,6 +141,63 @@ const TABLES: &[(&str, &[Column])] = &[
             Text("item_json"),
         ],
     ),
+    (
+        "connectors",
+        &[
+            Text("project_id"),
+            Text("id"),
+            Text("server_label"),
+            Text("server_url"),
+            Text("transport"),
+            NullText("description"),
+            Text("auth_kind"),
+            NullText("authorization_sealed"),
+            Text("headers_json"),
+            NullText("allowed_tools_json"),
+            NullText("require_approval_json"),
+            Int("defer_loading"),
+            NullInt("timeout_ms"),
+            Int("enabled"),
+            Text("sandbox_env_json"),
+            Int("secret_version"),
+            Text("status"),
+            NullInt("last_checked_at"),
+            NullText("last_error"),
+            Int("created_at"),
+            Int("updated_at"),
+        ],
+    ),
+    (
+        "connector_events",
+        &[
+            Text("id"),
+            Text("project_id"),
+            Text("connector_id"),
+            Text("kind"),
+            NullText("key_id"),
+            Text("detail_json"),
+            Int("created_at"),
+        ],
+    ),
+    (
+        "oauth_grants",
+        &[
+            Text("project_id"),
+            Text("connector_id"),
+            Text("issuer"),
+            Text("token_endpoint"),
+            Text("resource"),
+            Text("client_id"),
+            Text("auth_method"),
+            Text("kind"),
+            Text("redirect_uri"),
+            NullText("scope"),
+            NullText("client_secret_sealed"),
+            NullText("refresh_token_sealed"),
+            Int("created_at"),
+            Int("updated_at"),
+        ],
+    ),
 ];
 
 /// Rows copied per table (rows already at the destination are counted as copied but skipped).
@@ -188,6 +255,7 @@ async fn copy_table(
                     Value::Text(v) => row.push_bind(v),
                     Value::NullText(v) => row.push_bind(v),
                     Value::Int(v) => row.push_bind(v),
+                    Value::NullInt(v) => row.push_bind(v),
                     Value::Blob(v) => row.push_bind(v),
                 };
             }
@@ -212,6 +280,7 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
                 Text(n) => Value::Text(row.try_get(n).map_err(bad)?),
                 NullText(n) => Value::NullText(row.try_get(n).map_err(bad)?),
                 Int(n) => Value::Int(row.try_get(n).map_err(bad)?),
+                NullInt(n) => Value::NullInt(row.try_get(n).map_err(bad)?),
                 Blob(n) => Value::Blob(row.try_get(n).map_err(bad)?),
             })
         })

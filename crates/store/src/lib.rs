@@ -14,7 +14,11 @@
 //! - `lib.rs`: [`connect`] (a store from a URL), shared helpers.
 //! - `sqlite.rs`: [`SqliteStore`], opening the database (pragmas, pools), SQLite's dialect.
 //! - `postgres.rs`: [`PgStore`], the pool and TLS, PostgreSQL's dialect.
-//! - `ports/`: one module per port, included by both back ends (see `ports/mod.rs`).
+//! - `ports/`: one module per port, included by both back ends (see `ports/mod.rs`); the
+//!   administration ports too: `projects.rs` ([`engine::admin_store::ProjectStore`]: projects,
+//!   key roles), `connectors.rs` ([`engine::admin_store::ConnectorStore`]) with
+//!   `connector_events.rs`, `oauth_grants.rs` and `reseal.rs` (every sealed value re-sealed in
+//!   one transaction).
 //! - `migrate.rs`: the schema migrations, embedded from `migrations/sqlite/*.sql` and
 //!   `migrations/postgres/*.sql`.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.

@@ -42,13 +42,18 @@ pub(crate) const SQLITE: MigrationList = &[
         include_str!("../migrations/sqlite/0004_items.sql"),
     ),
     (
+        5,
+        "connectors",
+        include_str!("../migrations/sqlite/0005_connectors.sql"),
+    ),
+    (
         6,
         "replicas",
         include_str!("../migrations/sqlite/0006_replicas.sql"),
     ),
 ];
 
-/// The PostgreSQL schema (version 5 is left for the SQLite migration of the same number).
+/// The PostgreSQL schema.
 pub(crate) const POSTGRES: MigrationList = &[
     (
         1,
@@ -69,6 +74,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         4,
         "items",
         include_str!("../migrations/postgres/0004_items.sql"),
+    ),
+    (
+        5,
+        "connectors",
+        include_str!("../migrations/postgres/0005_connectors.sql"),
     ),
     (
         6,

@@ -20,6 +20,7 @@ use crate::store::Store;
 
 use super::effects::{DiscoverJob, Effect, Ending, Finished, HostedJob, Input, McpJob};
 use super::files::RunFiles;
+use super::scrub::{ScrubEvents, ScrubFiles, Scrubber};
 use super::state::Machine;
 
 /// How often a turn in progress writes its new events to the store: a crash loses at most this
@@ -141,9 +142,10 @@ impl Driver {
         let count = jobs.iter().map(|j| j.server + 1).max().unwrap_or(0);
         let work = jobs.into_iter().map(|job| {
             let connector = self.mcp.clone();
-            async move {
+            let bound = job.timeout;
+            let work = async move {
                 let session: Arc<dyn McpSession> =
-                    Arc::from(connector.connect(&job.endpoint).await?);
+                    Arc::from(connector.connect_over(&job.endpoint, job.transport).await?);
                 let listed = if job.list {
                     match session.list_tools().await {
                         Ok(tools) => Some(tools),
@@ -156,6 +158,17 @@ impl Driver {
                     None
                 };
                 Ok::<_, McpError>((job.server, session, listed))
+            };
+            async move {
+                match bound {
+                    // A saved connector's own bound of connecting and listing.
+                    Some(bound) => tokio::time::timeout(bound, work).await.unwrap_or_else(|_| {
+                        Err(McpError::Timeout(
+                            u64::try_from(bound.as_millis()).unwrap_or(u64::MAX),
+                        ))
+                    }),
+                    None => work.await,
+                }
             }
         });
         let results = tokio::select! {
@@ -269,18 +282,38 @@ impl Driver {
     /// Runs one built-in call; its progress events go to the log as it runs.
     async fn call_hosted(&mut self, job: HostedJob) -> Input {
         let log = self.log.clone();
+        // Credentials lent to the sandbox never leave a tool in clear (`scrub.rs`).
+        let scrubber = Scrubber::new(self.machine.lent());
+        let events = ScrubEvents {
+            inner: log.as_ref(),
+            scrubber: &scrubber,
+        };
+        let files = ScrubFiles {
+            inner: &self.files,
+            scrubber: &scrubber,
+        };
         let context = CallContext {
-            events: log.as_ref(),
+            events: if scrubber.is_empty() {
+                log.as_ref()
+            } else {
+                &events
+            },
             next_source: job.next_source,
             call_id: &job.call_id,
             conversation: self.machine.conversation(),
             project_id: self.machine.project_id(),
-            files: &self.files,
+            files: if scrubber.is_empty() {
+                &self.files
+            } else {
+                &files
+            },
         };
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Input::Cancelled,
-            outcome = job.tool.call(&job.arguments, context) => Input::HostedDone(outcome),
+            outcome = job.tool.call(&job.arguments, context) => {
+                Input::HostedDone(scrubber.outcome(outcome))
+            }
         }
     }
 }

@@ -68,6 +68,10 @@ pub(crate) struct DiscoverJob {
     /// The server's index in the registry (sessions are kept by it).
     pub(crate) server: usize,
     pub(crate) endpoint: McpServer,
+    /// The transport a saved connector pins (`Auto` otherwise).
+    pub(crate) transport: crate::mcp::McpTransport,
+    /// A saved connector's bound of connecting and listing.
+    pub(crate) timeout: Option<std::time::Duration>,
     /// Whether to list its tools (`false`: the transcript's list is reused).
     pub(crate) list: bool,
 }

@@ -66,6 +66,12 @@ impl Machine {
                 DiscoverJob {
                     server,
                     endpoint: def.endpoint(),
+                    transport: def
+                        .connector
+                        .as_ref()
+                        .map(|c| c.transport)
+                        .unwrap_or_default(),
+                    timeout: def.connector.as_ref().and_then(|c| c.timeout),
                     list: !reuse,
                 }
             })
@@ -87,9 +93,10 @@ impl Machine {
             match result {
                 Ok(tools) => listed.push((server, tools)),
                 Err(err) => {
-                    let (label, host) = match self.plan.registry.servers().get(server) {
-                        Some(def) => (def.label.clone(), def.host()),
-                        None => (String::new(), String::new()),
+                    let (label, host, connector_id) = match self.plan.registry.servers().get(server)
+                    {
+                        Some(def) => (def.label.clone(), def.host(), def.connector_id()),
+                        None => (String::new(), String::new(), None),
                     };
                     let message = format!(
                         "MCP server \"{label}\" ({host}) failed during tool discovery: {err}"
@@ -100,7 +107,7 @@ impl Machine {
                             server_label: label,
                             tools: Vec::new(),
                             error: Some(message.clone()),
-                            connector_id: None,
+                            connector_id,
                         },
                         false,
                     );
@@ -254,18 +261,25 @@ impl Machine {
                 })
                 .collect(),
             error: None,
-            connector_id: None,
+            connector_id: self.plan.registry.servers()[server].connector_id(),
         }
+    }
+
+    /// The saved connector behind a server label, if it is one.
+    fn connector_id(&self, label: &str) -> Option<String> {
+        let server = self.plan.registry.server_index(label)?;
+        self.plan.registry.servers().get(server)?.connector_id()
     }
 
     /// Emits an `mcp_approval_request` item: the call waits for the caller's decision.
     pub(super) fn request_approval(&mut self, label: String, tool: String, call: ToolCall) {
+        let connector_id = self.connector_id(&label);
         let request = McpApprovalRequest {
             id: new_id("mcpr"),
             server_label: label,
             name: tool,
             arguments: call.arguments,
-            connector_id: None,
+            connector_id,
             thought_signature: call.thought_signature,
         };
         self.transcript
@@ -292,7 +306,7 @@ impl Machine {
             output: None,
             error: None,
             approval_request_id,
-            connector_id: None,
+            connector_id: self.connector_id(label),
         });
         let index = self.response.output.len();
         self.response.output.push(item.clone());

@@ -33,6 +33,7 @@ mod finish;
 mod hosted;
 mod machine;
 mod mcp;
+mod scrub;
 mod state;
 mod structured;
 mod tool_search;

@@ -171,6 +171,11 @@ impl Machine {
         &self.plan.project_id
     }
 
+    /// The secret values the request's connectors lent to the sandbox.
+    pub(crate) fn lent(&self) -> &[secrecy::SecretString] {
+        self.plan.registry.lent()
+    }
+
     /// The conversation the run belongs to: the first response of its chain.
     pub(crate) fn conversation(&self) -> &str {
         self.plan

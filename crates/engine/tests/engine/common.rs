@@ -900,6 +900,7 @@ impl Harness {
                 hosted: hosted.clone(),
                 clock: Arc::new(clock),
                 sealer,
+                admin: None,
             },
             config,
         );

@@ -6,6 +6,7 @@
 //! A streamed answer (`text/event-stream`) names the schema of each `data:` frame's JSON in the
 //! media type's `x-sse-data` extension (OpenAPI 3.1 has no field for it).
 
+mod admin;
 mod operations;
 mod schemas;
 

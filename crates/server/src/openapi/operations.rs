@@ -16,7 +16,7 @@ pub fn operation(route: &Route, schemas: &Schemas) -> Value {
     let ok = if route.endpoint == Endpoint::WebSocket {
         "101"
     } else {
-        "200"
+        super::admin::ok_status(route)
     };
     responses.insert(ok.to_owned(), spec.ok);
     for (status, why) in spec.errors {
@@ -44,16 +44,16 @@ pub fn operation(route: &Route, schemas: &Schemas) -> Value {
 }
 
 /// What differs between endpoints.
-struct Spec {
-    summary: &'static str,
-    authenticated: bool,
-    query: Vec<Value>,
-    body: Option<Value>,
-    ok: Value,
-    errors: Vec<(u16, &'static str)>,
+pub(super) struct Spec {
+    pub(super) summary: &'static str,
+    pub(super) authenticated: bool,
+    pub(super) query: Vec<Value>,
+    pub(super) body: Option<Value>,
+    pub(super) ok: Value,
+    pub(super) errors: Vec<(u16, &'static str)>,
 }
 
-const UNAUTHORIZED: (u16, &str) = (
+pub(super) const UNAUTHORIZED: (u16, &str) = (
     401,
     "Missing or unknown API key (only when the server has keys)",
 );
@@ -62,7 +62,7 @@ const FORBIDDEN: (u16, &str) = (
     "Open mode (no keys) only: the request came from a web page of another origin, or for a host name that is not loopback nor allowed",
 );
 const NOT_FOUND: (u16, &str) = (404, "No such response (or another project's)");
-const INTERNAL: (u16, &str) = (500, "The store failed; the request may be retried");
+pub(super) const INTERNAL: (u16, &str) = (500, "The store failed; the request may be retried");
 const BAD_PATH: (u16, &str) = (
     400,
     "A path parameter is not valid UTF-8 once percent-decoded",
@@ -70,6 +70,7 @@ const BAD_PATH: (u16, &str) = (
 
 fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
     match endpoint {
+        Endpoint::Admin(admin) => super::admin::spec(admin, schemas),
         Endpoint::Health => Spec {
             summary: "Liveness: 200 once the server accepts requests",
             authenticated: false,
@@ -425,7 +426,7 @@ const BAD_BODY: (u16, &str) = (
 const NO_CONVERSATION: (u16, &str) = (404, "No such conversation (or another project's)");
 const NO_ITEM: (u16, &str) = (404, "No such conversation or item (or another project's)");
 
-fn json_answer(description: &str, schema: Value) -> Value {
+pub(super) fn json_answer(description: &str, schema: Value) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": schema}}})
 }
 
@@ -460,6 +461,9 @@ fn path_parameters(path: &str) -> Vec<Value> {
                 "id" => Some("The response id (`resp_…`)"),
                 "item_id" => Some("An item id of the conversation"),
                 "file_id" => Some("A file id from the response's file list"),
+                "connector_id" => Some("A connector id (`connector_…`)"),
+                "project_id" => Some("A project id (`proj_…`)"),
+                "key_id" => Some("An API key id (`key_…`)"),
                 _ => None,
             };
             if let Some(description) = description {

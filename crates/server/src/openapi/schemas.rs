@@ -41,6 +41,8 @@ pub struct Schemas {
     pub add_items: Value,
     pub compact_request: Value,
     pub compact_resource: Value,
+    /// The admin API's bodies and answers.
+    pub admin: super::admin::AdminSchemas,
 }
 
 impl Schemas {
@@ -62,6 +64,7 @@ impl Schemas {
         let update_conversation = requests.subschema_for::<UpdateConversation>();
         let add_items = requests.subschema_for::<AddItems>();
         let compact_request = requests.subschema_for::<CompactRequest>();
+        let mut admin = super::admin::AdminSchemas::generate(&mut answers, &mut requests);
 
         let mut components = answers.take_definitions(true);
         let request_side = requests.take_definitions(true);
@@ -77,6 +80,7 @@ impl Schemas {
             schema
         };
         let create_request = request_body(create_request);
+        admin.rename(&|value| rename_refs(value, &renames));
         Schemas {
             components,
             create_request,
@@ -94,13 +98,14 @@ impl Schemas {
             add_items: request_body(add_items),
             compact_request: request_body(compact_request),
             compact_resource: compact_resource.to_value(),
+            admin,
         }
     }
 }
 
 /// A generator writing `$ref`s into `#/components/schemas/`, JSON Schema 2020-12 (OpenAPI
 /// 3.1's dialect), with integer widths as bounds.
-fn generator(settings: SchemaSettings) -> SchemaGenerator {
+pub(super) fn generator(settings: SchemaSettings) -> SchemaGenerator {
     settings
         .with(|settings| {
             settings.definitions_path = "/components/schemas".into();

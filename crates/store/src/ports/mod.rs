@@ -7,12 +7,17 @@
 //! twice, with no generic bounds; the SQL is the portable subset both databases run: TEXT and
 //! BIGINT columns, JSON as TEXT, `$n` placeholders, `ON CONFLICT` upserts.
 
+mod connector_events;
+mod connectors;
 pub(super) mod events;
 mod files;
 mod items;
 mod jobs;
 mod keys;
 mod maintenance;
+mod oauth_grants;
+mod projects;
+mod reseal;
 mod responses;
 
 use super::{Db, DbRow, Store, dialect};

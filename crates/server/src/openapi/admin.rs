@@ -1,0 +1,252 @@
+//! The admin API's operations and their schemas (generated from `protocol::admin`).
+//! Secret fields are described as write-only strings; no example holds a value.
+
+use protocol::admin::{
+    ApiKey, ApiKeyList, Connector, ConnectorCreate, ConnectorEventList, ConnectorList,
+    ConnectorPatch, ConnectorRotate, ConnectorSummaryList, ConnectorTestResult, ConnectorToolList,
+    Deleted, KeyCreate, Project, ProjectBody, ProjectList,
+};
+use schemars::generate::SchemaGenerator;
+use serde_json::{Value, json};
+
+use super::operations::{INTERNAL, Spec, UNAUTHORIZED, json_answer};
+use super::schemas::Schemas;
+use crate::admin::AdminEndpoint;
+use crate::route_table::{Endpoint, Method, Route};
+
+/// `$ref`s to the admin bodies and answers.
+pub struct AdminSchemas {
+    connector_create: Value,
+    connector_patch: Value,
+    connector_rotate: Value,
+    connector: Value,
+    connector_list: Value,
+    connector_summaries: Value,
+    test_result: Value,
+    tool_list: Value,
+    event_list: Value,
+    project_body: Value,
+    project: Value,
+    project_list: Value,
+    key_create: Value,
+    key: Value,
+    key_list: Value,
+    deleted: Value,
+}
+
+impl AdminSchemas {
+    pub fn generate(answers: &mut SchemaGenerator, requests: &mut SchemaGenerator) -> AdminSchemas {
+        AdminSchemas {
+            connector_create: requests.subschema_for::<ConnectorCreate>().to_value(),
+            connector_patch: requests.subschema_for::<ConnectorPatch>().to_value(),
+            connector_rotate: requests.subschema_for::<ConnectorRotate>().to_value(),
+            project_body: requests.subschema_for::<ProjectBody>().to_value(),
+            key_create: requests.subschema_for::<KeyCreate>().to_value(),
+            connector: answers.subschema_for::<Connector>().to_value(),
+            connector_list: answers.subschema_for::<ConnectorList>().to_value(),
+            connector_summaries: answers.subschema_for::<ConnectorSummaryList>().to_value(),
+            test_result: answers.subschema_for::<ConnectorTestResult>().to_value(),
+            tool_list: answers.subschema_for::<ConnectorToolList>().to_value(),
+            event_list: answers.subschema_for::<ConnectorEventList>().to_value(),
+            project: answers.subschema_for::<Project>().to_value(),
+            project_list: answers.subschema_for::<ProjectList>().to_value(),
+            key: answers.subschema_for::<ApiKey>().to_value(),
+            key_list: answers.subschema_for::<ApiKeyList>().to_value(),
+            deleted: answers.subschema_for::<Deleted>().to_value(),
+        }
+    }
+
+    /// Applies the request-side renames to the request bodies' references.
+    pub fn rename(&mut self, rename: &dyn Fn(&mut Value)) {
+        for body in [
+            &mut self.connector_create,
+            &mut self.connector_patch,
+            &mut self.connector_rotate,
+            &mut self.project_body,
+            &mut self.key_create,
+        ] {
+            rename(body);
+        }
+    }
+}
+
+/// The success status of a route: 201 for the creates, 200 otherwise.
+pub fn ok_status(route: &Route) -> &'static str {
+    match route.endpoint {
+        Endpoint::Admin(
+            AdminEndpoint::CreateProject
+            | AdminEndpoint::CreateKey
+            | AdminEndpoint::CreateConnector,
+        ) if route.method == Method::Post => "201",
+        _ => "200",
+    }
+}
+
+const FORBIDDEN_ROLE: (u16, &str) = (
+    403,
+    "The key's role may not do this (`permission_denied`: a member key on an admin route, or an admin key on a server-owner route)",
+);
+const BAD: (u16, &str) = (
+    400,
+    "Invalid body or query (`param` names the field; secret values are never quoted)",
+);
+const MISSING: (u16, &str) = (404, "No such object in this project (or another project's)");
+
+fn body(description: &str, schema: &Value) -> Option<Value> {
+    Some(json!({
+        "required": true,
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+    }))
+}
+
+fn project_query() -> Vec<Value> {
+    vec![json!({
+        "name": "project", "in": "query", "required": false,
+        "description": "Server-owner keys only: act on this project (id or name) instead of the key's own",
+        "schema": {"type": "string"},
+    })]
+}
+
+pub(super) fn spec(endpoint: AdminEndpoint, schemas: &Schemas) -> Spec {
+    use AdminEndpoint as A;
+    let s = &schemas.admin;
+    let admin_errors = vec![BAD, UNAUTHORIZED, FORBIDDEN_ROLE, MISSING, INTERNAL];
+    let spec = |summary, query: Vec<Value>, body: Option<Value>, ok: Value| Spec {
+        summary,
+        authenticated: true,
+        query,
+        body,
+        ok,
+        errors: admin_errors.clone(),
+    };
+    match endpoint {
+        A::ListProjects => spec(
+            "List projects (a server-owner key: all; an admin key: its own)",
+            Vec::new(),
+            None,
+            json_answer("The projects", s.project_list.clone()),
+        ),
+        A::CreateProject => {
+            let mut spec = spec(
+                "Create a project (server-owner keys)",
+                Vec::new(),
+                body("The name", &s.project_body),
+                json_answer("The project", s.project.clone()),
+            );
+            spec.errors.push((409, "A project of this name exists"));
+            spec
+        }
+        A::RenameProject => spec(
+            "Rename a project",
+            Vec::new(),
+            body("The new name", &s.project_body),
+            json_answer("The project", s.project.clone()),
+        ),
+        A::DeleteProject => spec(
+            "Delete a project with everything it owns: keys, responses, files, conversations, connectors (server-owner keys)",
+            Vec::new(),
+            None,
+            json_answer("Deleted", s.deleted.clone()),
+        ),
+        A::ListKeys => spec(
+            "List the project's API keys (prefix, name, role, created, last used; never the key)",
+            project_query(),
+            None,
+            json_answer("The keys", s.key_list.clone()),
+        ),
+        A::CreateKey => spec(
+            "Create an API key: the answer holds the key, shown this once",
+            project_query(),
+            body("Name and role", &s.key_create),
+            json_answer("The key, with `key`", s.key.clone()),
+        ),
+        A::RevokeKey => spec(
+            "Revoke an API key",
+            project_query(),
+            None,
+            json_answer("Deleted", s.deleted.clone()),
+        ),
+        A::ListConnectors => spec(
+            "List the project's connectors (credentials as `{set, fingerprint}` only)",
+            project_query(),
+            None,
+            json_answer("The connectors", s.connector_list.clone()),
+        ),
+        A::CreateConnector => {
+            let mut spec = spec(
+                "Save a connector (an MCP server, its credentials sealed at rest)",
+                project_query(),
+                body(
+                    "The connector; `authorization` and header values are write-only",
+                    &s.connector_create,
+                ),
+                json_answer("The connector", s.connector.clone()),
+            );
+            spec.errors
+                .push((409, "The project has a connector with this id"));
+            spec
+        }
+        A::TestDraft => spec(
+            "Test an unsaved connector: initialize and tools/list (nothing is stored)",
+            Vec::new(),
+            body("The connector as it would be created", &s.connector_create),
+            json_answer("The outcome", s.test_result.clone()),
+        ),
+        A::GetConnector => spec(
+            "Get a connector",
+            project_query(),
+            None,
+            json_answer("The connector", s.connector.clone()),
+        ),
+        A::UpdateConnector => spec(
+            "Update a connector: an omitted field is unchanged, `null` clears, a value replaces",
+            project_query(),
+            body("The fields to change", &s.connector_patch),
+            json_answer("The connector", s.connector.clone()),
+        ),
+        A::DeleteConnector => spec(
+            "Delete a connector; requests naming it are then refused (400 `tools[i].id`)",
+            project_query(),
+            None,
+            json_answer("Deleted", s.deleted.clone()),
+        ),
+        A::TestConnector => spec(
+            "Test a saved connector: initialize and tools/list; the status and last check are kept",
+            project_query(),
+            None,
+            json_answer("The outcome", s.test_result.clone()),
+        ),
+        A::RotateConnector => spec(
+            "Replace a connector's credentials; runs from now on (continuations included) use the new ones",
+            project_query(),
+            body("The new credentials (write-only)", &s.connector_rotate),
+            json_answer("The connector", s.connector.clone()),
+        ),
+        A::ConnectorTools => {
+            let mut spec = spec(
+                "The tools the connector's server offers now",
+                project_query(),
+                None,
+                json_answer("The tools", s.tool_list.clone()),
+            );
+            spec.errors
+                .push((424, "The server could not be reached or listed"));
+            spec
+        }
+        A::ConnectorEvents => spec(
+            "The connector's audit events (what was done, by which key, when; never values)",
+            project_query(),
+            None,
+            json_answer("The events", s.event_list.clone()),
+        ),
+        A::PublicConnectors => Spec {
+            summary: "The project's connectors, for any key of the project (ids, labels, descriptions, status; never credentials)",
+            authenticated: true,
+            query: Vec::new(),
+            body: None,
+            ok: json_answer("The connectors", s.connector_summaries.clone()),
+            errors: vec![UNAUTHORIZED, INTERNAL],
+        },
+    }
+}
