@@ -22,8 +22,6 @@ use crate::core::Core;
 use crate::error::EngineError;
 
 pub use api_keys::Authenticated;
-pub(crate) use connectors::approval_of as saved_approval;
-pub(crate) use probe::transport_of as probe_transport;
 
 /// Who is asking: the key (none in open mode and from the CLI), its project and its role.
 #[derive(Debug, Clone, PartialEq, Eq)]

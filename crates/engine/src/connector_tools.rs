@@ -6,13 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use protocol::request::{ConnectorTool, Tool};
+use protocol::request::{ConnectorTool, RequireApproval, Tool};
 use secrecy::ExposeSecret as _;
 
 use crate::admin::credentials;
 use crate::admin_store::ConnectorRecord;
 use crate::core::Core;
 use crate::error::EngineError;
+use crate::mcp::McpTransport;
 use crate::tools::{ConnectorDef, ConnectorServer};
 
 /// Writes each connector's label into the request where it gave none, so the response echoes
@@ -104,12 +105,12 @@ fn server(
         deferred: wanted.defer_loading.unwrap_or(record.defer_loading),
         connector: ConnectorDef {
             id: record.id.clone(),
-            transport: crate::admin::probe_transport(&record.transport),
+            transport: transport_of(&record.transport),
             timeout: record
                 .timeout_ms
                 .and_then(|ms| u64::try_from(ms).ok())
                 .map(std::time::Duration::from_millis),
-            approval: crate::admin::saved_approval(record),
+            approval: saved_approval(record),
             sandbox_env,
         },
     })
@@ -143,4 +144,21 @@ fn narrow(
             Ok(Some(requested.to_vec()))
         }
     }
+}
+
+/// The transport a connector pins (`auto` when unknown).
+pub(crate) fn transport_of(text: &str) -> McpTransport {
+    match text {
+        "streamable_http" => McpTransport::StreamableHttp,
+        "sse" => McpTransport::Sse,
+        _ => McpTransport::Auto,
+    }
+}
+
+/// The approval policy a connector saved (none when unset or unreadable).
+pub(crate) fn saved_approval(record: &ConnectorRecord) -> Option<RequireApproval> {
+    record
+        .require_approval
+        .clone()
+        .and_then(|value| serde_json::from_value(value).ok())
 }

@@ -13,7 +13,7 @@ use protocol::admin::{ConnectorCreate, ConnectorRotate, ConnectorTransport};
 use protocol::request::{ApprovalMode, RequireApproval};
 use secrecy::SecretString;
 
-use crate::Common;
+use crate::common::Common;
 
 #[derive(Subcommand)]
 pub enum ProjectsCommand {
@@ -150,7 +150,7 @@ pub enum SecretsCommand {
 }
 
 async fn engine(common: &Common) -> anyhow::Result<Engine> {
-    let config = crate::load_config(common, None)?;
+    let config = crate::common::load_config(common, None)?;
     Ok(agentd_server::cli_engine::engine_for_cli(&config).await?)
 }
 

@@ -3,29 +3,19 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use agentd_server::config::{Config, Flags, LogFormat, RawConfig};
+use agentd_server::config::{Config, LogFormat};
 use clap::{Parser, Subcommand};
 
 mod admin_cli;
+mod common;
+
+use common::{Common, load_config};
 
 #[derive(Parser)]
 #[command(name = "agentd", version, about = "A self-hosted Agent API server")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-#[derive(clap::Args, Clone)]
-pub(crate) struct Common {
-    /// Data directory for the embedded SQLite store [env: AGENTD_DATA_DIR] [default: ./agentd-data]
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// Store URL (sqlite://… or postgres://…) overriding the data directory [env: AGENTD_DATABASE_URL]
-    #[arg(long)]
-    database_url: Option<String>,
-    /// Optional TOML config file [env: AGENTD_CONFIG]
-    #[arg(long)]
-    config: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -180,25 +170,6 @@ enum KeysCommand {
         #[command(flatten)]
         common: Common,
     },
-}
-
-pub(crate) fn load_config(common: &Common, listen: Option<String>) -> anyhow::Result<Config> {
-    let env = |name: &str| std::env::var(name).ok();
-    let path = common.config.clone().or_else(|| {
-        env("AGENTD_CONFIG")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    let file = match path {
-        Some(path) => RawConfig::read(&path)?,
-        None => RawConfig::default(),
-    };
-    let flags = Flags {
-        listen,
-        data_dir: common.data_dir.clone(),
-        database_url: common.database_url.clone(),
-    };
-    Ok(Config::resolve(file, &env, &flags)?)
 }
 
 fn init_logging(format: LogFormat) {

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::credentials::{self, seal};
 use super::{Caller, random_id, store};
 use crate::admin_store::{ConnectorEvent, ConnectorRecord};
+use crate::connector_tools::saved_approval as approval_of;
 use crate::core::Core;
 use crate::engine::Engine;
 use crate::error::EngineError;
@@ -176,13 +177,6 @@ fn approval_value(approval: Option<&RequireApproval>) -> Result<Option<Value>, E
         .map(serde_json::to_value)
         .transpose()
         .map_err(|err| EngineError::Internal(format!("require_approval: {err}")))
-}
-
-pub(crate) fn approval_of(record: &ConnectorRecord) -> Option<RequireApproval> {
-    record
-        .require_approval
-        .clone()
-        .and_then(|value| serde_json::from_value(value).ok())
 }
 
 /// The connector as the admin API answers it.

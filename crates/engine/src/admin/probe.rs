@@ -13,20 +13,13 @@ use serde_json::json;
 
 use super::{Caller, credentials, store};
 use crate::admin_store::ConnectorRecord;
+use crate::connector_tools::transport_of;
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::mcp::{McpError, McpServer, McpToolInfo, McpTransport};
 
 /// How long a test waits when the connector sets no timeout.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-pub(crate) fn transport_of(text: &str) -> McpTransport {
-    match text {
-        "streamable_http" => McpTransport::StreamableHttp,
-        "sse" => McpTransport::Sse,
-        _ => McpTransport::Auto,
-    }
-}
 
 fn timeout_of(record: &ConnectorRecord) -> Duration {
     record

@@ -1,74 +1,12 @@
-//! The admin API's operations and their schemas (generated from `protocol::admin`).
+//! The admin API's operations (their schemas are in `admin_schemas.rs`).
 //! Secret fields are described as write-only strings; no example holds a value.
 
-use protocol::admin::{
-    ApiKey, ApiKeyList, Connector, ConnectorCreate, ConnectorEventList, ConnectorList,
-    ConnectorPatch, ConnectorRotate, ConnectorSummaryList, ConnectorTestResult, ConnectorToolList,
-    Deleted, KeyCreate, Project, ProjectBody, ProjectList,
-};
-use schemars::generate::SchemaGenerator;
 use serde_json::{Value, json};
 
-use super::operations::{INTERNAL, Spec, UNAUTHORIZED, json_answer};
 use super::schemas::Schemas;
-use crate::admin::AdminEndpoint;
+use super::spec::{INTERNAL, Spec, UNAUTHORIZED, json_answer};
+use crate::route_table::AdminEndpoint;
 use crate::route_table::{Endpoint, Method, Route};
-
-/// `$ref`s to the admin bodies and answers.
-pub struct AdminSchemas {
-    connector_create: Value,
-    connector_patch: Value,
-    connector_rotate: Value,
-    connector: Value,
-    connector_list: Value,
-    connector_summaries: Value,
-    test_result: Value,
-    tool_list: Value,
-    event_list: Value,
-    project_body: Value,
-    project: Value,
-    project_list: Value,
-    key_create: Value,
-    key: Value,
-    key_list: Value,
-    deleted: Value,
-}
-
-impl AdminSchemas {
-    pub fn generate(answers: &mut SchemaGenerator, requests: &mut SchemaGenerator) -> AdminSchemas {
-        AdminSchemas {
-            connector_create: requests.subschema_for::<ConnectorCreate>().to_value(),
-            connector_patch: requests.subschema_for::<ConnectorPatch>().to_value(),
-            connector_rotate: requests.subschema_for::<ConnectorRotate>().to_value(),
-            project_body: requests.subschema_for::<ProjectBody>().to_value(),
-            key_create: requests.subschema_for::<KeyCreate>().to_value(),
-            connector: answers.subschema_for::<Connector>().to_value(),
-            connector_list: answers.subschema_for::<ConnectorList>().to_value(),
-            connector_summaries: answers.subschema_for::<ConnectorSummaryList>().to_value(),
-            test_result: answers.subschema_for::<ConnectorTestResult>().to_value(),
-            tool_list: answers.subschema_for::<ConnectorToolList>().to_value(),
-            event_list: answers.subschema_for::<ConnectorEventList>().to_value(),
-            project: answers.subschema_for::<Project>().to_value(),
-            project_list: answers.subschema_for::<ProjectList>().to_value(),
-            key: answers.subschema_for::<ApiKey>().to_value(),
-            key_list: answers.subschema_for::<ApiKeyList>().to_value(),
-            deleted: answers.subschema_for::<Deleted>().to_value(),
-        }
-    }
-
-    /// Applies the request-side renames to the request bodies' references.
-    pub fn rename(&mut self, rename: &dyn Fn(&mut Value)) {
-        for body in [
-            &mut self.connector_create,
-            &mut self.connector_patch,
-            &mut self.connector_rotate,
-            &mut self.project_body,
-            &mut self.key_create,
-        ] {
-            rename(body);
-        }
-    }
-}
 
 /// The success status of a route: 201 for the creates, 200 otherwise.
 pub fn ok_status(route: &Route) -> &'static str {

@@ -7,8 +7,10 @@
 //! media type's `x-sse-data` extension (OpenAPI 3.1 has no field for it).
 
 mod admin;
+mod admin_schemas;
 mod operations;
 mod schemas;
+mod spec;
 
 use std::sync::LazyLock;
 

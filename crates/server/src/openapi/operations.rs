@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::schemas::Schemas;
+use super::spec::{INTERNAL, Spec, UNAUTHORIZED, json_answer};
 use crate::route_table::{Endpoint, Route};
 
 /// The operation object of one route.
@@ -43,26 +44,11 @@ pub fn operation(route: &Route, schemas: &Schemas) -> Value {
     operation
 }
 
-/// What differs between endpoints.
-pub(super) struct Spec {
-    pub(super) summary: &'static str,
-    pub(super) authenticated: bool,
-    pub(super) query: Vec<Value>,
-    pub(super) body: Option<Value>,
-    pub(super) ok: Value,
-    pub(super) errors: Vec<(u16, &'static str)>,
-}
-
-pub(super) const UNAUTHORIZED: (u16, &str) = (
-    401,
-    "Missing or unknown API key (only when the server has keys)",
-);
 const FORBIDDEN: (u16, &str) = (
     403,
     "Open mode (no keys) only: the request came from a web page of another origin, or for a host name that is not loopback nor allowed",
 );
 const NOT_FOUND: (u16, &str) = (404, "No such response (or another project's)");
-pub(super) const INTERNAL: (u16, &str) = (500, "The store failed; the request may be retried");
 const BAD_PATH: (u16, &str) = (
     400,
     "A path parameter is not valid UTF-8 once percent-decoded",
@@ -425,10 +411,6 @@ const BAD_BODY: (u16, &str) = (
 );
 const NO_CONVERSATION: (u16, &str) = (404, "No such conversation (or another project's)");
 const NO_ITEM: (u16, &str) = (404, "No such conversation or item (or another project's)");
-
-pub(super) fn json_answer(description: &str, schema: Value) -> Value {
-    json!({"description": description, "content": {"application/json": {"schema": schema}}})
-}
 
 /// A response object as JSON, or the run's events as server-sent events.
 fn response_or_stream(description: &str, schemas: &Schemas) -> Value {

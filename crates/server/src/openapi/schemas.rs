@@ -42,7 +42,7 @@ pub struct Schemas {
     pub compact_request: Value,
     pub compact_resource: Value,
     /// The admin API's bodies and answers.
-    pub admin: super::admin::AdminSchemas,
+    pub admin: super::admin_schemas::AdminSchemas,
 }
 
 impl Schemas {
@@ -64,7 +64,7 @@ impl Schemas {
         let update_conversation = requests.subschema_for::<UpdateConversation>();
         let add_items = requests.subschema_for::<AddItems>();
         let compact_request = requests.subschema_for::<CompactRequest>();
-        let mut admin = super::admin::AdminSchemas::generate(&mut answers, &mut requests);
+        let mut admin = super::admin_schemas::AdminSchemas::generate(&mut answers, &mut requests);
 
         let mut components = answers.take_definitions(true);
         let request_side = requests.take_definitions(true);
