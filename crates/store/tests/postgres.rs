@@ -38,7 +38,14 @@ async fn replicas_starting_together_migrate_once() -> TestResult {
         .collect::<Result<_, sqlx::Error>>()?;
     assert_eq!(
         versions,
-        vec![(1, true), (2, true), (3, true), (4, true), (6, true)]
+        vec![
+            (1, true),
+            (2, true),
+            (3, true),
+            (4, true),
+            (5, true),
+            (6, true)
+        ]
     );
     for store in &stores {
         store.ensure_project("default").await?;
