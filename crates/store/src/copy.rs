@@ -307,4 +307,23 @@ mod tests {
         copied.sort();
         assert_eq!(created, copied);
     }
+
+    /// Every column of every table is copied (a column added by `ALTER TABLE` must be listed
+    /// too: a key's `role` left behind would make every copied key an admin).
+    #[tokio::test(flavor = "current_thread")]
+    async fn every_column_of_the_schema_is_copied() -> Result<(), Box<dyn std::error::Error>> {
+        let store = crate::SqliteStore::connect("sqlite::memory:").await?;
+        for (table, columns) in TABLES {
+            let mut schema: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM pragma_table_info($1)")
+                    .bind(*table)
+                    .fetch_all(store.pool())
+                    .await?;
+            schema.sort();
+            let mut copied: Vec<String> = columns.iter().map(|c| c.name().to_owned()).collect();
+            copied.sort();
+            assert_eq!(schema, copied, "columns of {table}");
+        }
+        Ok(())
+    }
 }
