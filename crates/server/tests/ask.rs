@@ -327,6 +327,18 @@ async fn approvals_are_asked_once_and_always_remembers_the_tool() {
         screen.contains("mcp call files.delete_file {\"path\":\"c.txt\"} done"),
         "{screen:?}"
     );
+    // "Always" travels as the server's own policy: the third call was not even asked about.
+    assert_eq!(
+        screen.matches("approval needed: files.delete_file").count(),
+        2,
+        "{screen:?}"
+    );
+    assert!(
+        app.fake.requests()[3]["messages"]
+            .to_string()
+            .contains("c.txt"),
+        "the model saw the third call's result"
+    );
     let deleted: Vec<Value> = fixture.calls().into_iter().map(|(_, args)| args).collect();
     assert_eq!(
         deleted,
@@ -513,4 +525,80 @@ async fn exit_statuses_say_completed_failed_or_usage_error() {
     let bad = ask_piped(&["--function", "no-command", "hi"]).await;
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("NAME=COMMAND"), "{}", bad.stderr);
+}
+
+/// Another server speaking the Agent API its own way: a byte order mark, `event:` lines, an
+/// event type agentd never sends, `[DONE]` at the end. It records each request.
+async fn other_server(seen: Arc<Mutex<Vec<(Option<String>, Value)>>>) -> String {
+    let handler = move |headers: axum::http::HeaderMap, body: axum::Json<Value>| {
+        let seen = seen.clone();
+        async move {
+            let key = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            seen.lock().unwrap().push((key, body.0));
+            let events = [
+                json!({"type": "response.created", "sequence_number": 0,
+                       "response": {"id": "resp_other", "object": "response", "status": "in_progress", "output": []}}),
+                json!({"type": "response.vendor.thing", "sequence_number": 1, "x": 1}),
+                json!({"type": "response.output_text.delta", "sequence_number": 2, "delta": "Elbrus is 5,642 m [1]."}),
+                json!({"type": "response.completed", "sequence_number": 3,
+                       "response": {"id": "resp_other", "object": "response", "status": "completed",
+                                    "output": [{"type": "message", "content": [{"type": "output_text",
+                                        "text": "Elbrus is 5,642 m [1].",
+                                        "annotations": [{"type": "url_citation", "url": "https://example.org/elbrus",
+                                                         "title": "Elbrus", "start_index": 18, "end_index": 21}]}]}]}}),
+            ];
+            let mut body = String::from("\u{feff}");
+            for event in events {
+                body.push_str(&format!(
+                    "event: {}\ndata: {event}\n\n",
+                    event["type"].as_str().unwrap()
+                ));
+            }
+            body.push_str("data: [DONE]\n\n");
+            ([("content-type", "text/event-stream")], body)
+        }
+    };
+    serve(axum::Router::new().route("/api/v1/responses", axum::routing::post(handler))).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn any_agent_api_server_works_with_the_url_and_key_from_the_environment() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let base = other_server(seen.clone()).await;
+    let mut command = tokio::process::Command::from(ask_command(&[
+        "--tool",
+        "web_search",
+        "How high is Elbrus?",
+    ]));
+    command
+        .env("AGENTD_URL", format!("{base}/api/v1"))
+        .env("AGENTD_API_KEY", "sk-from-the-environment")
+        .env("AGENTD_MODEL", "other/model")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(WAIT, command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "Elbrus is 5,642 m [1].\n\nSources:\n[1] Elbrus https://example.org/elbrus\n"
+    );
+    assert!(!stderr.contains("sk-from-the-environment"), "{stderr}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0.as_deref(), Some("Bearer sk-from-the-environment"));
+    assert_eq!(
+        seen[0].1,
+        json!({"model": "other/model", "input": "How high is Elbrus?", "stream": true,
+               "tools": [{"type": "web_search"}]})
+    );
 }
