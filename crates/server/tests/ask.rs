@@ -527,9 +527,12 @@ async fn exit_statuses_say_completed_failed_or_usage_error() {
     assert!(bad.stderr.contains("NAME=COMMAND"), "{}", bad.stderr);
 }
 
+/// The requests a server received: the `Authorization` header and the JSON body.
+type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+
 /// Another server speaking the Agent API its own way: a byte order mark, `event:` lines, an
 /// event type agentd never sends, `[DONE]` at the end. It records each request.
-async fn other_server(seen: Arc<Mutex<Vec<(Option<String>, Value)>>>) -> String {
+async fn other_server(seen: Seen) -> String {
     let handler = move |headers: axum::http::HeaderMap, body: axum::Json<Value>| {
         let seen = seen.clone();
         async move {
@@ -566,7 +569,7 @@ async fn other_server(seen: Arc<Mutex<Vec<(Option<String>, Value)>>>) -> String 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn any_agent_api_server_works_with_the_url_and_key_from_the_environment() {
-    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let base = other_server(seen.clone()).await;
     let mut command = tokio::process::Command::from(ask_command(&[
         "--tool",
