@@ -605,3 +605,41 @@ async fn any_agent_api_server_works_with_the_url_and_key_from_the_environment() 
                "tools": [{"type": "web_search"}]})
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandbox_commands_show_as_progress_lines() {
+    let app = app(None).await;
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "execute",
+        r#"{"language":"bash","code":"echo counted > n.txt; exit 3"}"#,
+    )]));
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_2",
+        "read",
+        r#"{"path":"n.txt"}"#,
+    )]));
+    app.fake.push(Reply::text("The script failed with 3."));
+    let run = ask_piped(&[
+        "--url",
+        &app.base_url,
+        "--model",
+        MODEL,
+        "--sandbox",
+        "run it",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("· sandbox bash: echo counted > n.txt; exit 3 [completed] → exit 3\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("· sandbox read /workspace/n.txt\n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "The script failed with 3.\n");
+}
