@@ -643,3 +643,30 @@ async fn sandbox_commands_show_as_progress_lines() {
     );
     assert_eq!(run.stdout, "The script failed with 3.\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_does_not_stream_still_gets_its_answer_shown() {
+    let base = serve(axum::Router::new().route(
+        "/v1/responses",
+        axum::routing::post(|| async {
+            axum::Json(
+                json!({"id": "resp_plain", "object": "response", "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+                "output": [
+                    {"type": "search_results", "queries": ["elbrus"], "results": []},
+                    {"type": "message", "content": [{"type": "output_text", "text": "Elbrus is"}]}
+                ]}),
+            )
+        }),
+    ))
+    .await;
+    let run = ask_piped(&["--url", &base, "How high is Elbrus?"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "Elbrus is\n");
+    assert!(
+        run.stderr
+            .contains("the run ended incomplete: max_output_tokens"),
+        "{}",
+        run.stderr
+    );
+}
