@@ -1,5 +1,5 @@
 //! Several real `agentd` processes (replicas) on one PostgreSQL database: any replica answers
-//! for a run another executes, a replica that dies loses its runs to the others after its
+//! for a run another executes (polled, streamed, cancelled within a second), a replica that dies loses its runs to the others after its
 //! lease and nothing else, a replica that starts touches no other replica's runs, and
 //! replicas starting together migrate once.
 //!
@@ -100,6 +100,86 @@ async fn a_background_run_on_one_replica_is_polled_streamed_and_cancelled_on_ano
         "the resumed stream is the tail of the full one"
     );
     assert_eq!(a.get(&id).await["status"], "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreground_run_on_one_replica_is_cancelled_from_another_within_a_second() {
+    let db = Database::create("cancel-foreground").await;
+    let fake = FakeProvider::start().await;
+    // A first delta, then the model stalls until the run is cancelled.
+    fake.push(Reply::text("first ").then_hang());
+    let a = spawn(&db, "a", &fake, 2);
+    let b = spawn(&db, "b", &fake, 2);
+    let raw = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let stream = {
+        let (client, url, sink) = (
+            a.client.clone(),
+            format!("{}/v1/responses", a.base),
+            raw.clone(),
+        );
+        tokio::spawn(async move {
+            let mut response = client
+                .post(url)
+                .json(&json!({"model": MODEL, "input": "long answer", "stream": true}))
+                .send()
+                .await
+                .unwrap();
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                sink.lock()
+                    .unwrap()
+                    .push_str(std::str::from_utf8(&chunk).unwrap());
+            }
+        })
+    };
+    wait_until(
+        "A's stream to reach the first delta",
+        Duration::from_secs(20),
+        || raw.lock().unwrap().contains("response.output_text.delta"),
+    )
+    .await;
+    let id = {
+        let raw = raw.lock().unwrap().clone();
+        Transcript::parse(raw.split("\n\n").next().unwrap()).events[0]["response"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    // The cancel reaches B, the run executes on A: A's stream ends within a second.
+    let asked = Instant::now();
+    let cancel = {
+        let (client, url) = (
+            b.client.clone(),
+            format!("{}/v1/responses/{id}/cancel", b.base),
+        );
+        tokio::spawn(async move {
+            let answer: serde_json::Value =
+                client.post(url).send().await.unwrap().json().await.unwrap();
+            answer
+        })
+    };
+    wait_until(
+        "A's stream to end cancelled",
+        Duration::from_secs(10),
+        || raw.lock().unwrap().contains("response.cancelled"),
+    )
+    .await;
+    let took = asked.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the run stopped {took:?} after the cancel"
+    );
+    let answer = cancel.await.unwrap();
+    assert_eq!(answer["status"], "cancelled", "{answer}");
+    tokio::time::timeout(Duration::from_secs(10), stream)
+        .await
+        .expect("A's stream ends")
+        .unwrap();
+    let log = Transcript::parse(&raw.lock().unwrap());
+    log.assert_invariants();
+    assert_eq!(log.terminal()["type"], "response.cancelled");
+    assert_eq!(b.get(&id).await["status"], "cancelled");
+    assert_eq!(fake.requests().len(), 1, "the model was asked once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
