@@ -6,8 +6,9 @@
 //! `max_packed_bytes`), as the workspace's next *generation*. Each replica remembers the
 //! generation its own copy holds; before a step ([`SharedStore::restore`]) it reads the stored
 //! generation and, when it differs (its copy is missing or older), replaces its copy with the
-//! stored files. All of it happens under the workspace's lock, so the steps of one
-//! conversation on one replica never interleave with a save or a restore.
+//! stored files. A workspace with nothing stored (new, or expired from the store) is saved by
+//! its first step that leaves it non-empty. All of it happens under the workspace's lock, so
+//! the steps of one conversation on one replica never interleave with a save or a restore.
 //!
 //! Limits and failures: files over the limit are not kept; the save records why, the step's
 //! model text says so, and a replica that would need them fails its next sandbox call with
@@ -92,14 +93,12 @@ impl SharedStore {
             })?;
         let local = workspace.synced.get();
         let Some(generation) = stored else {
-            // Never saved (or expired): this copy is the workspace.
-            if local.fingerprint.is_none() {
-                let fingerprint = fingerprint_of(workspace.root).await;
-                workspace.synced.set(Synced {
-                    generation: None,
-                    fingerprint,
-                });
-            }
+            // Never saved (or expired): this copy is the workspace, and the step saves it
+            // unless it is empty.
+            workspace.synced.set(Synced {
+                generation: None,
+                fingerprint: Some(snapshot::empty_fingerprint()),
+            });
             return Ok(());
         };
         if local.generation == Some(generation) {
@@ -112,6 +111,10 @@ impl SharedStore {
             .map_err(|err| format!("the workspace's saved files could not be read ({err})"))?;
         let Some(snapshot) = snapshot else {
             // Expired between the two reads: as if never saved.
+            workspace.synced.set(Synced {
+                generation: None,
+                fingerprint: Some(snapshot::empty_fingerprint()),
+            });
             return Ok(());
         };
         if let Some(note) = snapshot.note {

@@ -162,6 +162,11 @@ pub fn fingerprint(dir: &Path) -> Option<[u8; 32]> {
     Some(hasher.finalize().into())
 }
 
+/// The [`fingerprint`] of an empty workspace.
+pub fn empty_fingerprint() -> [u8; 32] {
+    Sha256::new().finalize().into()
+}
+
 /// Appends one walked entry to the archive.
 fn append<W: Write>(
     builder: &mut tar::Builder<W>,
@@ -474,5 +479,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(source.path().join("src/deep/big.bin"), vec![8u8; 300_000]).unwrap();
         assert_ne!(fingerprint(source.path()), Some(before));
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(fingerprint(empty.path()), Some(empty_fingerprint()));
     }
 }
