@@ -69,6 +69,8 @@ async fn an_mcp_approval_paused_on_one_replica_is_continued_on_another() {
     assert_eq!(paused["status"], "requires_action", "{paused}");
     let request = items(&paused, "mcp_approval_request")[0].clone();
     assert!(fixture.calls().is_empty(), "not called before the approval");
+    // B needs nothing A kept in memory: A is gone.
+    a.kill_9();
 
     fake.push(Reply::text("Deleted."));
     let done = b
@@ -99,9 +101,9 @@ async fn an_mcp_approval_paused_on_one_replica_is_continued_on_another() {
         "{last}"
     );
 
-    // Continuing the finished run on A again runs nothing twice.
+    // Continuing the finished run again runs nothing twice.
     fake.push(Reply::text("Anything else?"));
-    let again = a
+    let again = b
         .post(json!({"model": MODEL, "previous_response_id": done["id"],
                      "tools": [gated(&fixture)], "input": "thanks"}))
         .await;
