@@ -89,7 +89,7 @@ impl SharedStore {
             .use_workspace(workspace.project_id, workspace.conversation, now())
             .await
             .map_err(|err| {
-                format!("the workspace could not be checked against the other replicas' ({err})")
+                format!("the workspace could not be checked against the shared store ({err})")
             })?;
         let local = workspace.synced.get();
         let Some(generation) = stored else {
