@@ -101,17 +101,28 @@ impl Workspaces {
             .await
             .map_err(EnterError::Io)?;
         let guard = workspace.lock_owned().await;
-        let shared = self.shared.get().cloned();
-        if let Some(shared) = &shared {
-            shared
-                .restore(workspace.target(), self.quota.map(|quota| quota.bytes))
-                .await
-                .map_err(EnterError::Shared)?;
-        }
+        let Some(shared) = self.shared.get().cloned() else {
+            return Ok(Entered {
+                workspace,
+                guard,
+                shared: None,
+            });
+        };
+        // A task of its own holding the lock: a call dropped meanwhile (its response
+        // cancelled) leaves no half-restored workspace to the next call.
+        let quota = self.quota.map(|quota| quota.bytes);
+        let (inner, restorer) = (Arc::clone(&workspace), shared.clone());
+        let (guard, restored) = tokio::spawn(async move {
+            let restored = restorer.restore(inner.target(), quota).await;
+            (guard, restored)
+        })
+        .await
+        .map_err(|err| EnterError::Shared(format!("restoring the workspace stopped: {err}")))?;
+        restored.map_err(EnterError::Shared)?;
         Ok(Entered {
             workspace,
             guard,
-            shared,
+            shared: Some(shared),
         })
     }
 
