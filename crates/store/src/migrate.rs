@@ -51,6 +51,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "replicas",
         include_str!("../migrations/sqlite/0006_replicas.sql"),
     ),
+    (
+        8,
+        "workspace_snapshots",
+        include_str!("../migrations/sqlite/0008_workspace_snapshots.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -84,6 +89,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         6,
         "replicas",
         include_str!("../migrations/postgres/0006_replicas.sql"),
+    ),
+    (
+        8,
+        "workspace_snapshots",
+        include_str!("../migrations/postgres/0008_workspace_snapshots.sql"),
     ),
 ];
 
