@@ -7,11 +7,13 @@
 //! - `credentials.rs`: sealing and opening a connector's credentials (bound to project,
 //!   connector and field), fingerprints for answers.
 //! - `connectors.rs`: create, list, get, update, delete, rotate, audit events.
+//! - `oauth.rs`: OAuth connectors: start, callback, the stored grant opened for a connection.
 //! - `probe.rs`: test (initialize + `tools/list`) of a saved connector or a draft, tool lists.
 
 mod api_keys;
 mod connectors;
 pub(crate) mod credentials;
+pub(crate) mod oauth;
 mod probe;
 mod projects;
 
@@ -22,6 +24,8 @@ use crate::core::Core;
 use crate::error::EngineError;
 
 pub use api_keys::Authenticated;
+pub(crate) use oauth::PendingFlows;
+pub use oauth::{CALLBACK_PATH, MAX_PENDING, PENDING_TTL_SECS};
 
 /// Who is asking: the key (none in open mode and from the CLI), its project and its role.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -50,6 +50,7 @@ mod live;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod oauth;
 mod plan;
 mod presets;
 mod pricing;
