@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use protocol::request::{ConnectorTool, RequireApproval, Tool};
 use secrecy::ExposeSecret as _;
 
-use crate::admin::{credentials, oauth};
+use crate::admin::{credentials, oauth_grant as oauth};
 use crate::admin_store::ConnectorRecord;
 use crate::core::Core;
 use crate::error::EngineError;

@@ -56,7 +56,7 @@ pub(crate) struct Core {
     /// Every background job execution, so shutdown can wait for them.
     pub(crate) jobs: TaskTracker,
     /// OAuth connections started by an admin, waiting for their callback.
-    pub(crate) oauth_pending: crate::admin::PendingFlows,
+    pub(crate) oauth_pending: crate::oauth_pending::PendingFlows,
 }
 
 impl Core {

@@ -1,21 +1,21 @@
-//! The OAuth half of the engine's MCP port for [`McpClient`]: an admin's authorization
-//! ([`start`], whose pending half finishes at the callback) and connections with a stored
-//! grant ([`connect`]: [`RefreshingTokens`] with a sink that hands each refresh to the engine,
-//! which seals and stores it).
+//! The OAuth half of the engine's MCP port for `McpClient`: an admin's authorization
+//! ([`start`], whose pending half finishes at the callback) and the token source of a stored
+//! grant ([`token_source`]: [`RefreshingTokens`] with a sink that hands each refresh to the
+//! engine, which seals and stores it).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use engine::mcp::{McpError, McpServer, McpSession, McpTransport};
+use engine::mcp::McpError;
 use engine::oauth::{
     OAuthClientRequest, OAuthCredentials, OAuthGrantInfo, OAuthPending, OAuthSink, OAuthStarted,
     OAuthTokens,
 };
 
-use crate::McpClient;
 use crate::oauth::{
     Callback, ClientConfig, ClientRegistration, CredentialSink, OAuth, OAuthError, OAuthGrant,
     PendingAuthorization, PreRegisteredClient, RefreshingTokens, RegistrationKind, TokenSet,
+    TokenSource,
 };
 
 fn kind_name(kind: RegistrationKind) -> &'static str {
@@ -108,11 +108,10 @@ impl OAuthPending for Pending {
 
 /// Probe, discovery, registration and the authorization request.
 pub(crate) async fn start(
-    client: &McpClient,
+    oauth: OAuth,
     server_url: &str,
     request: &OAuthClientRequest,
 ) -> Result<OAuthStarted, String> {
-    let oauth = client.oauth();
     let mut config = ClientConfig::new(request.redirect_uri.clone());
     if let Some(client_id) = &request.client_id {
         config.pre_registered = Some(PreRegisteredClient {
@@ -148,14 +147,11 @@ impl CredentialSink for Sink {
     }
 }
 
-/// Connects with the stored grant: its access token while it lasts, then refreshes.
-pub(crate) async fn connect(
-    client: &McpClient,
-    server: &McpServer,
-    transport: McpTransport,
-    credentials: Arc<OAuthCredentials>,
-) -> Result<Box<dyn McpSession>, McpError> {
-    let oauth = client.oauth();
+/// The tokens of a stored grant: its access token while it lasts, then refreshes.
+pub(crate) fn token_source(
+    oauth: OAuth,
+    credentials: &OAuthCredentials,
+) -> Result<Arc<dyn TokenSource>, McpError> {
     let grant = grant_of(&credentials.grant).map_err(|e| e.to_mcp())?;
     let sink: Arc<dyn CredentialSink> = Arc::new(Sink(credentials.sink.clone()));
     let tokens = match (&credentials.access_token, &credentials.refresh_token) {
@@ -180,9 +176,7 @@ pub(crate) async fn connect(
             .to_mcp());
         }
     };
-    client
-        .connect_authorized_over(server, Arc::new(tokens), transport)
-        .await
+    Ok(Arc::new(tokens))
 }
 
 #[cfg(test)]

@@ -275,7 +275,7 @@ impl McpConnector for McpClient {
         server_url: &str,
         client: &OAuthClientRequest,
     ) -> Result<OAuthStarted, String> {
-        connector_oauth::start(self, server_url, client).await
+        connector_oauth::start(self.oauth(), server_url, client).await
     }
 
     async fn connect_oauth(
@@ -284,7 +284,9 @@ impl McpConnector for McpClient {
         transport: McpTransport,
         credentials: Arc<OAuthCredentials>,
     ) -> Result<Box<dyn McpSession>, McpError> {
-        connector_oauth::connect(self, server, transport, credentials).await
+        let tokens = connector_oauth::token_source(self.oauth(), &credentials)?;
+        self.connect_authorized_over(server, tokens, transport)
+            .await
     }
 }
 

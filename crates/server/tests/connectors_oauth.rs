@@ -552,4 +552,29 @@ async fn a_token_is_refreshed_before_it_expires_and_errors_name_the_field() {
             "{request}"
         );
     }
+
+    // Pointed at another server, the connector's tokens do not follow: connect it again.
+    let (status, _) = seen
+        .send(
+            &app,
+            reqwest::Method::PATCH,
+            "/v1/admin/connectors/connector_legacy",
+            Some(&admin),
+            Some(json!({"server_url": format!("{}-other", fixture.url)})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let before = fixture.requests().len();
+    let (status, refused) = seen
+        .post(
+            &app,
+            "/v1/responses",
+            &admin,
+            json!({"model": MODEL, "input": "x",
+                   "tools": [{"type": "connector", "id": "connector_legacy"}]}),
+        )
+        .await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["param"], "tools[0].id");
+    assert_eq!(fixture.requests().len(), before);
 }

@@ -11,94 +11,32 @@
 //!   authorization; the code is exchanged; the grant's plain fields go to `oauth_grants`, the
 //!   client secret, refresh token and access token sealed under
 //!   `connector|<project>|<connector>|oauth.<field>`.
-//! - **Use** ([`credentials_for`]): the grant opened for one connection, with a [`StoreSink`]
-//!   that seals and stores the tokens of every refresh (and marks the connector's status when
-//!   the grant is lost).
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! - **Use** (`oauth_grant.rs`): the grant opened for one connection, with a sink that seals
+//!   and stores the tokens of every refresh (and marks the connector's status when the grant
+//!   is lost).
 
 use protocol::admin::{ConnectorOAuthStart, ConnectorOAuthStarted};
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::SecretString;
 use serde_json::json;
 
 use super::{Caller, credentials, store};
-use crate::admin_store::{AdminStore, ConnectorRecord, OAuthGrantRecord, Role, SealedTokens};
-use crate::clock::Clock;
+use crate::admin_store::{OAuthGrantRecord, Role};
 use crate::code::Code;
-use crate::core::Core;
 use crate::engine::Engine;
 use crate::error::{EngineError, RunFailure};
-use crate::oauth::{
-    OAuthClientRequest, OAuthCredentials, OAuthGrantInfo, OAuthPending, OAuthSink, OAuthTokens,
-};
-use crate::secrets::Sealer;
+use crate::oauth::OAuthClientRequest;
+use crate::oauth_pending::Flow;
 
 /// How long a started authorization waits for its callback.
 pub const PENDING_TTL_SECS: i64 = 15 * 60;
 
-/// Started authorizations kept at once (per process).
-pub const MAX_PENDING: usize = 256;
+pub use crate::oauth_pending::MAX_PENDING;
 
 /// The path of the callback route.
 pub const CALLBACK_PATH: &str = "/v1/admin/oauth/callback";
 
-/// One started authorization.
-struct Flow {
-    project_id: String,
-    connector_id: String,
-    key_id: Option<String>,
-    expires_at: i64,
-    pending: Box<dyn OAuthPending>,
-}
-
-/// The authorizations waiting for their callback, by `state`.
-#[derive(Default)]
-pub(crate) struct PendingFlows(Mutex<HashMap<String, Flow>>);
-
-impl PendingFlows {
-    fn insert(&self, state: String, flow: Flow, now: i64) {
-        let mut flows = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        flows.retain(|_, f| f.expires_at > now);
-        while flows.len() >= MAX_PENDING {
-            let oldest = flows
-                .iter()
-                .min_by_key(|(_, f)| f.expires_at)
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(key) => flows.remove(&key),
-                None => break,
-            };
-        }
-        flows.insert(state, flow);
-    }
-
-    fn take(&self, state: &str) -> Option<Flow> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(state)
-    }
-}
-
 fn external(message: String) -> EngineError {
     EngineError::Run(RunFailure::new(Code::ExternalConnector, message))
-}
-
-/// Seals one OAuth value of a connector.
-fn seal_with(
-    sealer: &dyn Sealer,
-    project_id: &str,
-    connector_id: &str,
-    field: &str,
-    value: &SecretString,
-) -> Result<String, String> {
-    sealer
-        .seal(
-            &credentials::context(project_id, connector_id, field),
-            value.expose_secret().as_bytes(),
-        )
-        .map_err(|err| format!("sealing {field} of {connector_id}: {err}"))
 }
 
 impl Engine {
@@ -267,117 +205,5 @@ impl Engine {
         )
         .await?;
         Ok((project_id.to_owned(), id.to_owned()))
-    }
-}
-
-/// The grant of an OAuth connector, opened for one connection (`Ok(None)`: not connected
-/// yet).
-pub(crate) async fn credentials_for(
-    core: &Core,
-    record: &ConnectorRecord,
-) -> Result<Option<Arc<OAuthCredentials>>, EngineError> {
-    let admin = store(core)?;
-    let Some(grant) = admin
-        .get_oauth_grant(&record.project_id, &record.id)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let (project, id) = (record.project_id.as_str(), record.id.as_str());
-    let open = |field: &str, sealed: &Option<String>| {
-        sealed
-            .as_deref()
-            .map(|s| credentials::open(core, project, id, field, s))
-            .transpose()
-    };
-    let client_secret = open("oauth.client_secret", &grant.client_secret)?;
-    let refresh_token = open("oauth.refresh_token", &grant.refresh_token)?;
-    let access_token = open("oauth.access_token", &grant.access_token)?
-        .map(|token| (token, grant.access_expires_at));
-    let sealer = core
-        .sealer
-        .clone()
-        .ok_or_else(|| EngineError::invalid("server", credentials::NO_KEY))?;
-    Ok(Some(Arc::new(OAuthCredentials {
-        grant: OAuthGrantInfo {
-            issuer: grant.issuer,
-            token_endpoint: grant.token_endpoint,
-            resource: grant.resource,
-            client_id: grant.client_id,
-            client_secret,
-            auth_method: grant.auth_method,
-            kind: grant.kind,
-            redirect_uri: grant.redirect_uri,
-            scope: grant.scope,
-        },
-        refresh_token,
-        access_token,
-        sink: Arc::new(StoreSink {
-            admin: admin.clone(),
-            sealer,
-            clock: core.clock.clone(),
-            project_id: project.to_owned(),
-            connector_id: id.to_owned(),
-        }),
-    })))
-}
-
-/// The message of a request naming an OAuth connector that has no grant yet.
-pub(crate) fn not_connected(id: &str) -> String {
-    format!(
-        "connector \"{id}\" uses OAuth and is not connected yet: an admin must complete the OAuth connection (POST /v1/admin/connectors/{id}/oauth/start, then open the authorization_url)"
-    )
-}
-
-/// Seals and stores the tokens of each refresh; marks the connector when the grant is lost.
-struct StoreSink {
-    admin: Arc<dyn AdminStore>,
-    sealer: Arc<dyn Sealer>,
-    clock: Arc<dyn Clock>,
-    project_id: String,
-    connector_id: String,
-}
-
-#[async_trait::async_trait]
-impl OAuthSink for StoreSink {
-    async fn store(&self, tokens: &OAuthTokens) -> Result<(), String> {
-        let (project, id) = (self.project_id.as_str(), self.connector_id.as_str());
-        let sealer = self.sealer.as_ref();
-        let sealed = SealedTokens {
-            refresh_token: tokens
-                .refresh_token
-                .as_ref()
-                .map(|t| seal_with(sealer, project, id, "oauth.refresh_token", t))
-                .transpose()?,
-            access_token: seal_with(
-                sealer,
-                project,
-                id,
-                "oauth.access_token",
-                &tokens.access_token,
-            )?,
-            access_expires_at: tokens.expires_at,
-        };
-        self.admin
-            .set_oauth_tokens(project, id, &sealed, self.clock.now_secs())
-            .await
-            .map(|_| ())
-            .map_err(|err| err.to_string())
-    }
-
-    async fn lost(&self, reason: &str) {
-        let result = self
-            .admin
-            .set_connector_status(
-                &self.project_id,
-                &self.connector_id,
-                "error",
-                self.clock.now_secs(),
-                Some(reason),
-            )
-            .await;
-        if let Err(err) = result {
-            tracing::warn!(connector = %self.connector_id, %err, "could not mark the connector's lost OAuth grant");
-        }
     }
 }

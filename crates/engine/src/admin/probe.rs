@@ -12,7 +12,8 @@ use protocol::admin::{
 use secrecy::ExposeSecret as _;
 use serde_json::json;
 
-use super::{Caller, credentials, oauth, store};
+use super::oauth_grant as oauth;
+use super::{Caller, credentials, store};
 use crate::admin_store::ConnectorRecord;
 use crate::connector_tools::transport_of;
 use crate::engine::Engine;
