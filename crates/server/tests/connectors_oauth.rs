@@ -533,8 +533,8 @@ async fn a_token_is_refreshed_before_it_expires_and_errors_name_the_field() {
     let newest = fixture
         .log()
         .iter()
-        .filter(|e| e["event"] == "issued")
-        .last()
+        .rev()
+        .find(|e| e["event"] == "issued")
         .unwrap()["access_token"]
         .as_str()
         .unwrap()
