@@ -578,3 +578,60 @@ async fn a_token_is_refreshed_before_it_expires_and_errors_name_the_field() {
     assert_eq!(refused["error"]["param"], "tools[0].id");
     assert_eq!(fixture.requests().len(), before);
 }
+
+#[tokio::test]
+async fn a_refused_refresh_token_fails_the_run_and_marks_the_connector() {
+    let dir = Dir::new("lost");
+    let seen = Seen::default();
+    // Tokens live 2 s and the server refuses every refresh token (as after a revocation).
+    let fixture = McpFixture::start_with_args(
+        "oauth",
+        Transport::StreamableHttp,
+        &["--token-lifetime", "2", "--refuse-refresh"],
+    )
+    .await;
+    let app = app_in(&dir.0).await;
+    let (admin, member) = keys(&app, &seen).await;
+    let (status, created) = seen
+        .post(
+            &app,
+            "/v1/admin/connectors",
+            &admin,
+            json!({"id": "connector_revoked", "server_label": "revoked",
+                   "server_url": fixture.url, "authorization_type": "oauth"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    connect(&app, &seen, &admin, "connector_revoked", &fixture).await;
+
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (status, failed) = seen
+        .post(
+            &app,
+            "/v1/responses",
+            &member,
+            json!({"model": MODEL, "input": "x", "tools": [
+                {"type": "connector", "id": "connector_revoked", "defer_loading": false}
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 424, "{failed}");
+    assert_eq!(failed["error"]["type"], "external_connector_error");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("authorized again"), "{message}");
+    assert!(
+        fixture
+            .log()
+            .iter()
+            .any(|e| e["event"] == "refresh_refused")
+    );
+    let (_, got) = seen
+        .get(&app, "/v1/admin/connectors/connector_revoked", &admin)
+        .await;
+    assert_eq!(got["status"], "error", "{got}");
+    let last_error = got["last_error"].as_str().unwrap();
+    assert!(last_error.contains("authorized again"), "{last_error}");
+    for token in issued_tokens(&fixture) {
+        assert!(!seen.all().contains(token.as_str()));
+    }
+}
