@@ -51,6 +51,8 @@ mod live;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod oauth;
+mod oauth_pending;
 mod plan;
 mod presets;
 mod pricing;

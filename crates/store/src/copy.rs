@@ -209,6 +209,8 @@ const TABLES: &[(&str, &[Column])] = &[
             NullText("refresh_token_sealed"),
             Int("created_at"),
             Int("updated_at"),
+            NullText("access_token_sealed"),
+            NullInt("access_expires_at"),
         ],
     ),
 ];

@@ -56,6 +56,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "workspace_snapshots",
         include_str!("../migrations/sqlite/0008_workspace_snapshots.sql"),
     ),
+    (
+        9,
+        "oauth_tokens",
+        include_str!("../migrations/sqlite/0009_oauth_tokens.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -94,6 +99,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         8,
         "workspace_snapshots",
         include_str!("../migrations/postgres/0008_workspace_snapshots.sql"),
+    ),
+    (
+        9,
+        "oauth_tokens",
+        include_str!("../migrations/postgres/0009_oauth_tokens.sql"),
     ),
 ];
 
