@@ -51,6 +51,7 @@ pub mod error;
 pub mod events;
 pub mod input;
 pub mod limits;
+pub mod listing;
 pub mod options;
 pub mod output;
 pub mod request;

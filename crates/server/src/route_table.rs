@@ -39,6 +39,8 @@ pub enum Endpoint {
     ConversationItemDelete,
     /// The admin API and the connector list (`crate::admin`).
     Admin(AdminEndpoint),
+    /// `GET /console` and its files (`crate::console_assets` lists them).
+    Console,
 }
 
 /// The HTTP methods the table uses.
@@ -163,6 +165,11 @@ pub fn table() -> Vec<Route> {
         ]);
     }
     table.extend(admin_routes());
+    table.extend(
+        crate::console_assets::ASSETS
+            .iter()
+            .map(|asset| route(Method::Get, asset.path, Endpoint::Console)),
+    );
     table
 }
 
@@ -188,6 +195,10 @@ pub enum AdminEndpoint {
     ConnectorEvents,
     /// `GET /v1/connectors`: any key of the project.
     PublicConnectors,
+    /// `GET /v1/admin/responses`: any key of the project (the console's responses page).
+    ListResponses,
+    /// `GET /v1/admin/approvals`: any key of the project (pending approvals).
+    PendingApprovals,
 }
 
 /// The admin rows of the route table.
@@ -248,6 +259,8 @@ fn admin_routes() -> Vec<Route> {
             A::ConnectorEvents,
         ),
         (Method::Get, "/v1/connectors", A::PublicConnectors),
+        (Method::Get, "/v1/admin/responses", A::ListResponses),
+        (Method::Get, "/v1/admin/approvals", A::PendingApprovals),
     ];
     rows.into_iter()
         .map(|(method, path, endpoint)| Route {

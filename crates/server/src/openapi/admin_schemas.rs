@@ -26,6 +26,8 @@ pub struct AdminSchemas {
     pub(super) key: Value,
     pub(super) key_list: Value,
     pub(super) deleted: Value,
+    pub(super) response_list: Value,
+    pub(super) approval_list: Value,
 }
 
 impl AdminSchemas {
@@ -47,6 +49,12 @@ impl AdminSchemas {
             key: answers.subschema_for::<ApiKey>().to_value(),
             key_list: answers.subschema_for::<ApiKeyList>().to_value(),
             deleted: answers.subschema_for::<Deleted>().to_value(),
+            response_list: answers
+                .subschema_for::<protocol::listing::ResponseList>()
+                .to_value(),
+            approval_list: answers
+                .subschema_for::<protocol::listing::PendingApprovalList>()
+                .to_value(),
         }
     }
 
