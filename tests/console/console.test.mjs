@@ -238,8 +238,10 @@ test('a connector is tested as a draft, saved with a write-only token, tested an
   // The token is write-only: never in the page, the input starts empty.
   assert.equal(await page.locator('#connector-edit input[name=authorization]').inputValue(), '');
   assert.ok(!(await page.content()).includes(MCP_TOKEN));
+  assert.equal(await page.locator('#connector-status').textContent(), 'untested');
   await page.click('#test-saved');
   await page.locator('#test-result.ok').waitFor();
+  assert.equal(await page.locator('#connector-status').textContent(), 'ok');
   await page.click('#show-tools');
   const deleteRow = page.locator('#connector-output tr', { hasText: 'delete_file' });
   await deleteRow.waitFor();
@@ -304,7 +306,7 @@ test('the trace shows the steps, the tool call, the approval and the chain', asy
   assert.match(await call.locator('.tool-output').textContent(), /Deleted \/tmp\/report\.txt/);
   assert.match(await steps.locator('li[data-type=message]').textContent(), /is deleted/);
   const input = page.locator('#trace-input');
-  await input.getByText('Approved').waitFor();
+  await input.getByText('Approved', { exact: true }).waitFor();
   await input.getByText('Reason: cleanup approved by ops').waitFor();
   await page.locator('#trace-chain').getByRole('link', { name: firstId }).waitFor();
   assert.match(await page.locator('#trace-summary').textContent(), /120 in \/ 12 out/);
@@ -312,7 +314,8 @@ test('the trace shows the steps, the tool call, the approval and the chain', asy
   await page.locator('#trace-events td', { hasText: 'response.completed' }).waitFor();
   await shot('trace');
   if (process.env.AGENTD_UPDATE_SCREENSHOT === '1') {
-    await page.setViewportSize({ width: 1000, height: 700 });
+    await page.setViewportSize({ width: 1000, height: 820 });
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(repo, 'docs', 'console.png') });
   }
 });
@@ -326,10 +329,25 @@ test('the responses page lists and filters the runs', async () => {
   await page.click('#response-filters button[type=submit]');
   await list.getByText('No response matches.').waitFor();
   await page.fill('#response-filters input[name=model]', 'gpt-fake');
-  await page.selectOption('#response-filters select[name=status]', 'completed');
+  // The first response waits for the approval (`requires_action`); its continuation completed.
+  await page.selectOption('#response-filters select[name=status]', 'requires_action');
   await page.click('#response-filters button[type=submit]');
-  await list.locator(`a.response-link`, { hasText: firstId }).waitFor();
+  await list.locator('a.response-link', { hasText: firstId }).waitFor();
+  assert.equal(await list.locator('a.response-link').count(), 1);
   await shot('responses');
+});
+
+test('the live view follows a running response to its end', async () => {
+  // The model answers slowly, so the run is still going when the view opens.
+  await script({ text: 'Streaming slowly to the live view.', delay_ms: 1500 });
+  const queued = await api('POST', '/v1/responses', { model: MODEL, input: 'Say something slowly', background: true });
+  assert.equal(queued.status, 200, JSON.stringify(queued.body));
+  await page.goto(`${agentdUrl}/console#/live/${queued.body.id}`);
+  await page.locator('#live-text').getByText('Streaming slowly to the live view.').waitFor();
+  await page.locator('#live-status').getByText('completed').waitFor();
+  await shot('live');
+  await page.click('#open-trace');
+  await page.locator('#trace-steps li[data-type=message]').waitFor();
 });
 
 test('a member key sees the runs but not the administration', async () => {

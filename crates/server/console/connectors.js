@@ -42,7 +42,7 @@ export async function connectorPage(view, id) {
   append(
     view,
     h('p', {}, h('a', { href: '#/connectors' }, '← Connectors')),
-    h('h1', {}, connector.server_label, ' ', badge(connector.status)),
+    h('h1', {}, connector.server_label, ' ', h('span', { id: 'connector-status' }, badge(connector.status))),
     h(
       'p',
       { class: 'hint' },
@@ -63,7 +63,22 @@ export async function connectorPage(view, id) {
     h(
       'div',
       { class: 'buttons' },
-      h('button', { type: 'button', id: 'test-saved', onclick: () => run(output, async () => testResult(await call('POST', `${path}/test`))) }, 'Test connection'),
+      h(
+        'button',
+        {
+          type: 'button',
+          id: 'test-saved',
+          onclick: () =>
+            run(output, async () => {
+              const result = await call('POST', `${path}/test`);
+              const status = /** @type {HTMLElement} */ (document.getElementById('connector-status'));
+              clear(status);
+              append(status, badge(result.ok ? 'ok' : 'error'));
+              return testResult(result);
+            }),
+        },
+        'Test connection',
+      ),
       h('button', { type: 'button', id: 'show-tools', onclick: () => run(output, async () => toolTable((await call('GET', `${path}/tools`)).data)) }, 'Tools'),
       h(
         'button',
