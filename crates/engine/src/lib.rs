@@ -7,7 +7,8 @@
 //!
 //! Layout (ARCHITECTURE.md has the map and the walk of a request):
 //! - the front door: [`engine`] (start, cancel, resume, workers' lifecycle), `queries` (stored
-//!   responses, events, files), `keys`;
+//!   responses, events, files), `keys`, `listing` (the response listing and pending approvals,
+//!   through the [`listing_store`] port);
 //! - before a run: `plan` (transcript, models, tools, schema), `presets`, `response` (the echoed
 //!   response object), `request` (the model request of a step);
 //! - the run: `run` (the state machine and its driver, one concern per file), `runner` (executes

@@ -68,14 +68,14 @@ impl Engine {
         query: &ResponseQuery,
     ) -> Result<ResponseList, EngineError> {
         let store = admin::store(&self.core)?;
-        if let Some(status) = &query.status {
-            if !STATUSES.iter().any(|s| s.as_str() == status) {
-                let known: Vec<&str> = STATUSES.iter().map(|s| s.as_str()).collect();
-                return Err(EngineError::invalid(
-                    "status",
-                    format!("status must be one of {}", known.join(", ")),
-                ));
-            }
+        if let Some(status) = &query.status
+            && !STATUSES.iter().any(|s| s.as_str() == status)
+        {
+            let known: Vec<&str> = STATUSES.iter().map(|s| s.as_str()).collect();
+            return Err(EngineError::invalid(
+                "status",
+                format!("status must be one of {}", known.join(", ")),
+            ));
         }
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
         if !(1..=MAX_PAGE).contains(&limit) {
@@ -84,13 +84,13 @@ impl Engine {
                 format!("limit must be in 1..={MAX_PAGE}"),
             ));
         }
-        if let (Some(from), Some(to)) = (query.created_after, query.created_before) {
-            if from > to {
-                return Err(EngineError::invalid(
-                    "created_after",
-                    "created_after is after created_before",
-                ));
-            }
+        if let (Some(from), Some(to)) = (query.created_after, query.created_before)
+            && from > to
+        {
+            return Err(EngineError::invalid(
+                "created_after",
+                "created_after is after created_before",
+            ));
         }
         let before = match &query.after {
             None => None,

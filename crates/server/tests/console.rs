@@ -4,11 +4,7 @@
 //! scoping for admin and member keys) and the pending approvals (`GET /v1/admin/approvals`,
 //! until a continuation answers). The browser tests are in tests/console/.
 
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers fail loudly"
-)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
 use std::collections::BTreeSet;
 
