@@ -51,11 +51,11 @@ pub async fn list_responses(
         .project_for(&key.0, query.project.as_deref())
         .await?;
     let filters = ResponseQuery {
-        status: query.status.filter(|s| !s.is_empty()),
-        model: query.model.filter(|m| !m.is_empty()),
+        status: query.status,
+        model: query.model,
         created_after: query.created_after,
         created_before: query.created_before,
-        after: query.after.filter(|a| !a.is_empty()),
+        after: query.after,
         limit: query.limit,
     };
     Ok(Json(state.engine.list_responses(&project, &filters).await?))
