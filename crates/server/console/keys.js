@@ -1,6 +1,6 @@
 // Projects and API keys: list, create (the key shown once), revoke.
 
-import { call, query } from './api.js';
+import { call } from './api.js';
 import { append, clear, field, h, note, table, time } from './dom.js';
 
 /** @param {HTMLElement} view */
@@ -105,7 +105,7 @@ async function renderKeys(box, created) {
       const body = { role: /** @type {HTMLSelectElement} */ (role).value };
       const value = /** @type {HTMLInputElement} */ (name).value.trim();
       if (value) body.name = value;
-      const createdKey = await call('POST', `/v1/admin/keys${query({})}`, body);
+      const createdKey = await call('POST', '/v1/admin/keys', body);
       await renderKeys(box, createdKey);
     } catch (err) {
       clear(status);
