@@ -338,13 +338,18 @@ test('the responses page lists and filters the runs', async () => {
 });
 
 test('the live view follows a running response to its end', async () => {
-  // The model answers slowly, so the run is still going when the view opens.
-  await script({ text: 'Streaming slowly to the live view.', delay_ms: 1500 });
+  // The model answers slowly (half a second between chunks, about 4 s in all), so the run is
+  // still going when the view opens.
+  await script({ text: 'Streaming slowly to the live view.', delay_ms: 500 });
   const queued = await api('POST', '/v1/responses', { model: MODEL, input: 'Say something slowly', background: true });
   assert.equal(queued.status, 200, JSON.stringify(queued.body));
   await page.goto(`${agentdUrl}/console#/live/${queued.body.id}`);
   await page.locator('#live-text').getByText('Streaming slowly to the live view.').waitFor();
   await page.locator('#live-status').getByText('completed').waitFor();
+  // Each step's times as the page saw the stream: the slow model turn took a while.
+  const message = await page.locator('#live-items li', { hasText: 'message' }).textContent();
+  const done = Number(message.match(/done \+(\d+\.\d\d) s/)[1]);
+  assert.ok(done >= 0.3, message);
   await shot('live');
   await page.click('#open-trace');
   await page.locator('#trace-steps li[data-type=message]').waitFor();

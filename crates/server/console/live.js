@@ -24,8 +24,13 @@ export function livePanel() {
   const panel = h('div', { class: 'live' }, status, items, h('div', { class: 'label' }, 'Text'), textBox, done);
   const lines = new Map();
   let responseId = null;
+  // When each item started and ended as this page saw the stream (the API keeps no per-step
+  // times): seconds since the first event.
+  let started = null;
+  const elapsed = () => `+${((performance.now() - started) / 1000).toFixed(2)} s`;
   /** @param {any} event */
   const onEvent = (event) => {
+    if (started === null) started = performance.now();
     if (event.response && event.response.id) responseId = event.response.id;
     switch (event.type) {
       case 'response.created':
@@ -37,7 +42,7 @@ export function livePanel() {
         textBox.appendChild(document.createTextNode(event.delta));
         break;
       case 'response.output_item.added': {
-        const line = h('li', {}, `${event.item.type}${event.item.name ? ` ${event.item.server_label ? `${event.item.server_label}.` : ''}${event.item.name}` : ''} …`);
+        const line = h('li', {}, `${event.item.type}${event.item.name ? ` ${event.item.server_label ? `${event.item.server_label}.` : ''}${event.item.name}` : ''} … (started ${elapsed()})`);
         lines.set(event.output_index, line);
         items.appendChild(line);
         break;
@@ -46,7 +51,7 @@ export function livePanel() {
         const line = lines.get(event.output_index) || h('li');
         clear(line);
         const item = event.item;
-        append(line, `${item.type}${item.name ? ` ${item.server_label ? `${item.server_label}.` : ''}${item.name}` : ''}`, item.status ? ` (${item.status})` : '', item.error ? ` — ${item.error}` : '');
+        append(line, `${item.type}${item.name ? ` ${item.server_label ? `${item.server_label}.` : ''}${item.name}` : ''}`, item.status ? ` (${item.status})` : '', item.error ? ` — ${item.error}` : '', ` · done ${elapsed()}`);
         if (!line.parentNode) items.appendChild(line);
         break;
       }
@@ -56,7 +61,7 @@ export function livePanel() {
       default:
         if (TERMINAL.includes(event.type)) {
           clear(status);
-          append(status, badge(event.response.status));
+          append(status, badge(event.response.status), ` after ${elapsed()}`);
           if (event.response.error) append(done, note(event.response.error.message, 'error'));
           append(done, h('p', {}, h('a', { href: `#/trace/${encodeURIComponent(event.response.id)}`, id: 'open-trace' }, 'Open the trace')));
         }
