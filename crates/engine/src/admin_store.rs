@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::listing_store::ResponseListStore;
 use crate::store::StoreError;
 
 /// A project.
@@ -251,6 +252,6 @@ pub trait ConnectorStore: Send + Sync {
     async fn reseal_all(&self, reseal: &Resealer<'_>) -> Result<u64, StoreError>;
 }
 
-/// Both administration ports.
-pub trait AdminStore: ProjectStore + ConnectorStore {}
-impl<T: ProjectStore + ConnectorStore> AdminStore for T {}
+/// The administration ports (and the response listing the console reads).
+pub trait AdminStore: ProjectStore + ConnectorStore + ResponseListStore {}
+impl<T: ProjectStore + ConnectorStore + ResponseListStore> AdminStore for T {}

@@ -7,7 +7,8 @@
 //!
 //! Layout (ARCHITECTURE.md has the map and the walk of a request):
 //! - the front door: [`engine`] (start, cancel, resume, workers' lifecycle), `queries` (stored
-//!   responses, events, files), `keys`;
+//!   responses, events, files), `keys`, `listing` (the response listing and pending approvals,
+//!   through the [`listing_store`] port);
 //! - before a run: `plan` (transcript, models, tools, schema), `presets`, `response` (the echoed
 //!   response object), `request` (the model request of a step);
 //! - the run: `run` (the state machine and its driver, one concern per file), `runner` (executes
@@ -47,6 +48,8 @@ mod items;
 mod job_secrets;
 mod jobs;
 mod keys;
+mod listing;
+pub mod listing_store;
 mod live;
 pub mod mcp;
 pub mod metrics;
@@ -79,4 +82,5 @@ pub use config::{EngineConfig, ModelPrice, Preset, Prices};
 pub use engine::{Engine, EventStream, RunHandle};
 pub use error::{EngineError, RunFailure};
 pub use keys::hash_key;
+pub use listing::{MAX_PAGE, ResponseQuery};
 pub use run::Finished;

@@ -7,7 +7,8 @@
 //! limits of spec §2–§4: [`request::CreateRequest::validate`]), [`limits`] (size limits against
 //! memory amplification: the operator's [`limits::RequestLimits`] and the fixed schema depth),
 //! [`input`] (input items), [`compact`] (`/responses/compact` and the `compaction` item),
-//! [`conversations`] (the Conversations API's bodies and objects),
+//! [`conversations`] (the Conversations API's bodies and objects), [`listing`] (the response
+//! listing and pending approvals the console reads),
 //! [`output`] (output items: the SDK's union plus agentd's `people_search_results` and
 //! `finance_results`), [`response`] (the response object and other bodies), [`events`] (stream
 //! events), [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing), `schema`
@@ -51,6 +52,7 @@ pub mod error;
 pub mod events;
 pub mod input;
 pub mod limits;
+pub mod listing;
 pub mod options;
 pub mod output;
 pub mod request;

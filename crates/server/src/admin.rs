@@ -1,11 +1,13 @@
 //! The admin API (`/v1/admin/…`) and the connector list every key may read
 //! (`GET /v1/connectors`): its routes (`route_table::AdminEndpoint`, rows of the route table), its body
-//! extractor (`body.rs`) and its handlers (`handlers.rs`, and `oauth.rs` for the OAuth
-//! connection of a connector and its browser callback), each one engine call.
+//! extractor (`body.rs`) and its handlers (`handlers.rs`; `oauth.rs` for the OAuth connection of a
+//! connector and its browser callback; `responses.rs` the response listing and pending approvals
+//! the console reads), each one engine call.
 
 mod body;
 mod handlers;
 mod oauth;
+mod responses;
 
 use axum::routing::{MethodRouter, on};
 
@@ -37,5 +39,7 @@ pub fn handler(method: Method, endpoint: AdminEndpoint) -> MethodRouter<AppState
         A::PublicConnectors => on(method, handlers::public_connectors),
         A::StartConnectorOAuth => on(method, oauth::start),
         A::OAuthCallback => on(method, oauth::callback),
+        A::ListResponses => on(method, responses::list_responses),
+        A::PendingApprovals => on(method, responses::pending_approvals),
     }
 }

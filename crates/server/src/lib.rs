@@ -15,7 +15,8 @@
 //! assembled), [`metrics`] (the registry `GET /metrics` encodes), [`openapi`]
 //! (`/openapi.json`, built from the route table and the protocol types' JSON Schemas),
 //! [`websocket`] (WebSocket mode on `GET /v1/responses`), [`secret_keys`] (the key ring that seals stored credentials), [`unread_body`] (request
-//! bodies an early answer left unread, drained so the connection survives), [`state`].
+//! bodies an early answer left unread, drained so the connection survives), [`state`], [`console`] (`GET /console`: the web console's files from
+//! [`console_assets`], with a strict Content-Security-Policy).
 //!
 //! ```no_run
 //! # async fn demo(config: agentd_server::config::Config) -> Result<(), agentd_server::ServerError> {
@@ -32,6 +33,8 @@ pub mod cli_engine;
 pub mod compact;
 pub mod config;
 pub mod connections;
+pub mod console;
+pub mod console_assets;
 pub mod conversations;
 pub mod datadir;
 pub mod envelope;

@@ -39,6 +39,8 @@ pub enum Endpoint {
     ConversationItemDelete,
     /// The admin API and the connector list (`crate::admin`).
     Admin(AdminEndpoint),
+    /// `GET /console` and its files (`crate::console_assets` lists them).
+    Console,
 }
 
 /// The HTTP methods the table uses.
@@ -163,6 +165,11 @@ pub fn table() -> Vec<Route> {
         ]);
     }
     table.extend(admin_routes());
+    table.extend(
+        crate::console_assets::ASSETS
+            .iter()
+            .map(|asset| route(Method::Get, asset.path, Endpoint::Console)),
+    );
     table
 }
 
@@ -192,6 +199,10 @@ pub enum AdminEndpoint {
     StartConnectorOAuth,
     /// `GET /v1/admin/oauth/callback`: the browser comes back (no key: the state is the proof).
     OAuthCallback,
+    /// `GET /v1/admin/responses`: any key of the project (the console's responses page).
+    ListResponses,
+    /// `GET /v1/admin/approvals`: any key of the project (pending approvals).
+    PendingApprovals,
 }
 
 /// The admin rows of the route table.
@@ -258,6 +269,8 @@ fn admin_routes() -> Vec<Route> {
             A::StartConnectorOAuth,
         ),
         (Method::Get, "/v1/admin/oauth/callback", A::OAuthCallback),
+        (Method::Get, "/v1/admin/responses", A::ListResponses),
+        (Method::Get, "/v1/admin/approvals", A::PendingApprovals),
     ];
     rows.into_iter()
         .map(|(method, path, endpoint)| Route {

@@ -44,5 +44,6 @@ fn handler(method: Method, endpoint: Endpoint) -> MethodRouter<AppState> {
         Endpoint::ConversationItemGet => on(method, conversations::item),
         Endpoint::ConversationItemDelete => on(method, conversations::delete_item),
         Endpoint::Admin(admin) => crate::admin::handler(route_method, admin),
+        Endpoint::Console => on(method, crate::console::serve),
     }
 }

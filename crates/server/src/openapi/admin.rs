@@ -46,6 +46,45 @@ fn project_query() -> Vec<Value> {
     })]
 }
 
+/// The response listing's filters and page.
+fn listing_query() -> Vec<Value> {
+    let mut query = project_query();
+    let param = |name: &str, description: &str, schema: Value| json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema});
+    query.extend([
+        param(
+            "status",
+            "Only responses with this status",
+            json!({"type": "string", "enum": ["queued", "in_progress", "completed", "failed", "cancelled", "requires_action", "incomplete", "cancelling"]}),
+        ),
+        param(
+            "model",
+            "Only responses of this model (`provider/model`, or the model name for any provider)",
+            json!({"type": "string"}),
+        ),
+        param(
+            "created_after",
+            "Created at or after (Unix seconds)",
+            json!({"type": "integer"}),
+        ),
+        param(
+            "created_before",
+            "Created before (Unix seconds)",
+            json!({"type": "integer"}),
+        ),
+        param(
+            "after",
+            "The cursor: the previous page's `last_id`",
+            json!({"type": "string"}),
+        ),
+        param(
+            "limit",
+            "Page size, 1 to 100 (20 by default)",
+            json!({"type": "integer", "minimum": 1, "maximum": 100}),
+        ),
+    ]);
+    query
+}
+
 pub(super) fn spec(endpoint: AdminEndpoint, schemas: &Schemas) -> Spec {
     use AdminEndpoint as A;
     let s = &schemas.admin;
@@ -220,6 +259,22 @@ pub(super) fn spec(endpoint: AdminEndpoint, schemas: &Schemas) -> Spec {
                 MISSING,
                 INTERNAL,
             ],
+        },
+        A::ListResponses => Spec {
+            summary: "A page of the project's responses, newest first, for any key of the project (`store: false` ones are never listed)",
+            authenticated: true,
+            query: listing_query(),
+            body: None,
+            ok: json_answer("The responses", s.response_list.clone()),
+            errors: vec![BAD, UNAUTHORIZED, MISSING, INTERNAL],
+        },
+        A::PendingApprovals => Spec {
+            summary: "The project's `mcp_approval_request` items no continuation has answered yet, newest first (among its 2000 most recent responses), for any key of the project",
+            authenticated: true,
+            query: project_query(),
+            body: None,
+            ok: json_answer("The pending approvals", s.approval_list.clone()),
+            errors: vec![BAD, UNAUTHORIZED, MISSING, INTERNAL],
         },
         A::PublicConnectors => Spec {
             summary: "The project's connectors, for any key of the project (ids, labels, descriptions, status; never credentials)",

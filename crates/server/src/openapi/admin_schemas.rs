@@ -29,6 +29,8 @@ pub struct AdminSchemas {
     pub(super) deleted: Value,
     pub(super) oauth_start: Value,
     pub(super) oauth_started: Value,
+    pub(super) response_list: Value,
+    pub(super) approval_list: Value,
 }
 
 impl AdminSchemas {
@@ -52,6 +54,12 @@ impl AdminSchemas {
             deleted: answers.subschema_for::<Deleted>().to_value(),
             oauth_start: requests.subschema_for::<ConnectorOAuthStart>().to_value(),
             oauth_started: answers.subschema_for::<ConnectorOAuthStarted>().to_value(),
+            response_list: answers
+                .subschema_for::<protocol::listing::ResponseList>()
+                .to_value(),
+            approval_list: answers
+                .subschema_for::<protocol::listing::PendingApprovalList>()
+                .to_value(),
         }
     }
 

@@ -57,6 +57,18 @@ const BAD_PATH: (u16, &str) = (
 fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
     match endpoint {
         Endpoint::Admin(admin) => super::admin::spec(admin, schemas),
+        Endpoint::Console => Spec {
+            summary: "The web console (its page, script modules and style sheet, embedded in the binary; docs/console.md)",
+            authenticated: false,
+            query: Vec::new(),
+            body: None,
+            ok: json!({"description": "The file, with a strict Content-Security-Policy", "content": {
+                "text/html": {"schema": {"type": "string"}},
+                "text/javascript": {"schema": {"type": "string"}},
+                "text/css": {"schema": {"type": "string"}},
+            }}),
+            errors: vec![FORBIDDEN],
+        },
         Endpoint::Health => Spec {
             summary: "Liveness: 200 once the server accepts requests",
             authenticated: false,

@@ -18,6 +18,7 @@ mod maintenance;
 mod oauth_grants;
 mod projects;
 mod reseal;
+mod response_list;
 mod responses;
 mod workspace_snapshots;
 
