@@ -64,6 +64,7 @@ mod runner;
 mod search;
 pub mod secrets;
 pub mod store;
+mod tool_checks;
 pub mod tools;
 pub mod transcript;
 

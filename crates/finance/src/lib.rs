@@ -46,7 +46,7 @@
 //! - `http`: the guarded exchange. `budget`: request budgets. `cache`: the answer cache.
 //! - `fmp`, `alphavantage`, `edgar`, `mcp`: the sources. `facts`, `submissions`,
 //!   `statements`, `sec`: the SEC's data, shared by `edgar` and the local store.
-//! - `store`: [`LocalStore`]. `import`: [`import()`] of bulk files and prices.
+//! - `store`: [`LocalStore`] (`store_pg`: its tables in PostgreSQL). `import`: [`import()`] of bulk files and prices.
 //! - `service`: [`Finance`] (routing, cache, resolution). `settings`: [`Settings`], [`build`].
 //! - `tool`: [`FinanceSearch`].
 //!
@@ -99,6 +99,7 @@ mod service;
 mod settings;
 mod statements;
 mod store;
+mod store_pg;
 mod submissions;
 mod table;
 mod tool;
@@ -113,8 +114,9 @@ pub use fmp::Fmp;
 pub use import::{ImportError, ImportReport, import};
 pub use mcp::{McpBackend, McpSource};
 pub use service::{Answer, Finance};
-pub use settings::{DEFAULT_CACHE_ENTRIES, SOURCE_NAMES, Settings, build};
+pub use settings::{DEFAULT_CACHE_ENTRIES, SOURCE_NAMES, Settings, build, open_store};
 pub use store::{Counts, LocalStore};
+pub use store_pg::SCHEMA_NAME as POSTGRES_SCHEMA;
 pub use table::Table;
 pub use tool::{BILLING_KEY, FinanceSearch, MAX_PAIRS, TOOL_NAME};
 

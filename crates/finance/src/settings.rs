@@ -43,6 +43,9 @@ pub struct Settings {
     pub mcp_budget: BudgetSettings,
     /// The embedded store, e.g. `<data_dir>/finance.sqlite`.
     pub store_path: PathBuf,
+    /// A PostgreSQL database (`postgres://…`) holding the embedded store instead of the
+    /// file: the store's, when replicas share it.
+    pub store_url: Option<String>,
     pub cache_entries: usize,
     pub lifetimes: Lifetimes,
 }
@@ -64,6 +67,7 @@ impl Default for Settings {
             mcp: Vec::new(),
             mcp_budget: BudgetSettings::MCP,
             store_path: PathBuf::from("finance.sqlite"),
+            store_url: None,
             cache_entries: DEFAULT_CACHE_ENTRIES,
             lifetimes: Lifetimes::default(),
         }
@@ -78,6 +82,20 @@ pub const SOURCE_NAMES: &[&str] = &[
     store::SOURCE,
     "mcp",
 ];
+
+/// The embedded store the settings name: in PostgreSQL when `store_url` is set, else the
+/// file at `store_path` (`agentd finance import` writes there).
+pub async fn open_store(settings: &Settings) -> Result<LocalStore, BackendError> {
+    match settings
+        .store_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+    {
+        Some(url) => LocalStore::open_postgres(url).await,
+        None => LocalStore::open(&settings.store_path).await,
+    }
+}
 
 /// Builds the service: each configured back end (HTTP ones with clients from `policy`, which
 /// must allow the operator's own service addresses; MCP ones through `connector`) and the
@@ -132,7 +150,7 @@ pub async fn build(
         .as_ref()
         .is_none_or(|order| order.iter().any(|s| s == store::SOURCE));
     if wants_local {
-        available.push(Arc::new(LocalStore::open(&settings.store_path).await?));
+        available.push(Arc::new(open_store(settings).await?));
     }
     let backends = match &settings.order {
         None => available,

@@ -354,6 +354,24 @@ impl HostedTools for Builtins {
         tools.extend(self.sandbox.files.iter().cloned());
         Ok(tools)
     }
+
+    /// `people_search` is refused for a project its back ends cannot serve (no remote
+    /// directory, and no people imported into that project).
+    fn check<'a>(
+        &'a self,
+        project_id: &'a str,
+        index: usize,
+        tool: &'a Tool,
+    ) -> futures::future::BoxFuture<'a, Result<(), HostedError>> {
+        Box::pin(async move {
+            match tool {
+                Tool::PeopleSearch(_) => {
+                    people::PeopleSearch::check(&self.people, project_id, index).await
+                }
+                _ => Ok(()),
+            }
+        })
+    }
 }
 
 /// The people_search back ends. The operator's SCIM service may sit on a private address:

@@ -797,7 +797,14 @@ impl Config {
             },
         };
         let sandbox = sandbox_settings(file.tools.sandbox, &data_dir)?;
-        let finance_search = finance_settings(file.tools.finance_search, env, &data_dir)?;
+        let mut finance_search = finance_settings(file.tools.finance_search, env, &data_dir)?;
+        // On PostgreSQL the people directory and the finance store live in the shared
+        // database too: no replica holds data of its own.
+        let shared_database = match &store {
+            StoreLocation::Postgres(url) => Some(url.clone()),
+            _ => None,
+        };
+        finance_search.store_url = shared_database.clone();
         let secrets = SecretsSettings {
             key: env_var("AGENTD_SECRET_KEY").map(secrecy::SecretString::from),
             key_file: env_var("AGENTD_SECRET_KEY_FILE")
@@ -835,7 +842,8 @@ impl Config {
             )?,
         };
         let request_limits = request_limits(&file.limits)?;
-        let people_search = people_settings(file.tools.people_search, env, &data_dir)?;
+        let mut people_search = people_settings(file.tools.people_search, env, &data_dir)?;
+        people_search.directory_url = shared_database;
         Ok(Config {
             listen,
             data_dir,
@@ -949,6 +957,7 @@ fn people_settings(
         scim,
         ldap,
         directory_path: data_dir.join("people.sqlite"),
+        directory_url: None,
         extra_columns: raw.extra_columns.unwrap_or_default(),
     })
 }
@@ -1112,6 +1121,7 @@ fn finance_settings(
         mcp,
         mcp_budget: budgets[3].1,
         store_path: data_dir.join("finance.sqlite"),
+        store_url: None,
         cache_entries,
         lifetimes: finance::Lifetimes {
             live: std::time::Duration::from_secs(quote_seconds),
