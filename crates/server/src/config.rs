@@ -1546,6 +1546,10 @@ mod tests {
         let c = Config::resolve(file, &env_of(&pairs), &Flags::default()).expect("ok");
         assert_eq!(c.store, StoreLocation::Postgres(url.to_owned()));
         assert_eq!(c.database_pool.max_connections, 7);
+        // The people directory and the finance store follow the store into PostgreSQL.
+        assert_eq!(c.people_search.directory_url.as_deref(), Some(url));
+        assert_eq!(c.finance_search.store_url.as_deref(), Some(url));
+        assert!(!format!("{:?}", c.people_search).contains("db.internal"));
 
         let pairs = [
             ("AGENTD_DATABASE_URL", url),
@@ -1562,6 +1566,8 @@ mod tests {
         assert!(err.to_string().contains("database_pool_size"), "{err}");
         let c = Config::resolve(RawConfig::default(), &env_of(&[]), &Flags::default()).expect("ok");
         assert_eq!(c.database_pool.max_connections, store::DEFAULT_POOL_SIZE);
+        assert_eq!(c.people_search.directory_url, None);
+        assert_eq!(c.finance_search.store_url, None);
     }
 
     #[test]
