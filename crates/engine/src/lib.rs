@@ -34,6 +34,7 @@ pub mod code;
 mod compact;
 mod compaction;
 pub mod config;
+mod connector_endpoint;
 mod connector_tools;
 mod conversations;
 mod core;

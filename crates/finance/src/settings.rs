@@ -12,6 +12,7 @@ use crate::alphavantage::{self, AlphaVantage};
 use crate::backend::{Backend, BackendError};
 use crate::budget::BudgetSettings;
 use crate::cache::Lifetimes;
+use crate::connectors::{NoSavedConnectors, SavedConnectors};
 use crate::edgar::{self, Edgar};
 use crate::fmp::{self, Fmp};
 use crate::mcp::{McpBackend, McpSource};
@@ -105,6 +106,17 @@ pub async fn build(
     policy: &Policy,
     connector: Arc<dyn McpConnector>,
 ) -> Result<Finance, BackendError> {
+    build_with(settings, policy, connector, Arc::new(NoSavedConnectors)).await
+}
+
+/// [`build`], with `saved` finding the saved connectors MCP sources name
+/// (`connector = "…"`).
+pub async fn build_with(
+    settings: &Settings,
+    policy: &Policy,
+    connector: Arc<dyn McpConnector>,
+    saved: Arc<dyn SavedConnectors>,
+) -> Result<Finance, BackendError> {
     let present = |value: &Option<String>| {
         value
             .as_deref()
@@ -114,11 +126,10 @@ pub async fn build(
     };
     let mut available: Vec<Arc<dyn Backend>> = Vec::new();
     for source in &settings.mcp {
-        available.push(Arc::new(McpBackend::new(
-            connector.clone(),
-            source.clone(),
-            settings.mcp_budget,
-        )));
+        available.push(Arc::new(
+            McpBackend::new(connector.clone(), source.clone(), settings.mcp_budget)
+                .with_saved_connectors(saved.clone()),
+        ));
     }
     if let Some(key) = present(&settings.fmp_api_key) {
         available.push(Arc::new(Fmp::new(

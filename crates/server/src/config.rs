@@ -164,7 +164,15 @@ pub struct RawBudget {
 pub struct RawFinanceMcp {
     /// Names the source (`mcp:<label>`).
     pub label: String,
+    /// The server's URL; or, instead, `connector`.
+    #[serde(default)]
     pub url: String,
+    /// A saved connector's id (`/v1/admin/connectors`) instead of `url`: its endpoint and
+    /// credentials are the connector's.
+    pub connector: Option<String>,
+    /// With `connector`: the project (by name) whose connector serves every project. Unset:
+    /// each request uses the connector of its own project, if that project saved one.
+    pub project: Option<String>,
     /// The variable holding the server's bearer token (the token never sits in the file).
     pub authorization_env: Option<String>,
     /// The tool argument that carries the ticker (default `symbol`).
@@ -997,13 +1005,45 @@ fn finance_settings(
             return Err(invalid(&at("label"), format!("\"{label}\" is used twice")));
         }
         let url = server.url.trim().to_owned();
-        if url::Url::parse(&url)
-            .map(|u| !matches!(u.scheme(), "http" | "https"))
-            .unwrap_or(true)
+        let saved = match server.connector.as_deref().map(str::trim) {
+            None => None,
+            Some(id) => {
+                if !url.is_empty() || server.authorization_env.is_some() {
+                    return Err(invalid(
+                        &at("connector"),
+                        "a saved connector brings its own URL and credentials: set connector or url (and authorization_env), not both".to_owned(),
+                    ));
+                }
+                if id.is_empty() {
+                    return Err(invalid(&at("connector"), "must not be empty".to_owned()));
+                }
+                Some(finance::SavedConnector {
+                    id: id.to_owned(),
+                    project: server
+                        .project
+                        .as_deref()
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_owned),
+                })
+            }
+        };
+        if saved.is_none() && server.project.is_some() {
+            return Err(invalid(
+                &at("project"),
+                "only a saved connector (connector = \"…\") belongs to a project".to_owned(),
+            ));
+        }
+        if saved.is_none()
+            && url::Url::parse(&url)
+                .map(|u| !matches!(u.scheme(), "http" | "https"))
+                .unwrap_or(true)
         {
             return Err(invalid(
                 &at("url"),
-                format!("{url:?} is not an http(s) URL"),
+                format!(
+                    "{url:?} is not an http(s) URL (or name a saved connector with connector = \"…\")"
+                ),
             ));
         }
         let authorization =
@@ -1039,6 +1079,7 @@ fn finance_settings(
                 authorization,
                 headers: BTreeMap::new(),
             },
+            connector: saved,
             tools,
             symbol_argument: server
                 .symbol_argument

@@ -95,6 +95,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let hosted = Builtins::from_config(config, policy).await?;
     tracing::info!(web_search = hosted.search_backend(), "built-in tools ready");
     let workspaces = hosted.workspaces();
+    let engine_slot = hosted.engine_slot();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
         loop {
@@ -117,6 +118,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
         },
         config.engine.clone(),
     );
+    let _ = engine_slot.set(engine.clone());
     let has_keys = engine.has_keys().await?;
     if !has_keys && !config.listen.ip().is_loopback() {
         return Err(ServerError::OpenModeNotLoopback(config.listen));

@@ -311,3 +311,138 @@ async fn on_postgresql_the_imports_live_in_the_shared_database() {
     drop(app);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An answer of agentd, with a key.
+async fn post_as(app: &TestApp, key: Option<&str>, path: &str, body: Value) -> (u16, Value) {
+    let mut request = app.client.post(app.url(path)).json(&body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// What the model read from the tool in the run's second model request.
+fn tool_text(app: &TestApp, request: usize) -> String {
+    app.fake.requests()[request]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn a_saved_connector_of_the_callers_project_is_a_finance_source() {
+    use testkit::mcp::{McpFixture, Transport};
+    const TOKEN: &str = "tok-finance-connector-5be1";
+    let fixture = McpFixture::start_with_token("auth", Transport::StreamableHttp, TOKEN).await;
+    let app = TestApp::spawn_with(|config| {
+        config.allow_private = vec!["127.0.0.0/8".to_owned()];
+        config.store = agentd_server::config::StoreLocation::DataDir(config.data_dir.clone());
+        // `[[tools.finance_search.mcp]] label = "market", connector = "connector_market"`:
+        // the fixture's echo tool answers quotes with the ticker it is given.
+        let mut tools = std::collections::BTreeMap::new();
+        tools.insert(finance::Category::Quote, "echo".to_owned());
+        config.finance_search.mcp = vec![finance::McpSource {
+            label: "market".to_owned(),
+            server: engine::mcp::McpServer {
+                label: "market".to_owned(),
+                url: String::new(),
+                authorization: None,
+                headers: std::collections::BTreeMap::new(),
+            },
+            connector: Some(finance::SavedConnector {
+                id: "connector_market".to_owned(),
+                project: None,
+            }),
+            tools,
+            symbol_argument: "text".to_owned(),
+        }];
+    })
+    .await;
+    let (status, owner) = post_as(
+        &app,
+        None,
+        "/v1/admin/keys",
+        json!({"role": "owner", "name": "root"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{owner}");
+    let owner = owner["key"].as_str().unwrap().to_owned();
+    let mut keys = Vec::new();
+    for project in ["alpha", "beta"] {
+        let (status, body) = post_as(
+            &app,
+            Some(&owner),
+            "/v1/admin/projects",
+            json!({"name": project}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = post_as(
+            &app,
+            Some(&owner),
+            &format!("/v1/admin/keys?project={project}"),
+            json!({"role": "admin", "name": project}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        keys.push(body["key"].as_str().unwrap().to_owned());
+    }
+    // Alpha saves the connector, its token sealed; beta saves none.
+    let (status, created) = post_as(
+        &app,
+        Some(&keys[0]),
+        "/v1/admin/connectors",
+        json!({"id": "connector_market", "server_label": "market", "server_url": fixture.url,
+               "authorization": TOKEN}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+
+    let ask = json!({"model": MODEL, "input": "Quote ACME",
+                     "tools": [{"type": "finance_search"}]});
+    let call = r#"{"query": "ACME quote", "symbols": ["ACME"], "categories": ["quote"]}"#;
+
+    // Alpha: the quote comes from its connector (the fixture refuses calls without the token).
+    app.fake
+        .push(Reply::tool_calls(vec![("call_1", "finance_search", call)]));
+    app.fake.push(Reply::text("ACME [1]."));
+    let (status, response) = post_as(&app, Some(&keys[0]), "/v1/responses", ask.clone()).await;
+    assert_eq!(status, 200, "{response}");
+    let finance = items(&response, "finance_results")[0];
+    let result = &finance["results"][0];
+    assert_eq!(result["source"], "mcp:market", "{finance}");
+    assert!(result["data"].to_string().contains("ACME"), "{result}");
+    assert!(
+        tool_text(&app, 1).contains("[1] ACME: quote (MCP tool echo) · source: mcp:market"),
+        "{}",
+        tool_text(&app, 1)
+    );
+
+    // Beta: no such connector in its project, so no quote, said in words; never alpha's.
+    app.fake
+        .push(Reply::tool_calls(vec![("call_1", "finance_search", call)]));
+    app.fake.push(Reply::text("No quote."));
+    let (status, response) = post_as(&app, Some(&keys[1]), "/v1/responses", ask).await;
+    assert_eq!(status, 200, "{response}");
+    let told = tool_text(&app, 3);
+    assert!(
+        told.contains(
+            "the connector \"connector_market\" is not saved (or is disabled) in this project"
+        ),
+        "{told}"
+    );
+    let finance = items(&response, "finance_results");
+    assert!(
+        finance
+            .iter()
+            .all(|item| item["results"].as_array().is_none_or(|r| r.is_empty())),
+        "{response}"
+    );
+    assert!(!response.to_string().contains(TOKEN));
+}
