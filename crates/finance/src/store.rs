@@ -159,7 +159,7 @@ macro_rules! insert_filings {
     }};
 }
 
-pub(crate) fn store_error(err: sqlx::Error) -> BackendError {
+fn store_error(err: sqlx::Error) -> BackendError {
     BackendError::Store(err.to_string())
 }
 

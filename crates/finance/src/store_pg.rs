@@ -12,7 +12,6 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 pub(crate) use sqlx::postgres::PgPool;
 
 use crate::backend::BackendError;
-use crate::store::store_error;
 
 /// The PostgreSQL schema the store's tables live in.
 pub const SCHEMA_NAME: &str = "agentd_finance";
@@ -109,4 +108,8 @@ pub(crate) async fn open(url: &str) -> Result<PgPool, BackendError> {
     }
     tx.commit().await.map_err(store_error)?;
     Ok(pool)
+}
+
+fn store_error(err: sqlx::Error) -> BackendError {
+    BackendError::Store(err.to_string())
 }

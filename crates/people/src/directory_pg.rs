@@ -16,7 +16,7 @@ use sqlx::Row as _;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 
 use crate::backend::DirectoryError;
-use crate::directory::{read_row, store_error};
+use crate::directory_row::{read_row, store_error};
 use crate::query::{Hint, Search, words};
 use crate::record::Person;
 

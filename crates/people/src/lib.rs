@@ -75,6 +75,7 @@ mod apollo;
 mod backend;
 mod directory;
 mod directory_pg;
+mod directory_row;
 mod github;
 mod http;
 pub mod import;

@@ -3,6 +3,8 @@
 //! directory answers: items, events, usage and cost, citations, and no sensitive column of
 //! the import anywhere (model, response, stream, store files).
 
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
 use agentd_server::config::StoreLocation;
 use serde_json::{Value, json};
 use testkit::{Reply, TestApp};
