@@ -1789,6 +1789,31 @@ tools = { quote = "GLOBAL_QUOTE", income_statement = "INCOME_STATEMENT" }
             &[],
             "tools.finance_search.backends",
         );
+        // A saved connector instead of a URL; never both, and a project only with one.
+        let saved = "[[tools.finance_search.mcp]]\nlabel = \"m\"\nconnector = \"connector_m\"\nproject = \"research\"\ntools = { quote = \"q\" }";
+        let c = Config::resolve(file(saved), &env_of(&[]), &Flags::default()).expect("ok");
+        assert_eq!(
+            c.finance_search.mcp[0].connector,
+            Some(finance::SavedConnector {
+                id: "connector_m".to_owned(),
+                project: Some("research".to_owned()),
+            })
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\nconnector = \"c\"",
+            &[],
+            "tools.finance_search.mcp[0].connector",
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\nproject = \"p\"",
+            &[],
+            "tools.finance_search.mcp[0].project",
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"",
+            &[],
+            "tools.finance_search.mcp[0].url",
+        );
         refuse(
             "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\ntools = { weather = \"W\" }",
             &[],

@@ -362,6 +362,17 @@ async fn a_saved_connector_of_the_callers_project_is_a_finance_source() {
             tools,
             symbol_argument: "text".to_owned(),
         }];
+        // `label = "shared", connector = "connector_market", project = "alpha"`: alpha's
+        // connector answers profiles for every project.
+        let mut shared = config.finance_search.mcp[0].clone();
+        shared.label = "shared".to_owned();
+        shared.connector = Some(finance::SavedConnector {
+            id: "connector_market".to_owned(),
+            project: Some("alpha".to_owned()),
+        });
+        shared.tools =
+            std::collections::BTreeMap::from([(finance::Category::Profile, "echo".to_owned())]);
+        config.finance_search.mcp.push(shared);
     })
     .await;
     let (status, owner) = post_as(
@@ -424,7 +435,10 @@ async fn a_saved_connector_of_the_callers_project_is_a_finance_source() {
         tool_text(&app, 1)
     );
 
-    // Beta: no such connector in its project, so no quote, said in words; never alpha's.
+    // Beta: no such connector in its project, so no quote, said in words; never alpha's
+    // (but the profile, from the connector the operator shared from alpha).
+    let call =
+        r#"{"query": "ACME quote", "symbols": ["ACME"], "categories": ["quote", "profile"]}"#;
     app.fake
         .push(Reply::tool_calls(vec![("call_1", "finance_search", call)]));
     app.fake.push(Reply::text("No quote."));
@@ -437,12 +451,10 @@ async fn a_saved_connector_of_the_callers_project_is_a_finance_source() {
         ),
         "{told}"
     );
-    let finance = items(&response, "finance_results");
-    assert!(
-        finance
-            .iter()
-            .all(|item| item["results"].as_array().is_none_or(|r| r.is_empty())),
-        "{response}"
-    );
+    let finance = items(&response, "finance_results")[0];
+    let results = finance["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{finance}");
+    assert_eq!(results[0]["category"], "profile");
+    assert_eq!(results[0]["source"], "mcp:shared");
     assert!(!response.to_string().contains(TOKEN));
 }
