@@ -25,8 +25,12 @@ Kinds:
                dynamic registration, an authorization endpoint that approves at once (redirects
                to the client's redirect_uri with a code), PKCE, RFC 8707 resources (tokens are
                only accepted for this endpoint), rotating refresh tokens; scope `mcp:tools`;
-               access tokens live --token-lifetime seconds (default 3600). Logs `authorize`
-               {"scopes", "resource"} and `token` {"grant_type"} events.
+               access tokens live --token-lifetime seconds (default 3600; the `expires_in` sent
+               is --announced-lifetime when given, so a token can die before its announced
+               expiry: the client sees a 401). Logs `authorize` {"scopes", "resource"},
+               `token` {"grant_type"} and `issued` {"access_token", "refresh_token"} events.
+               --refuse-refresh: every refresh token is refused (invalid_grant; logs
+               `refresh_refused`), as when a user revoked the grant.
     annotated  get_weather(city), list_files(path) (read-only), delete_file(path) (destructive),
                send_email(to, subject, body) (not read-only)
     failing    explode(reason) (a tool error carrying the reason), ok()
@@ -291,9 +295,13 @@ class AutoApprovingProvider:
     approves at once; codes are single use; each refresh rotates the refresh token; access
     tokens carry the RFC 8707 resource they were asked for."""
 
-    def __init__(self, log: EventLog, lifetime: int) -> None:
+    def __init__(
+        self, log: EventLog, lifetime: int, announced: int | None = None, refuse_refresh: bool = False
+    ) -> None:
         self.log = log
         self.lifetime = lifetime
+        self.announced = lifetime if announced is None else announced
+        self.refuse_refresh = refuse_refresh
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.refresh_tokens: dict[str, RefreshToken] = {}
@@ -336,6 +344,9 @@ class AutoApprovingProvider:
         return self.issue(authorization_code.client_id, authorization_code.scopes, authorization_code.resource)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+        if self.refuse_refresh:
+            self.log.write({"event": "refresh_refused"})
+            return None
         token = self.refresh_tokens.get(refresh_token)
         return token if token is not None and token.client_id == client.client_id else None
 
@@ -369,22 +380,30 @@ class AutoApprovingProvider:
         self.refresh_tokens[refresh] = RefreshToken(
             token=refresh, client_id=client_id, scopes=scopes, resource=resource
         )
+        self.log.write({"event": "issued", "access_token": access, "refresh_token": refresh})
         return OAuthToken(
             access_token=access,
-            expires_in=self.lifetime,
+            expires_in=self.announced,
             scope=" ".join(scopes),
             refresh_token=refresh,
         )
 
 
-def oauth_app(transport: str, log: EventLog, port: int, lifetime: int) -> Starlette:
+def oauth_app(
+    transport: str,
+    log: EventLog,
+    port: int,
+    lifetime: int,
+    announced: int | None = None,
+    refuse_refresh: bool = False,
+) -> Starlette:
     base = f"http://127.0.0.1:{port}"
     path = "/sse" if transport == "sse" else "/mcp"
     server = MCPServer(
         "agentd-fixture-oauth",
         version="1.0.0",
         log_level="WARNING",
-        auth_server_provider=AutoApprovingProvider(log, lifetime),
+        auth_server_provider=AutoApprovingProvider(log, lifetime, announced, refuse_refresh),
         auth=AuthSettings(
             issuer_url=base,
             resource_server_url=f"{base}{path}",
@@ -737,10 +756,18 @@ async def broken_app(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 def build_app(
-    kind: str, transport: str, log: EventLog, extra_tools: int, page_size: int | None, port: int, lifetime: int
+    kind: str,
+    transport: str,
+    log: EventLog,
+    extra_tools: int,
+    page_size: int | None,
+    port: int,
+    lifetime: int,
+    announced: int | None = None,
+    refuse_refresh: bool = False,
 ) -> ASGIApp:
     if kind == "oauth":
-        return oauth_app(transport, log, port, lifetime)
+        return oauth_app(transport, log, port, lifetime, announced, refuse_refresh)
     if kind in HIGH_LEVEL_KINDS:
         return high_level_app(kind, transport, log)
     if kind in LOW_LEVEL_KINDS:
@@ -798,6 +825,12 @@ def main() -> None:
     parser.add_argument("--extra-tools", type=int, default=0, help="many, edge: N more tools tool_NNNN")
     parser.add_argument("--page-size", type=int, help="many, edge: tools/list pages of N tools")
     parser.add_argument("--token-lifetime", type=int, default=3600, help="oauth: access token lifetime (seconds)")
+    parser.add_argument(
+        "--announced-lifetime", type=int, help="oauth: the expires_in sent (default: the real lifetime)"
+    )
+    parser.add_argument(
+        "--refuse-refresh", action="store_true", help="oauth: every refresh token is refused (invalid_grant)"
+    )
     args = parser.parse_args()
     if args.kind == "auth" and not args.token:
         parser.error("the auth kind needs --token")
@@ -811,7 +844,17 @@ def main() -> None:
     # Bound first: the oauth kind names its own URL in its metadata.
     sock = bind()
     port = sock.getsockname()[1]
-    app = build_app(args.kind, args.transport, log, args.extra_tools, args.page_size, port, args.token_lifetime)
+    app = build_app(
+        args.kind,
+        args.transport,
+        log,
+        args.extra_tools,
+        args.page_size,
+        port,
+        args.token_lifetime,
+        args.announced_lifetime,
+        args.refuse_refresh,
+    )
     asyncio.run(serve(sock, RequestLog(app, log, args.token), args.port_file))
 
 

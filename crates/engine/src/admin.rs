@@ -7,11 +7,15 @@
 //! - `credentials.rs`: sealing and opening a connector's credentials (bound to project,
 //!   connector and field), fingerprints for answers.
 //! - `connectors.rs`: create, list, get, update, delete, rotate, audit events.
+//! - `oauth.rs`: OAuth connectors: start and callback; `oauth_grant.rs`: the stored grant opened
+//!   for a connection (with the sink that stores each refresh).
 //! - `probe.rs`: test (initialize + `tools/list`) of a saved connector or a draft, tool lists.
 
 mod api_keys;
 mod connectors;
 pub(crate) mod credentials;
+mod oauth;
+pub(crate) mod oauth_grant;
 mod probe;
 mod projects;
 
@@ -22,6 +26,7 @@ use crate::core::Core;
 use crate::error::EngineError;
 
 pub use api_keys::Authenticated;
+pub use oauth::{CALLBACK_PATH, MAX_PENDING, PENDING_TTL_SECS};
 
 /// Who is asking: the key (none in open mode and from the CLI), its project and its role.
 #[derive(Debug, Clone, PartialEq, Eq)]

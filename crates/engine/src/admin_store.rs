@@ -163,6 +163,21 @@ pub struct OAuthGrantRecord {
     pub refresh_token: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The current access token, sealed (field `oauth.access_token`).
+    #[serde(default)]
+    pub access_token: Option<String>,
+    /// When the access token expires (Unix seconds; `None`: the server did not say).
+    #[serde(default)]
+    pub access_expires_at: Option<i64>,
+}
+
+/// The tokens of one refresh, sealed, for [`ConnectorStore::set_oauth_tokens`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedTokens {
+    /// The new refresh token (`None`: keep the stored one).
+    pub refresh_token: Option<String>,
+    pub access_token: String,
+    pub access_expires_at: Option<i64>,
 }
 
 /// One sealed value in the store, for a re-seal under a new key.
@@ -170,7 +185,8 @@ pub struct OAuthGrantRecord {
 pub struct SealedField {
     pub project_id: String,
     pub connector_id: String,
-    /// `authorization`, `headers.<name>`, `oauth.client_secret`, `oauth.refresh_token`.
+    /// `authorization`, `headers.<name>`, `oauth.client_secret`, `oauth.refresh_token`,
+    /// `oauth.access_token`.
     pub field: String,
     pub sealed: String,
 }
@@ -221,6 +237,15 @@ pub trait ConnectorStore: Send + Sync {
         sealed: &str,
         at: i64,
     ) -> Result<(), StoreError>;
+    /// Keeps the tokens of a refresh (the access token and its expiry; the refresh token when
+    /// one is given). `false` when the connector has no grant (any more).
+    async fn set_oauth_tokens(
+        &self,
+        project_id: &str,
+        connector_id: &str,
+        tokens: &SealedTokens,
+        at: i64,
+    ) -> Result<bool, StoreError>;
     /// Re-seals every sealed value of every project in one transaction: all or nothing.
     /// Returns how many values changed.
     async fn reseal_all(&self, reseal: &Resealer<'_>) -> Result<u64, StoreError>;

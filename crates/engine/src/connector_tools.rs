@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use protocol::request::{ConnectorTool, RequireApproval, Tool};
 use secrecy::ExposeSecret as _;
 
-use crate::admin::credentials;
+use crate::admin::{credentials, oauth_grant as oauth};
 use crate::admin_store::ConnectorRecord;
 use crate::core::Core;
 use crate::error::EngineError;
@@ -62,7 +62,17 @@ pub(crate) async fn resolve(
                 format!("connector \"{}\" is disabled", wanted.id),
             ));
         }
-        resolved.insert(index, server(core, index, wanted, &record)?);
+        let mut server = server(core, index, wanted, &record)?;
+        if record.auth_kind == "oauth" {
+            let Some(oauth) = oauth::credentials_for(core, &record).await? else {
+                return Err(EngineError::invalid(
+                    param,
+                    oauth::not_connected(&wanted.id),
+                ));
+            };
+            server.connector.oauth = Some(oauth);
+        }
+        resolved.insert(index, server);
     }
     Ok(resolved)
 }
@@ -112,6 +122,7 @@ fn server(
                 .map(std::time::Duration::from_millis),
             approval: saved_approval(record),
             sandbox_env,
+            oauth: None,
         },
     })
 }

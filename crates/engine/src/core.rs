@@ -55,6 +55,8 @@ pub(crate) struct Core {
     pub(crate) stopping: CancellationToken,
     /// Every background job execution, so shutdown can wait for them.
     pub(crate) jobs: TaskTracker,
+    /// OAuth connections started by an admin, waiting for their callback.
+    pub(crate) oauth_pending: crate::oauth_pending::PendingFlows,
 }
 
 impl Core {
@@ -74,6 +76,7 @@ impl Core {
             worker_id: crate::ids::new_id("worker"),
             stopping: CancellationToken::new(),
             jobs: TaskTracker::new(),
+            oauth_pending: Default::default(),
         }
     }
 }

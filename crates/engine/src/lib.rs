@@ -15,6 +15,7 @@
 //!   registry), `approvals`, `search` (BM25 for `tool_search`), `citations`, `pricing`;
 //! - background runs: `jobs` (workers, leases), `recovery` (runs a stop left unfinished),
 //!   `retention`;
+//! - [`workspace_snapshots`]: the port that keeps sandbox workspaces in a shared store;
 //! - shared: `core` (ports, settings, live runs), `live`, [`config`], [`code`] (the error code
 //!   table), [`error`], `ids`, [`clock`], [`metrics`].
 //!
@@ -51,6 +52,8 @@ mod live;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod oauth;
+mod oauth_pending;
 mod plan;
 mod presets;
 mod pricing;
@@ -68,6 +71,7 @@ pub mod store;
 mod tool_checks;
 pub mod tools;
 pub mod transcript;
+pub mod workspace_snapshots;
 
 pub use crate::admin::{Authenticated, Caller};
 pub use crate::core::Ports;

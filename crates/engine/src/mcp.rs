@@ -8,8 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
+
+use crate::oauth::{OAuthClientRequest, OAuthCredentials, OAuthStarted};
 
 /// Where and how to reach one MCP server. `authorization` and `headers` are secrets: the
 /// `Debug` form hides them, and no error message may contain them.
@@ -117,6 +120,32 @@ pub trait McpConnector: Send + Sync {
     ) -> Result<Box<dyn McpSession>, McpError> {
         let _ = transport;
         self.connect(server).await
+    }
+
+    /// Starts an admin's OAuth authorization of an MCP server (probe, discovery, client
+    /// registration, the authorization request). The error is a message without secrets.
+    async fn oauth_start(
+        &self,
+        server_url: &str,
+        client: &OAuthClientRequest,
+    ) -> Result<OAuthStarted, String> {
+        let _ = (server_url, client);
+        Err("OAuth is not available in this process".to_owned())
+    }
+
+    /// Connects with the bearer tokens of a stored OAuth grant: refreshed shortly before they
+    /// expire and once when the server answers 401, each refresh handed to the sink.
+    async fn connect_oauth(
+        &self,
+        server: &McpServer,
+        transport: McpTransport,
+        credentials: Arc<OAuthCredentials>,
+    ) -> Result<Box<dyn McpSession>, McpError> {
+        let _ = (transport, credentials);
+        Err(McpError::Unreachable(format!(
+            "OAuth is not available in this process (server \"{}\")",
+            server.label
+        )))
     }
 }
 

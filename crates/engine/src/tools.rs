@@ -70,6 +70,8 @@ pub struct ConnectorDef {
     pub approval: Option<RequireApproval>,
     /// Sandbox variable -> value (secret).
     pub sandbox_env: BTreeMap<String, secrecy::SecretString>,
+    /// An OAuth connector's grant, opened (its tokens come from here, not `authorization`).
+    pub oauth: Option<std::sync::Arc<crate::oauth::OAuthCredentials>>,
 }
 
 /// A saved connector resolved for one request (`connector_tools.rs`).

@@ -62,6 +62,8 @@
 //! - `sse`: the legacy HTTP+SSE transport and its event parser.
 //! - `handler`: our rmcp client handler (client info, `tools/list_changed`).
 //! - `errors`: rmcp/reqwest errors to [`McpError`], the redactor.
+//! - `connector_oauth`: the engine port's OAuth methods (an admin's authorization of a saved
+//!   connector, connections with its stored grant).
 //! - [`oauth`]: OAuth for MCP servers (its own layout in its docs).
 //!
 //! # Example
@@ -84,6 +86,7 @@
 //! # }
 //! ```
 
+mod connector_oauth;
 mod errors;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -101,6 +104,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use engine::mcp::{McpConnector, McpError, McpServer, McpSession, McpTransport};
+use engine::oauth::{OAuthClientRequest, OAuthCredentials, OAuthStarted};
 use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use rmcp::ServiceExt;
@@ -217,10 +221,23 @@ impl McpClient {
         server: &McpServer,
         tokens: Arc<dyn TokenSource>,
     ) -> Result<Box<dyn McpSession>, McpError> {
+        self.connect_authorized_over(server, tokens, McpTransport::Auto)
+            .await
+    }
+
+    /// [`McpClient::connect_authorized`] over the given transport (a saved connector may pin
+    /// one).
+    pub async fn connect_authorized_over(
+        &self,
+        server: &McpServer,
+        tokens: Arc<dyn TokenSource>,
+        transport: McpTransport,
+    ) -> Result<Box<dyn McpSession>, McpError> {
         let mut target = Target::new(server, &self.inner.config.policy)?;
         oauth::http::secure(&target.url, "an MCP server that uses OAuth")
             .map_err(|e| e.to_mcp())?;
         target.use_token_source(tokens);
+        target.transport = transport;
         self.connect_target(target).await
     }
 
@@ -251,6 +268,25 @@ impl McpConnector for McpClient {
         let mut target = Target::new(server, &self.inner.config.policy)?;
         target.transport = transport;
         self.connect_target(target).await
+    }
+
+    async fn oauth_start(
+        &self,
+        server_url: &str,
+        client: &OAuthClientRequest,
+    ) -> Result<OAuthStarted, String> {
+        connector_oauth::start(self.oauth(), server_url, client).await
+    }
+
+    async fn connect_oauth(
+        &self,
+        server: &McpServer,
+        transport: McpTransport,
+        credentials: Arc<OAuthCredentials>,
+    ) -> Result<Box<dyn McpSession>, McpError> {
+        let tokens = connector_oauth::token_source(self.oauth(), &credentials)?;
+        self.connect_authorized_over(server, tokens, transport)
+            .await
     }
 }
 

@@ -17,7 +17,9 @@ pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, RequestEr
     let deserializer = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(deserializer).map_err(|err| {
         let path = err.path().to_string();
-        let secret = path.starts_with("authorization") || path.starts_with("headers.");
+        let secret = path.starts_with("authorization")
+            || path.starts_with("headers.")
+            || path.starts_with("client_secret");
         let mut error = RequestError::from_path_error(err);
         if secret {
             error.message = format!(
@@ -66,6 +68,16 @@ impl ConnectorTransport {
     }
 }
 
+/// How a connector authorizes, when not by the credentials it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AuthorizationType {
+    /// The MCP authorization spec: an admin connects it with
+    /// `POST /v1/admin/connectors/{id}/oauth/start`; agentd keeps and refreshes the tokens.
+    Oauth,
+}
+
 /// `POST /v1/admin/connectors` (and the body of a draft test).
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -78,6 +90,10 @@ pub struct ConnectorCreate {
     pub server_url: String,
     #[serde(default)]
     pub transport: Option<ConnectorTransport>,
+    /// `oauth`: the server uses OAuth (no `authorization` then; connect it with
+    /// `POST /v1/admin/connectors/{id}/oauth/start`).
+    #[serde(default)]
+    pub authorization_type: Option<AuthorizationType>,
     /// A bearer token for the server (write-only).
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
@@ -161,13 +177,75 @@ pub struct ConnectorRotate {
     pub headers: Option<BTreeMap<String, SecretString>>,
 }
 
-/// Whether a secret is set, and its keyed fingerprint (never the value).
+/// Whether a secret is set, and its keyed fingerprint (never the value). For an OAuth
+/// connector's `authorization`: `type: "oauth"`, whether it is `connected` (has a grant) and
+/// when its current access token expires.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SecretState {
     pub set: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// `oauth` for an OAuth connector (absent otherwise).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<AuthorizationType>,
+    /// OAuth: whether an admin completed the connection (a grant is stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connected: Option<bool>,
+    /// OAuth: when the current access token expires (Unix seconds); it is refreshed before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+}
+
+impl SecretState {
+    /// A plain secret's state.
+    pub fn plain(set: bool, fingerprint: Option<String>) -> SecretState {
+        SecretState {
+            set,
+            fingerprint,
+            kind: None,
+            connected: None,
+            expires_at: None,
+        }
+    }
+}
+
+/// `POST /v1/admin/connectors/{id}/oauth/start`: every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorOAuthStart {
+    /// agentd's callback as the browser reaches it (`https://agentd.example/v1/admin/oauth/callback`);
+    /// by default the callback on the host this request was sent to, when that is a loopback
+    /// address.
+    #[serde(default)]
+    pub redirect_uri: Option<String>,
+    /// A client registered with the authorization server beforehand (else dynamic
+    /// registration or a client ID metadata document).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// That client's secret (write-only).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+    pub client_secret: Option<SecretString>,
+    /// The scopes to ask for (space-separated; else the server's).
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+/// The answer of `POST /v1/admin/connectors/{id}/oauth/start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ConnectorOAuthStarted {
+    /// Always `connector.oauth_authorization`.
+    pub object: String,
+    pub connector_id: String,
+    /// Open this in a browser: the authorization server sends it back to the callback.
+    pub authorization_url: String,
+    /// The authorization's `state` (single use).
+    pub state: String,
+    /// The callback must arrive before this (Unix seconds).
+    pub expires_at: i64,
 }
 
 /// A connector as the admin API shows it.

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::isolation::{Env, Isolation, Limits, RunOutput, RunRequest, RunStatus};
 use crate::slots::Slots;
-use crate::workspace::Workspaces;
+use crate::workspace::{EnterError, Workspaces};
 
 /// The tool's name as the model sees it.
 pub const NAME: &str = "execute";
@@ -147,9 +147,13 @@ impl HostedTool for Execute {
             }
         };
         let output = self.run(&arguments, &context).await;
-        let (output, container_id) = match output {
-            Ok((output, container_id)) => (output, Some(container_id)),
-            Err(message) => (RunOutput::failed(message, std::time::Duration::ZERO), None),
+        let (output, container_id, note) = match output {
+            Ok((output, container_id, note)) => (output, Some(container_id), note),
+            Err(message) => (
+                RunOutput::failed(message, std::time::Duration::ZERO),
+                None,
+                None,
+            ),
         };
         let status = match output.status {
             RunStatus::Completed => SandboxStatus::Completed,
@@ -166,8 +170,13 @@ impl HostedTool for Execute {
         context.events.emit(EventData::SandboxResults {
             results: vec![serde_json::to_value(&result).unwrap_or(Value::Null)],
         });
+        let mut model_text = model_text(&output);
+        if let Some(note) = note {
+            model_text.push_str(&note);
+            model_text.push('\n');
+        }
         ToolOutcome {
-            model_text: model_text(&output),
+            model_text,
             items: vec![OutputItem::SandboxResults(SandboxResults {
                 call_id: context.call_id.to_owned(),
                 code: arguments.code,
@@ -184,11 +193,13 @@ impl HostedTool for Execute {
 
 impl Execute {
     /// Runs the code in the conversation's workspace; `Err` when it could not be run at all.
+    /// Also returns the workspace's container id, and a note for the model when its files
+    /// could not be kept for other replicas.
     async fn run(
         &self,
         arguments: &Arguments,
         context: &CallContext<'_>,
-    ) -> Result<(RunOutput, String), String> {
+    ) -> Result<(RunOutput, String, Option<String>), String> {
         let isolation = match &self.isolation {
             Ok(isolation) => Arc::clone(isolation),
             Err(reason) => {
@@ -197,11 +208,19 @@ impl Execute {
                 ));
             }
         };
-        let workspace = self
+        // The workspace, locked (a call waiting for its conversation's previous execution
+        // holds no slot: the lock comes first) and up to date with the other replicas'.
+        let entered = self
             .workspaces
-            .get(context.project_id, context.conversation)
+            .enter(context.project_id, context.conversation)
             .await
-            .map_err(|err| format!("the sandbox workspace could not be prepared: {err}"))?;
+            .map_err(|err| match err {
+                EnterError::Io(err) => {
+                    format!("the sandbox workspace could not be prepared: {err}")
+                }
+                EnterError::Shared(message) => message,
+            })?;
+        let workspace = Arc::clone(&entered.workspace);
         let argv = match arguments.language {
             SandboxLanguage::Python => vec!["python3".to_owned(), "-c".to_owned()],
             SandboxLanguage::Bash => vec!["bash".to_owned(), "-c".to_owned()],
@@ -217,22 +236,19 @@ impl Execute {
         };
         // The run is a task of its own holding the workspace lock and its slot: when this
         // call is dropped (the response cancelled), the run still ends within its limits, its
-        // cgroup is removed, and no file tool touches the workspace while its processes live.
-        // The lock comes first, so a call waiting for its conversation's previous execution
-        // holds no slot.
-        let guard = workspace.lock_owned().await;
+        // cgroup is removed, what it wrote is saved for other replicas, and no file tool
+        // touches the workspace while its processes live.
         let slot = self.slots.acquire().await?;
         let run = tokio::spawn(async move {
             let output = isolation.run(request).await;
             drop(slot);
-            drop(guard);
-            output
+            let note = entered.leave().await;
+            (output, note)
         });
-        let output = run
+        let (output, note) = run
             .await
             .map_err(|err| format!("the sandbox run was lost: {err}"))?;
-        workspace.touch();
-        Ok((output, workspace.id.clone()))
+        Ok((output, workspace.id.clone(), note))
     }
 }
 

@@ -15,6 +15,9 @@
 //! - [`slots`]: the cap on executions running at once.
 //! - [`restrict`]: the Landlock helper that runs inside the sandbox.
 //! - [`quota`]: the workspace disk quota (a loop-mounted file system per workspace, or a watch).
+//! - [`shared`]: workspaces kept in a store several replicas share (restored before a step
+//!   on a replica whose copy is missing or older, saved after a step that changed them);
+//!   [`snapshot`]: a workspace's files as one capped, compressed archive and back.
 //!
 //! # Example
 //! ```
@@ -44,7 +47,9 @@ pub mod files;
 pub mod isolation;
 pub mod quota;
 pub mod restrict;
+pub mod shared;
 pub mod slots;
+pub mod snapshot;
 pub mod workspace;
 
 pub use execute::Execute;
@@ -53,5 +58,6 @@ pub use isolation::{
     RunRequest, RunStatus, SecondLayer,
 };
 pub use quota::{Quota, QuotaMode};
+pub use shared::SharedStore;
 pub use slots::Slots;
-pub use workspace::{Workspace, Workspaces};
+pub use workspace::{EnterError, Entered, Workspace, Workspaces};

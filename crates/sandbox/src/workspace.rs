@@ -39,6 +39,7 @@ use tokio::time::Instant;
 pub(crate) use crate::confine::describe_io;
 use crate::confine::{self, Root, describe_open};
 use crate::quota::{self, Quota, QuotaMode};
+use crate::shared::{SharedStore, SyncedCell, Target};
 
 /// Where the workspace is mounted in the sandbox; the paths the model uses start with it (or
 /// are relative to it).
@@ -66,6 +67,9 @@ pub struct Workspaces {
     /// The workspace file systems this process mounted (quota mode `Filesystem`), unmounted
     /// when the workspace expires or this registry is dropped.
     mounted: std::sync::Mutex<HashSet<PathBuf>>,
+    /// The store several replicas share, when the workspaces are kept in it (see
+    /// [`crate::shared`]); set once at start-up.
+    shared: std::sync::OnceLock<SharedStore>,
 }
 
 impl Workspaces {
@@ -76,7 +80,50 @@ impl Workspaces {
             live: tokio::sync::Mutex::new(HashMap::new()),
             quota: None,
             mounted: std::sync::Mutex::new(HashSet::new()),
+            shared: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Keeps every workspace in a store that several replicas share (see [`crate::shared`]):
+    /// a step restores the stored files when this process's copy is missing or older, and
+    /// saves them when it changed them. Set once (at start-up, before any call); `false` when
+    /// it was set already.
+    pub fn keep_in(&self, shared: SharedStore) -> bool {
+        self.shared.set(shared).is_ok()
+    }
+
+    /// The conversation's workspace, locked for one call and brought up to date with the
+    /// shared store (when there is one). Hold the returned [`Entered`] for the whole call and
+    /// [`Entered::leave`] it when done.
+    pub async fn enter(&self, project_id: &str, conversation: &str) -> Result<Entered, EnterError> {
+        let workspace = self
+            .get(project_id, conversation)
+            .await
+            .map_err(EnterError::Io)?;
+        let guard = workspace.lock_owned().await;
+        let Some(shared) = self.shared.get().cloned() else {
+            return Ok(Entered {
+                workspace,
+                guard,
+                shared: None,
+            });
+        };
+        // A task of its own holding the lock: a call dropped meanwhile (its response
+        // cancelled) leaves no half-restored workspace to the next call.
+        let quota = self.quota.map(|quota| quota.bytes);
+        let (inner, restorer) = (Arc::clone(&workspace), shared.clone());
+        let (guard, restored) = tokio::spawn(async move {
+            let restored = restorer.restore(inner.target(), quota).await;
+            (guard, restored)
+        })
+        .await
+        .map_err(|err| EnterError::Shared(format!("restoring the workspace stopped: {err}")))?;
+        restored.map_err(EnterError::Shared)?;
+        Ok(Entered {
+            workspace,
+            guard,
+            shared: Some(shared),
+        })
     }
 
     /// The same registry with a disk quota for every workspace (see [`crate::quota`]).
@@ -129,6 +176,9 @@ impl Workspaces {
                 }
                 let workspace = Arc::new(Workspace {
                     id: container_id(project_id, conversation),
+                    project_id: project_id.to_owned(),
+                    conversation: conversation.to_owned(),
+                    synced: SyncedCell::default(),
                     root,
                     last_used: std::sync::Mutex::new(Instant::now()),
                     busy: Arc::new(tokio::sync::Mutex::new(())),
@@ -210,6 +260,9 @@ impl Workspaces {
             }
         }
         self.remove_stale_trash().await;
+        if let Some(shared) = self.shared.get() {
+            shared.purge(self.idle_expiry).await;
+        }
         count
     }
 
@@ -313,12 +366,48 @@ fn mount_workspace(dir: &Path, bytes: u64) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Why [`Workspaces::enter`] failed.
+#[derive(Debug)]
+pub enum EnterError {
+    /// The directory could not be made.
+    Io(io::Error),
+    /// The shared store could not bring it up to date (the message says why).
+    Shared(String),
+}
+
+/// A workspace locked for one call (see [`Workspaces::enter`]).
+#[derive(Debug)]
+pub struct Entered {
+    pub workspace: Arc<Workspace>,
+    guard: tokio::sync::OwnedMutexGuard<()>,
+    shared: Option<SharedStore>,
+}
+
+impl Entered {
+    /// Ends the call: saves the workspace to the shared store when the call changed it, then
+    /// unlocks it. `Some`: a note for the model (its files were not kept for other replicas).
+    pub async fn leave(self) -> Option<String> {
+        let note = match &self.shared {
+            Some(shared) => shared.save(self.workspace.target()).await,
+            None => None,
+        };
+        self.workspace.touch();
+        drop(self.guard);
+        note
+    }
+}
+
 /// One conversation's workspace.
 #[derive(Debug)]
 pub struct Workspace {
     /// `ctr_` and a short hash of the project and conversation: the `container_id` of
     /// `sandbox_results`, stable across the calls and processes of a conversation.
     pub id: String,
+    /// The project and the conversation it belongs to (its key in the shared store).
+    pub project_id: String,
+    pub conversation: String,
+    /// Against the shared store; read and written only by holders of the lock.
+    synced: SyncedCell,
     /// The host directory mounted at [`MOUNT`] in the sandbox.
     pub root: PathBuf,
     /// When a call last used it (for [`Workspaces::expire_idle`]).
@@ -367,6 +456,17 @@ impl Workspace {
     /// must keep the workspace locked even when the call awaiting it is dropped).
     pub async fn lock_owned(&self) -> tokio::sync::OwnedMutexGuard<()> {
         Arc::clone(&self.busy).lock_owned().await
+    }
+
+    /// What the shared store needs of it.
+    fn target(&self) -> Target<'_> {
+        Target {
+            project_id: &self.project_id,
+            conversation: &self.conversation,
+            id: &self.id,
+            root: &self.root,
+            synced: &self.synced,
+        }
     }
 
     /// Marks the workspace as used now.

@@ -1,9 +1,11 @@
 //! The admin API (`/v1/admin/…`) and the connector list every key may read
 //! (`GET /v1/connectors`): its routes (`route_table::AdminEndpoint`, rows of the route table), its body
-//! extractor (`body.rs`) and its handlers (`handlers.rs`), each one engine call.
+//! extractor (`body.rs`) and its handlers (`handlers.rs`, and `oauth.rs` for the OAuth
+//! connection of a connector and its browser callback), each one engine call.
 
 mod body;
 mod handlers;
+mod oauth;
 
 use axum::routing::{MethodRouter, on};
 
@@ -33,5 +35,7 @@ pub fn handler(method: Method, endpoint: AdminEndpoint) -> MethodRouter<AppState
         A::ConnectorTools => on(method, handlers::connector_tools),
         A::ConnectorEvents => on(method, handlers::connector_events),
         A::PublicConnectors => on(method, handlers::public_connectors),
+        A::StartConnectorOAuth => on(method, oauth::start),
+        A::OAuthCallback => on(method, oauth::callback),
     }
 }

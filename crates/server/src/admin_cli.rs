@@ -9,7 +9,7 @@ use std::io::{Read as _, Write as _};
 
 use clap::Subcommand;
 use engine::{Caller, Engine};
-use protocol::admin::{ConnectorCreate, ConnectorRotate, ConnectorTransport};
+use protocol::admin::{AuthorizationType, ConnectorCreate, ConnectorRotate, ConnectorTransport};
 use protocol::request::{ApprovalMode, RequireApproval};
 use secrecy::SecretString;
 
@@ -91,6 +91,10 @@ pub enum ConnectorsCommand {
         /// Lend a credential to the sandbox: VAR=authorization or VAR=headers.NAME (repeatable).
         #[arg(long = "sandbox-env", value_name = "VAR=SOURCE")]
         sandbox_env: Vec<String>,
+        /// The server uses OAuth: connect it afterwards with
+        /// `POST /v1/admin/connectors/{id}/oauth/start` (an admin in a browser).
+        #[arg(long)]
+        oauth: bool,
         #[command(flatten)]
         secrets: SecretArgs,
         #[command(flatten)]
@@ -290,6 +294,7 @@ pub async fn connectors(command: ConnectorsCommand) -> anyhow::Result<()> {
             eager,
             timeout,
             sandbox_env,
+            oauth,
             secrets,
             common,
         } => {
@@ -316,6 +321,7 @@ pub async fn connectors(command: ConnectorsCommand) -> anyhow::Result<()> {
                 server_label: label,
                 server_url: url,
                 transport: Some(transport),
+                authorization_type: oauth.then_some(AuthorizationType::Oauth),
                 authorization,
                 headers,
                 description,

@@ -265,6 +265,9 @@ pub struct RawSandbox {
     /// Landlock inside the sandbox: "auto" (default: where the kernel has it), "require"
     /// (no code runs without it) or "off".
     pub landlock: Option<String>,
+    /// Several replicas: the largest packed (compressed) workspace kept in the database for
+    /// the other replicas, in MiB (default 64).
+    pub snapshot_max_mb: Option<u64>,
 }
 
 /// `[tools.web_search]`. API keys never sit in the file: `BRAVE_API_KEY`, `TAVILY_API_KEY`,
@@ -532,6 +535,8 @@ pub struct SandboxSettings {
     pub queue_timeout: std::time::Duration,
     pub second_layer: sandbox::SecondLayer,
     pub landlock: LandlockSetting,
+    /// The largest packed workspace kept in a shared (PostgreSQL) store, in bytes.
+    pub snapshot_max_bytes: u64,
 }
 
 /// `tools.sandbox.landlock`.
@@ -1261,6 +1266,11 @@ fn sandbox_settings(
                 ));
             }
         },
+        snapshot_max_bytes: within(
+            "snapshot_max_mb",
+            raw.snapshot_max_mb.unwrap_or(64),
+            1..=1024,
+        )? << 20,
         second_layer: match raw.second_layer.as_deref() {
             None | Some("require") => sandbox::SecondLayer::Require,
             Some("optional") => sandbox::SecondLayer::Optional,
@@ -1699,11 +1709,12 @@ mod tests {
         assert_eq!(c.sandbox.queue_timeout, std::time::Duration::from_secs(60));
         assert_eq!(c.sandbox.second_layer, sandbox::SecondLayer::Require);
         assert_eq!(c.sandbox.landlock, LandlockSetting::Auto);
+        assert_eq!(c.sandbox.snapshot_max_bytes, 64 << 20);
         let c = Config::resolve(
             file(
                 "[tools.sandbox]\nworkspace_quota_mb = 64\nquota_enforcement = \"watch\"\n\
                  max_concurrent_executions = 3\nqueue_timeout_s = 5\nsecond_layer = \"optional\"\n\
-                 landlock = \"require\"",
+                 landlock = \"require\"\nsnapshot_max_mb = 8",
             ),
             &none,
             &Flags::default(),
@@ -1715,6 +1726,7 @@ mod tests {
         assert_eq!(c.sandbox.queue_timeout, std::time::Duration::from_secs(5));
         assert_eq!(c.sandbox.second_layer, sandbox::SecondLayer::Optional);
         assert_eq!(c.sandbox.landlock, LandlockSetting::Require);
+        assert_eq!(c.sandbox.snapshot_max_bytes, 8 << 20);
         for (text, name) in [
             ("workspace_quota_mb = 1", "tools.sandbox.workspace_quota_mb"),
             (
@@ -1727,6 +1739,7 @@ mod tests {
             ),
             ("second_layer = \"off\"", "tools.sandbox.second_layer"),
             ("landlock = \"yes\"", "tools.sandbox.landlock"),
+            ("snapshot_max_mb = 0", "tools.sandbox.snapshot_max_mb"),
         ] {
             let err = Config::resolve(
                 file(&format!("[tools.sandbox]\n{text}")),

@@ -73,6 +73,9 @@ enum Command {
         #[command(subcommand)]
         command: admin_cli::SecretsCommand,
     },
+    /// Ask any Agent API endpoint a question and stream the run (answer on stdout, progress on
+    /// stderr; exit 0 completed, 1 failed or incomplete, 2 usage error).
+    Ask(Box<ask::AskArgs>),
 }
 
 #[derive(Subcommand)]
@@ -438,6 +441,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Projects { command } => admin_cli::projects(command).await?,
         Command::Connectors { command } => admin_cli::connectors(*command).await?,
         Command::Secrets { command } => admin_cli::secrets(command).await?,
+        Command::Ask(args) => std::process::exit(i32::from(ask::run(*args).await)),
     }
     Ok(())
 }

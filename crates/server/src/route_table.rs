@@ -188,6 +188,10 @@ pub enum AdminEndpoint {
     ConnectorEvents,
     /// `GET /v1/connectors`: any key of the project.
     PublicConnectors,
+    /// `POST …/connectors/{id}/oauth/start`: an admin starts an OAuth connection.
+    StartConnectorOAuth,
+    /// `GET /v1/admin/oauth/callback`: the browser comes back (no key: the state is the proof).
+    OAuthCallback,
 }
 
 /// The admin rows of the route table.
@@ -248,6 +252,12 @@ fn admin_routes() -> Vec<Route> {
             A::ConnectorEvents,
         ),
         (Method::Get, "/v1/connectors", A::PublicConnectors),
+        (
+            Method::Post,
+            "/v1/admin/connectors/{connector_id}/oauth/start",
+            A::StartConnectorOAuth,
+        ),
+        (Method::Get, "/v1/admin/oauth/callback", A::OAuthCallback),
     ];
     rows.into_iter()
         .map(|(method, path, endpoint)| Route {

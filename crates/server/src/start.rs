@@ -7,6 +7,7 @@ use std::sync::Arc;
 use engine::Engine;
 use engine::admin_store::AdminStore;
 use engine::store::Store;
+use engine::workspace_snapshots::WorkspaceSnapshotStore;
 use providers::registry::Registry;
 use store::{PgStore, SqliteStore};
 
@@ -52,8 +53,8 @@ fn sealer(config: &Config) -> Result<Option<Arc<dyn engine::secrets::Sealer>>, S
 
 /// What the server needs of its store: the engine's storage ports and the administration
 /// ports (projects, key roles, connectors), which both back ends implement.
-pub trait ServerStore: Store + AdminStore {}
-impl<T: Store + AdminStore> ServerStore for T {}
+pub trait ServerStore: Store + AdminStore + WorkspaceSnapshotStore {}
+impl<T: Store + AdminStore + WorkspaceSnapshotStore> ServerStore for T {}
 
 /// Opens the configured store (migrated), after setting up the data directory (its modes and
 /// those of its database files, see [`crate::datadir`]).
@@ -95,6 +96,14 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
     let hosted = Builtins::from_config(config, policy).await?;
     tracing::info!(web_search = hosted.search_backend(), "built-in tools ready");
     let workspaces = hosted.workspaces();
+    if config.engine.shared_store {
+        // Several replicas: a conversation's next step may run on another one, which restores
+        // the workspace's files from the database (sandbox::shared).
+        workspaces.keep_in(sandbox::SharedStore {
+            store: store.clone(),
+            max_packed_bytes: config.sandbox.snapshot_max_bytes,
+        });
+    }
     let engine_slot = hosted.engine_slot();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));

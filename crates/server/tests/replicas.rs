@@ -1,5 +1,5 @@
 //! Several real `agentd` processes (replicas) on one PostgreSQL database: any replica answers
-//! for a run another executes, a replica that dies loses its runs to the others after its
+//! for a run another executes (polled, streamed, cancelled within a second), a replica that dies loses its runs to the others after its
 //! lease and nothing else, a replica that starts touches no other replica's runs, and
 //! replicas starting together migrate once.
 //!
@@ -13,260 +13,16 @@
     reason = "test helpers fail loudly"
 )]
 
+mod replica_support;
+
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use sqlx::Connection as _;
+use replica_support::{Database, MODEL, Replica, inputs, launch, ready, spawn, wait_until};
+use serde_json::json;
 use testkit::sse::Transcript;
 use testkit::{FakeProvider, Gate, Reply};
-
-const MODEL: &str = "openai/gpt-test";
-
-fn admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-async fn admin(sql: &str) {
-    let url = admin_url();
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
-        unreachable!(
-            "PostgreSQL is not reachable at {url} ({e}): these tests need it (start it, e.g. \
-             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
-        )
-    });
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
-
-/// A database of one test (dropped, connections and all, at the end) and a directory for the
-/// replicas' data directories and logs.
-struct Database {
-    name: String,
-    url: String,
-    dir: PathBuf,
-}
-
-impl Database {
-    async fn create(test: &str) -> Database {
-        let name = format!("agentd_replicas_{}", uuid::Uuid::new_v4().simple());
-        admin(&format!("CREATE DATABASE {name}")).await;
-        let mut url = url::Url::parse(&admin_url()).unwrap();
-        url.set_path(&format!("/{name}"));
-        let dir = std::env::temp_dir().join(format!("agentd-{test}-{name}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        Database {
-            name,
-            url: url.to_string(),
-            dir,
-        }
-    }
-
-    async fn scalar(&self, sql: &str) -> i64 {
-        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
-        let value: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        conn.close().await.unwrap();
-        value
-    }
-}
-
-impl Drop for Database {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(admin(&format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )));
-        })
-        .join();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A real agentd process serving the test's database.
-struct Replica {
-    child: Child,
-    base: String,
-    client: reqwest::Client,
-}
-
-/// Starts a replica without waiting for it (so several can start at once).
-fn launch(db: &Database, name: &str, fake: &FakeProvider, workers: usize) -> (Child, PathBuf) {
-    let data_dir = db.dir.join(name);
-    std::fs::create_dir_all(&data_dir).unwrap();
-    let config = data_dir.join("agentd.toml");
-    std::fs::write(
-        &config,
-        format!("[runs]\nworkers = {workers}\nlease_secs = 3\n"),
-    )
-    .unwrap();
-    let log = data_dir.join("agentd.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(&data_dir)
-        .arg("--config")
-        .arg(&config)
-        .env("AGENTD_DATABASE_URL", &db.url)
-        .env("OPENAI_BASE_URL", fake.base_url())
-        .env("OPENAI_API_KEY", "sk-replicas-test")
-        .env("RUST_LOG", "info,sqlx=warn")
-        .env("AGENTD_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
-        .stdout(Stdio::piped())
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&log)
-                .unwrap(),
-        )
-        .spawn()
-        .expect("agentd starts");
-    (child, log)
-}
-
-/// Waits for a launched replica to listen.
-fn ready((mut child, log): (Child, PathBuf)) -> Replica {
-    let client = testkit::http_client();
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .map(str::to_owned)
-        .unwrap_or_else(|| {
-            let _ = child.kill();
-            let log = std::fs::read_to_string(&log).unwrap_or_default();
-            unreachable!("agentd did not start (first stdout line {line:?}); its log:\n{log}")
-        });
-    Replica {
-        child,
-        base,
-        client,
-    }
-}
-
-fn spawn(db: &Database, name: &str, fake: &FakeProvider, workers: usize) -> Replica {
-    ready(launch(db, name, fake, workers))
-}
-
-impl Replica {
-    async fn post(&self, body: Value) -> Value {
-        let response = self
-            .client
-            .post(format!("{}/v1/responses", self.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status().as_u16(), 200);
-        response.json().await.unwrap()
-    }
-
-    async fn get(&self, id: &str) -> Value {
-        self.client
-            .get(format!("{}/v1/responses/{id}", self.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    }
-
-    async fn cancel(&self, id: &str) -> Value {
-        self.client
-            .post(format!("{}/v1/responses/{id}/cancel", self.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    }
-
-    async fn wait_terminal(&self, id: &str) -> Value {
-        testkit::wait_terminal(&self.client, &self.base, id).await
-    }
-
-    /// Follows `GET …?stream=true[&starting_after=N]` in a task; the raw SSE text so far is in
-    /// the returned buffer, and the task ends with the stream.
-    fn stream(
-        &self,
-        id: &str,
-        starting_after: Option<u64>,
-    ) -> (
-        std::sync::Arc<std::sync::Mutex<String>>,
-        tokio::task::JoinHandle<()>,
-    ) {
-        let mut url = format!("{}/v1/responses/{id}?stream=true", self.base);
-        if let Some(n) = starting_after {
-            url.push_str(&format!("&starting_after={n}"));
-        }
-        let raw = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (client, sink) = (self.client.clone(), raw.clone());
-        let task = tokio::spawn(async move {
-            let mut response = client.get(url).send().await.unwrap();
-            assert_eq!(response.status().as_u16(), 200);
-            while let Some(chunk) = response.chunk().await.unwrap() {
-                sink.lock()
-                    .unwrap()
-                    .push_str(std::str::from_utf8(&chunk).unwrap());
-            }
-        });
-        (raw, task)
-    }
-
-    fn kill_9(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The `input` text of every model request the fake received.
-fn inputs(fake: &FakeProvider) -> Vec<String> {
-    fake.requests()
-        .iter()
-        .map(|r| {
-            r["messages"]
-                .as_array()
-                .and_then(|m| m.last())
-                .map(|m| m["content"].to_string())
-                .unwrap_or_default()
-        })
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_run_on_one_replica_is_polled_streamed_and_cancelled_on_another() {
@@ -347,31 +103,83 @@ async fn a_background_run_on_one_replica_is_polled_streamed_and_cancelled_on_ano
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_function_call_paused_on_one_replica_is_continued_on_another() {
-    let db = Database::create("continue").await;
+async fn a_foreground_run_on_one_replica_is_cancelled_from_another_within_a_second() {
+    let db = Database::create("cancel-foreground").await;
     let fake = FakeProvider::start().await;
+    // A first delta, then the model stalls until the run is cancelled.
+    fake.push(Reply::text("first ").then_hang());
     let a = spawn(&db, "a", &fake, 2);
     let b = spawn(&db, "b", &fake, 2);
-    let tools = json!([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]);
-    fake.push(Reply::tool_calls(vec![(
-        "call_1",
-        "lookup",
-        r#"{"q":"x"}"#,
-    )]));
-    let paused = a
-        .post(json!({"model": MODEL, "input": "look it up", "tools": tools}))
-        .await;
-    assert_eq!(paused["output"][0]["type"], "function_call", "{paused}");
-    fake.push(Reply::text("found 42"));
-    let continued = b
-        .post(json!({"model": MODEL, "tools": tools, "previous_response_id": paused["id"],
-                     "input": [{"type": "function_call_output", "call_id": "call_1", "output": "42"}]}))
-        .await;
-    assert_eq!(continued["status"], "completed", "{continued}");
-    assert_eq!(continued["output"][0]["content"][0]["text"], "found 42");
-    // B sent the model A's transcript.
-    let last = fake.requests().last().cloned().unwrap();
-    assert!(last.to_string().contains("look it up"), "{last}");
+    let raw = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let stream = {
+        let (client, url, sink) = (
+            a.client.clone(),
+            format!("{}/v1/responses", a.base),
+            raw.clone(),
+        );
+        tokio::spawn(async move {
+            let mut response = client
+                .post(url)
+                .json(&json!({"model": MODEL, "input": "long answer", "stream": true}))
+                .send()
+                .await
+                .unwrap();
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                sink.lock()
+                    .unwrap()
+                    .push_str(std::str::from_utf8(&chunk).unwrap());
+            }
+        })
+    };
+    wait_until(
+        "A's stream to reach the first delta",
+        Duration::from_secs(20),
+        || raw.lock().unwrap().contains("response.output_text.delta"),
+    )
+    .await;
+    let id = {
+        let raw = raw.lock().unwrap().clone();
+        Transcript::parse(raw.split("\n\n").next().unwrap()).events[0]["response"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    // The cancel reaches B, the run executes on A: A's stream ends within a second.
+    let asked = Instant::now();
+    let cancel = {
+        let (client, url) = (
+            b.client.clone(),
+            format!("{}/v1/responses/{id}/cancel", b.base),
+        );
+        tokio::spawn(async move {
+            let answer: serde_json::Value =
+                client.post(url).send().await.unwrap().json().await.unwrap();
+            answer
+        })
+    };
+    wait_until(
+        "A's stream to end cancelled",
+        Duration::from_secs(10),
+        || raw.lock().unwrap().contains("response.cancelled"),
+    )
+    .await;
+    let took = asked.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the run stopped {took:?} after the cancel"
+    );
+    let answer = cancel.await.unwrap();
+    assert_eq!(answer["status"], "cancelled", "{answer}");
+    tokio::time::timeout(Duration::from_secs(10), stream)
+        .await
+        .expect("A's stream ends")
+        .unwrap();
+    let log = Transcript::parse(&raw.lock().unwrap());
+    log.assert_invariants();
+    assert_eq!(log.terminal()["type"], "response.cancelled");
+    assert_eq!(b.get(&id).await["status"], "cancelled");
+    assert_eq!(fake.requests().len(), 1, "the model was asked once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,7 +51,7 @@ enum Value {
 
 use Column::{Blob, Int, NullInt, NullText, Text};
 
-/// The tables of the schema (version 6), parents before children, with every column.
+/// The tables of the schema (version 8), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -109,6 +109,19 @@ const TABLES: &[(&str, &[Column])] = &[
             Int("bytes"),
             Int("created_at"),
             Blob("data"),
+        ],
+    ),
+    (
+        "workspace_snapshots",
+        &[
+            Text("project_id"),
+            Text("workspace_id"),
+            Int("generation"),
+            Int("bytes"),
+            Blob("data"),
+            NullText("note"),
+            Int("updated_at"),
+            Int("used_at"),
         ],
     ),
     (
@@ -196,6 +209,8 @@ const TABLES: &[(&str, &[Column])] = &[
             NullText("refresh_token_sealed"),
             Int("created_at"),
             Int("updated_at"),
+            NullText("access_token_sealed"),
+            NullInt("access_expires_at"),
         ],
     ),
 ];

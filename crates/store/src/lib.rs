@@ -1,7 +1,8 @@
 //! Storage for agentd: the adapters behind the engine's storage ports
 //! ([`engine::store::ResponseStore`], [`engine::store::EventStore`], [`engine::store::KeyStore`],
 //! [`engine::store::JobStore`], [`engine::store::MaintenanceStore`], [`engine::store::FileStore`],
-//! [`engine::store::ItemStore`]) on SQLite ([`SqliteStore`], the embedded default) and
+//! [`engine::store::ItemStore`], and [`engine::workspace_snapshots::WorkspaceSnapshotStore`] for
+//! sandbox workspaces shared between replicas) on SQLite ([`SqliteStore`], the embedded default) and
 //! PostgreSQL ([`PgStore`], for several replicas sharing one database).
 //!
 //! The SQL is written once, in the portable subset both databases run (TEXT and BIGINT

@@ -51,6 +51,16 @@ pub(crate) const SQLITE: MigrationList = &[
         "replicas",
         include_str!("../migrations/sqlite/0006_replicas.sql"),
     ),
+    (
+        8,
+        "workspace_snapshots",
+        include_str!("../migrations/sqlite/0008_workspace_snapshots.sql"),
+    ),
+    (
+        9,
+        "oauth_tokens",
+        include_str!("../migrations/sqlite/0009_oauth_tokens.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -84,6 +94,16 @@ pub(crate) const POSTGRES: MigrationList = &[
         6,
         "replicas",
         include_str!("../migrations/postgres/0006_replicas.sql"),
+    ),
+    (
+        8,
+        "workspace_snapshots",
+        include_str!("../migrations/postgres/0008_workspace_snapshots.sql"),
+    ),
+    (
+        9,
+        "oauth_tokens",
+        include_str!("../migrations/postgres/0009_oauth_tokens.sql"),
     ),
 ];
 

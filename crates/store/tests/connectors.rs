@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use common::{TestDb, TestResult, TestStore};
 use engine::admin_store::{
     ConnectorEvent, ConnectorRecord, ConnectorStore, KeyInfo, NewKey, OAuthGrantRecord,
-    ProjectRecord, ProjectStore, Role,
+    ProjectRecord, ProjectStore, Role, SealedTokens,
 };
 use engine::store::{KeyStore, StoreError};
 use serde_json::json;
@@ -207,8 +207,45 @@ async fn reseal_is_all_or_nothing_on(store: &impl Admin) -> TestResult {
             refresh_token: Some("v1:k:sealed-refresh".into()),
             created_at: 1,
             updated_at: 1,
+            access_token: None,
+            access_expires_at: None,
         })
         .await?;
+    // A refresh keeps the access token and its expiry; no new refresh token keeps the old.
+    let kept = store
+        .set_oauth_tokens(
+            "proj_a",
+            "connector_1",
+            &SealedTokens {
+                refresh_token: None,
+                access_token: "v1:k:sealed-access".into(),
+                access_expires_at: Some(1234),
+            },
+            2,
+        )
+        .await?;
+    assert!(kept);
+    let grant = store
+        .get_oauth_grant("proj_a", "connector_1")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(grant.access_token.as_deref(), Some("v1:k:sealed-access"));
+    assert_eq!(grant.access_expires_at, Some(1234));
+    assert_eq!(grant.refresh_token.as_deref(), Some("v1:k:sealed-refresh"));
+    assert!(
+        !store
+            .set_oauth_tokens(
+                "proj_a",
+                "connector_none",
+                &SealedTokens {
+                    refresh_token: None,
+                    access_token: "x".into(),
+                    access_expires_at: None,
+                },
+                2,
+            )
+            .await?
+    );
     // A failure half-way leaves every value as it was.
     let failed = store
         .reseal_all(&|field| {
@@ -228,7 +265,7 @@ async fn reseal_is_all_or_nothing_on(store: &impl Admin) -> TestResult {
     let changed = store
         .reseal_all(&|field| Ok(Some(format!("new:{}", field.field))))
         .await?;
-    assert_eq!(changed, 3);
+    assert_eq!(changed, 4);
     let now = store
         .get_connector("proj_a", "connector_1")
         .await?
@@ -242,6 +279,10 @@ async fn reseal_is_all_or_nothing_on(store: &impl Admin) -> TestResult {
     assert_eq!(
         grant.refresh_token.as_deref(),
         Some("new:oauth.refresh_token")
+    );
+    assert_eq!(
+        grant.access_token.as_deref(),
+        Some("new:oauth.access_token")
     );
     Ok(())
 }

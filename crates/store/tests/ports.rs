@@ -527,6 +527,69 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
     Ok(())
 }
 
+async fn workspace_snapshots_keep_generations_within_their_project(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    let snapshots = store.snapshots();
+    assert_eq!(snapshots.use_workspace("proj_a", "resp_1", 10).await?, None);
+    assert!(
+        snapshots
+            .get_workspace_snapshot("proj_a", "resp_1")
+            .await?
+            .is_none()
+    );
+    let data: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
+    let first = snapshots
+        .put_workspace_snapshot("proj_a", "resp_1", &data, None, 10)
+        .await?;
+    assert_eq!(first, 1);
+    let read = snapshots
+        .get_workspace_snapshot("proj_a", "resp_1")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(read.generation, 1);
+    assert_eq!(read.data, data, "byte for byte");
+    assert_eq!(read.note, None);
+    assert_eq!(read.updated_at, 10);
+    // The next save replaces the files and counts on; a note stands for files not kept.
+    let second = snapshots
+        .put_workspace_snapshot("proj_a", "resp_1", b"", Some("too large"), 20)
+        .await?;
+    assert_eq!(second, 2);
+    let read = snapshots
+        .get_workspace_snapshot("proj_a", "resp_1")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!((read.generation, read.data.len()), (2, 0));
+    assert_eq!(read.note.as_deref(), Some("too large"));
+    // Another project's workspace of the same id is another row.
+    assert_eq!(snapshots.use_workspace("proj_b", "resp_1", 20).await?, None);
+    assert_eq!(
+        snapshots
+            .put_workspace_snapshot("proj_b", "resp_1", b"b", None, 20)
+            .await?,
+        1
+    );
+    // Use keeps a workspace from expiring.
+    assert_eq!(
+        snapshots.use_workspace("proj_a", "resp_1", 30).await?,
+        Some(2)
+    );
+    assert_eq!(snapshots.purge_workspace_snapshots(25).await?, 1);
+    assert!(
+        snapshots
+            .get_workspace_snapshot("proj_b", "resp_1")
+            .await?
+            .is_none()
+    );
+    assert_eq!(
+        snapshots.use_workspace("proj_a", "resp_1", 40).await?,
+        Some(2)
+    );
+    assert_eq!(snapshots.purge_workspace_snapshots(41).await?, 1);
+    assert_eq!(snapshots.use_workspace("proj_a", "resp_1", 50).await?, None);
+    Ok(())
+}
+
 matrix!(
     response_round_trips_with_transcript,
     put_response_replaces_and_updates_status_column,
@@ -546,4 +609,5 @@ matrix!(
     the_conversation_id_round_trips,
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
+    workspace_snapshots_keep_generations_within_their_project,
 );

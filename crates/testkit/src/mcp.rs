@@ -30,7 +30,9 @@
 //!   resource metadata, dynamic client registration, authorization code with PKCE, refresh).
 //!
 //! [`McpFixture::start_with_args`] passes options to `fixtures.py`: `--token T` (any kind),
-//! `--extra-tools N` and `--page-size N` (`many` and `edge`).
+//! `--extra-tools N` and `--page-size N` (`many` and `edge`), `--token-lifetime S`,
+//! `--announced-lifetime S` (an `expires_in` other than the real lifetime) and
+//! `--refuse-refresh` (`oauth`; it logs every token it issues as an `issued` event).
 //!
 //! ```no_run
 //! # async fn demo() {

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use protocol::admin::{
-    Connector, ConnectorCreate, ConnectorEventInfo, ConnectorEventList, ConnectorList,
-    ConnectorPatch, ConnectorRotate, ConnectorSummary, ConnectorSummaryList, ConnectorTransport,
+    AuthorizationType, Connector, ConnectorCreate, ConnectorEventInfo, ConnectorEventList,
+    ConnectorList, ConnectorPatch, ConnectorRotate, ConnectorSummary, ConnectorSummaryList,
+    ConnectorTransport, SecretState,
 };
 use protocol::request::RequireApproval;
 use secrecy::{ExposeSecret as _, SecretString};
@@ -252,6 +253,27 @@ fn seal_into(
 }
 
 impl Engine {
+    /// The connector as answered, with an OAuth connector's connection state (never a token).
+    pub(crate) async fn connector_answer(
+        &self,
+        record: &ConnectorRecord,
+    ) -> Result<Connector, EngineError> {
+        let mut connector = answer(&self.core, record);
+        if record.auth_kind == "oauth" {
+            let grant = store(&self.core)?
+                .get_oauth_grant(&record.project_id, &record.id)
+                .await?;
+            connector.authorization = SecretState {
+                set: grant.is_some(),
+                fingerprint: None,
+                kind: Some(AuthorizationType::Oauth),
+                connected: Some(grant.is_some()),
+                expires_at: grant.and_then(|g| g.access_expires_at),
+            };
+        }
+        Ok(connector)
+    }
+
     /// Records what was done to a connector (field names, never values).
     pub(crate) async fn audit(
         &self,
@@ -304,6 +326,13 @@ impl Engine {
             check_headers(headers)?;
         }
         check_timeout(body.timeout_s)?;
+        let oauth = body.authorization_type == Some(AuthorizationType::Oauth);
+        if oauth && body.authorization.is_some() {
+            return Err(EngineError::invalid(
+                "authorization",
+                "an OAuth connector gets its tokens from the OAuth connection: give no authorization",
+            ));
+        }
         let now = self.core.clock.now_secs();
         let mut record = ConnectorRecord {
             project_id: project_id.to_owned(),
@@ -335,6 +364,9 @@ impl Engine {
             body.headers.as_ref().map(Some),
         )?;
         check_sandbox_env(&record.sandbox_env, |s| has_source(&record, s))?;
+        if oauth {
+            record.auth_kind = "oauth".to_owned();
+        }
         record.auth_kind = auth_kind(&record);
         admin
             .insert_connector(&record)
@@ -353,7 +385,7 @@ impl Engine {
             json!({"credentials": fields}),
         )
         .await?;
-        Ok(answer(&self.core, &record))
+        self.connector_answer(&record).await
     }
 
     pub async fn list_connectors(
@@ -363,9 +395,13 @@ impl Engine {
     ) -> Result<ConnectorList, EngineError> {
         caller.require_admin()?;
         let records = store(&self.core)?.list_connectors(project_id).await?;
+        let mut data = Vec::with_capacity(records.len());
+        for record in &records {
+            data.push(self.connector_answer(record).await?);
+        }
         Ok(ConnectorList {
             object: "list".to_owned(),
-            data: records.iter().map(|r| answer(&self.core, r)).collect(),
+            data,
         })
     }
 
@@ -409,7 +445,7 @@ impl Engine {
     ) -> Result<Connector, EngineError> {
         caller.require_admin()?;
         let record = self.connector_record(project_id, id).await?;
-        Ok(answer(&self.core, &record))
+        self.connector_answer(&record).await
     }
 
     pub async fn update_connector(
@@ -495,7 +531,7 @@ impl Engine {
         }
         self.audit(caller, project_id, id, "updated", json!({"fields": fields}))
             .await?;
-        Ok(answer(&self.core, &record))
+        self.connector_answer(&record).await
     }
 
     /// Replaces credentials (a given `authorization` or header replaces that one; the others
@@ -517,6 +553,12 @@ impl Engine {
         }
         if let Some(token) = &body.authorization {
             check_token(token)?;
+            if record.auth_kind == "oauth" {
+                return Err(EngineError::invalid(
+                    "authorization",
+                    "this connector authorizes with OAuth: connect it again with POST /v1/admin/connectors/{id}/oauth/start",
+                ));
+            }
         }
         let mut fields = Vec::new();
         if let Some(token) = &body.authorization {
@@ -545,7 +587,7 @@ impl Engine {
             json!({"credentials": fields}),
         )
         .await?;
-        Ok(answer(&self.core, &record))
+        self.connector_answer(&record).await
     }
 
     pub async fn delete_connector(

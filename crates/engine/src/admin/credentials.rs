@@ -109,10 +109,7 @@ pub(crate) fn state(core: &Core, record: &ConnectorRecord, field: &str) -> Secre
         None => record.authorization.as_ref(),
     };
     let Some(sealed) = sealed else {
-        return SecretState {
-            set: false,
-            fingerprint: None,
-        };
+        return SecretState::plain(false, None);
     };
     let fingerprint = core.sealer.as_deref().and_then(|sealer| {
         let plain = sealer
@@ -120,8 +117,5 @@ pub(crate) fn state(core: &Core, record: &ConnectorRecord, field: &str) -> Secre
             .ok()?;
         sealer.fingerprint(&plain)
     });
-    SecretState {
-        set: true,
-        fingerprint,
-    }
+    SecretState::plain(true, fingerprint)
 }

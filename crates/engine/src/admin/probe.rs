@@ -3,6 +3,7 @@
 //! the tools with `read_only`, the latency and a clear error. A saved connector keeps the
 //! outcome (status and last check); a draft is tested without being stored.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::admin::{
@@ -11,12 +12,14 @@ use protocol::admin::{
 use secrecy::ExposeSecret as _;
 use serde_json::json;
 
+use super::oauth_grant as oauth;
 use super::{Caller, credentials, store};
 use crate::admin_store::ConnectorRecord;
 use crate::connector_tools::transport_of;
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::mcp::{McpError, McpServer, McpToolInfo, McpTransport};
+use crate::oauth::OAuthCredentials;
 
 /// How long a test waits when the connector sets no timeout.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,13 +38,22 @@ impl Engine {
         server: &McpServer,
         transport: McpTransport,
         timeout: Duration,
+        oauth: Option<Arc<OAuthCredentials>>,
     ) -> (
         Result<(Vec<McpToolInfo>, Option<ServerInfo>), McpError>,
         u64,
     ) {
         let started = tokio::time::Instant::now();
         let work = async {
-            let session = self.core.mcp.connect_over(server, transport).await?;
+            let session = match oauth {
+                Some(oauth) => {
+                    self.core
+                        .mcp
+                        .connect_oauth(server, transport, oauth)
+                        .await?
+                }
+                None => self.core.mcp.connect_over(server, transport).await?,
+            };
             let info = session.server_info().map(|i| ServerInfo {
                 name: i.name,
                 version: i.version,
@@ -79,8 +91,34 @@ impl Engine {
         })
     }
 
-    fn outcome(
-        result: Result<(Vec<McpToolInfo>, Option<ServerInfo>), McpError>,
+    /// A saved connector probed with its credentials: an OAuth connector with its grant (one
+    /// not connected yet fails without a request).
+    async fn probe_saved(
+        &self,
+        record: &ConnectorRecord,
+    ) -> Result<(Result<(Vec<McpToolInfo>, Option<ServerInfo>), String>, u64), EngineError> {
+        let server = self.endpoint_of(record)?;
+        let oauth = if record.auth_kind == "oauth" {
+            match oauth::credentials_for(&self.core, record).await? {
+                Some(oauth) => Some(oauth),
+                None => return Ok((Err(oauth::not_connected(&record.id)), 0)),
+            }
+        } else {
+            None
+        };
+        let (result, latency) = self
+            .probe(
+                &server,
+                transport_of(&record.transport),
+                timeout_of(record),
+                oauth,
+            )
+            .await;
+        Ok((result.map_err(|e| e.to_string()), latency))
+    }
+
+    fn outcome<E: std::fmt::Display>(
+        result: Result<(Vec<McpToolInfo>, Option<ServerInfo>), E>,
         latency_ms: u64,
     ) -> ConnectorTestResult {
         match result {
@@ -119,14 +157,7 @@ impl Engine {
     ) -> Result<ConnectorTestResult, EngineError> {
         caller.require_admin()?;
         let record = self.connector_record(project_id, id).await?;
-        let server = self.endpoint_of(&record)?;
-        let (result, latency) = self
-            .probe(
-                &server,
-                transport_of(&record.transport),
-                timeout_of(&record),
-            )
-            .await;
+        let (result, latency) = self.probe_saved(&record).await?;
         let outcome = Self::outcome(result, latency);
         let status = if outcome.ok { "ok" } else { "error" };
         store(&self.core)?
@@ -177,7 +208,7 @@ impl Engine {
         let timeout = body
             .timeout_s
             .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(u64::from(s)));
-        let (result, latency) = self.probe(&server, transport, timeout).await;
+        let (result, latency) = self.probe(&server, transport, timeout, None).await;
         Ok(Self::outcome(result, latency))
     }
 
@@ -190,14 +221,7 @@ impl Engine {
     ) -> Result<ConnectorToolList, EngineError> {
         caller.require_admin()?;
         let record = self.connector_record(project_id, id).await?;
-        let server = self.endpoint_of(&record)?;
-        let (result, latency) = self
-            .probe(
-                &server,
-                transport_of(&record.transport),
-                timeout_of(&record),
-            )
-            .await;
+        let (result, latency) = self.probe_saved(&record).await?;
         let outcome = Self::outcome(result, latency);
         match outcome.tools {
             Some(tools) => Ok(ConnectorToolList {

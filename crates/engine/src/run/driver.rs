@@ -144,8 +144,14 @@ impl Driver {
             let connector = self.mcp.clone();
             let bound = job.timeout;
             let work = async move {
-                let session: Arc<dyn McpSession> =
-                    Arc::from(connector.connect_over(&job.endpoint, job.transport).await?);
+                let session: Arc<dyn McpSession> = Arc::from(match job.oauth {
+                    Some(oauth) => {
+                        connector
+                            .connect_oauth(&job.endpoint, job.transport, oauth)
+                            .await?
+                    }
+                    None => connector.connect_over(&job.endpoint, job.transport).await?,
+                });
                 let listed = if job.list {
                     match session.list_tools().await {
                         Ok(tools) => Some(tools),

@@ -74,6 +74,8 @@ pub(crate) struct DiscoverJob {
     pub(crate) timeout: Option<std::time::Duration>,
     /// Whether to list its tools (`false`: the transcript's list is reused).
     pub(crate) list: bool,
+    /// An OAuth connector's grant: connect with its tokens.
+    pub(crate) oauth: Option<std::sync::Arc<crate::oauth::OAuthCredentials>>,
 }
 
 /// One MCP call to run on the session of a server.

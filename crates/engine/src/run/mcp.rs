@@ -73,6 +73,7 @@ impl Machine {
                         .unwrap_or_default(),
                     timeout: def.connector.as_ref().and_then(|c| c.timeout),
                     list: !reuse,
+                    oauth: def.connector.as_ref().and_then(|c| c.oauth.clone()),
                 }
             })
             .collect();

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::confine::Root;
 use crate::quota::Quota;
-use crate::workspace::{Workspaces, describe_io, resolve_in, sandbox_path_of};
+use crate::workspace::{EnterError, Workspaces, describe_io, resolve_in, sandbox_path_of};
 
 /// Sizes and caps of the file tools (the operator's `[sandbox]` configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,32 +64,41 @@ pub(super) struct Shared {
 impl Shared {
     /// Runs `work` on the blocking pool in the call's workspace, given the handle of its
     /// root, holding its lock (the guard moves into the task, so the lock lasts as long as
-    /// the work even if the call is dropped).
+    /// the work even if the call is dropped). With a shared store, the workspace is brought
+    /// up to date before and saved after when the work changed it.
     pub(super) async fn run<T: Send + 'static>(
         &self,
         context: &CallContext<'_>,
         work: impl FnOnce(&Root, &FileLimits) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
-        let workspace = self
+        let entered = self
             .workspaces
-            .get(context.project_id, context.conversation)
+            .enter(context.project_id, context.conversation)
             .await
-            .map_err(|err| format!("the workspace is not available: {}", describe_io(&err)))?;
-        let guard = workspace.lock_owned().await;
+            .map_err(|err| match err {
+                EnterError::Io(err) => {
+                    format!("the workspace is not available: {}", describe_io(&err))
+                }
+                EnterError::Shared(message) => message,
+            })?;
         let limits = FileLimits {
             workspace_quota: self.workspaces.quota(),
             ..self.limits
         };
-        let inner = Arc::clone(&workspace);
-        let result = tokio::task::spawn_blocking(move || {
-            let result = inner.open_root().and_then(|root| work(&root, &limits));
-            drop(guard);
+        let inner = Arc::clone(&entered.workspace);
+        let task = tokio::spawn(async move {
+            let result = tokio::task::spawn_blocking(move || {
+                inner.open_root().and_then(|root| work(&root, &limits))
+            })
+            .await
+            .map_err(|_| "the tool stopped unexpectedly".to_owned());
+            // A note (files not kept for other replicas) is in the log; the next replica
+            // that needs them says so.
+            let _ = entered.leave().await;
             result
-        })
-        .await
-        .map_err(|_| "the tool stopped unexpectedly".to_owned());
-        workspace.touch();
-        result?
+        });
+        task.await
+            .map_err(|_| "the tool stopped unexpectedly".to_owned())??
     }
 }
 

@@ -25,7 +25,11 @@ pub struct ProjectQuery {
     project: Option<String>,
 }
 
-async fn project(state: &AppState, key: &Key, query: &ProjectQuery) -> Result<String, ApiError> {
+pub(super) async fn project(
+    state: &AppState,
+    key: &Key,
+    query: &ProjectQuery,
+) -> Result<String, ApiError> {
     key.0.require_admin()?;
     Ok(state
         .engine

@@ -178,6 +178,49 @@ pub(super) fn spec(endpoint: AdminEndpoint, schemas: &Schemas) -> Spec {
             None,
             json_answer("The events", s.event_list.clone()),
         ),
+        A::StartConnectorOAuth => {
+            let mut spec = spec(
+                "Start the OAuth connection of a connector saved with `authorization_type: oauth`: discovery and client registration at its authorization server; open `authorization_url` in a browser within 15 minutes",
+                project_query(),
+                body(
+                    "Optional: the callback URL (`redirect_uri`, by default the callback on a loopback host this request reached), a pre-registered client (`client_secret` is write-only), the scopes",
+                    &s.oauth_start,
+                ),
+                json_answer("Where to send the browser", s.oauth_started.clone()),
+            );
+            spec.errors.push((
+                424,
+                "The server could not be reached, or discovery or registration failed",
+            ));
+            spec
+        }
+        A::OAuthCallback => Spec {
+            summary: "The authorization server sends the admin's browser back here: the single-use `state` of a connection started on this server authenticates it (no key); the code is exchanged and the grant stored sealed",
+            authenticated: false,
+            query: ["code", "state", "iss", "error", "error_description"]
+                .into_iter()
+                .map(|name| {
+                    json!({
+                        "name": name, "in": "query", "required": name == "state",
+                        "description": "Set by the authorization server (RFC 6749 §4.1.2, RFC 9207)",
+                        "schema": {"type": "string"},
+                    })
+                })
+                .collect(),
+            body: None,
+            ok: json!({
+                "description": "Connected: a page saying so",
+                "content": {"text/html": {"schema": {"type": "string"}}},
+            }),
+            errors: vec![
+                (
+                    400,
+                    "Unknown, used or expired `state`, or the authorization was refused or its code could not be exchanged",
+                ),
+                MISSING,
+                INTERNAL,
+            ],
+        },
         A::PublicConnectors => Spec {
             summary: "The project's connectors, for any key of the project (ids, labels, descriptions, status; never credentials)",
             authenticated: true,

@@ -2,8 +2,9 @@
 
 use protocol::admin::{
     ApiKey, ApiKeyList, Connector, ConnectorCreate, ConnectorEventList, ConnectorList,
-    ConnectorPatch, ConnectorRotate, ConnectorSummaryList, ConnectorTestResult, ConnectorToolList,
-    Deleted, KeyCreate, Project, ProjectBody, ProjectList,
+    ConnectorOAuthStart, ConnectorOAuthStarted, ConnectorPatch, ConnectorRotate,
+    ConnectorSummaryList, ConnectorTestResult, ConnectorToolList, Deleted, KeyCreate, Project,
+    ProjectBody, ProjectList,
 };
 use schemars::generate::SchemaGenerator;
 use serde_json::Value;
@@ -26,6 +27,8 @@ pub struct AdminSchemas {
     pub(super) key: Value,
     pub(super) key_list: Value,
     pub(super) deleted: Value,
+    pub(super) oauth_start: Value,
+    pub(super) oauth_started: Value,
 }
 
 impl AdminSchemas {
@@ -47,6 +50,8 @@ impl AdminSchemas {
             key: answers.subschema_for::<ApiKey>().to_value(),
             key_list: answers.subschema_for::<ApiKeyList>().to_value(),
             deleted: answers.subschema_for::<Deleted>().to_value(),
+            oauth_start: requests.subschema_for::<ConnectorOAuthStart>().to_value(),
+            oauth_started: answers.subschema_for::<ConnectorOAuthStarted>().to_value(),
         }
     }
 
@@ -58,6 +63,7 @@ impl AdminSchemas {
             &mut self.connector_rotate,
             &mut self.project_body,
             &mut self.key_create,
+            &mut self.oauth_start,
         ] {
             rename(body);
         }

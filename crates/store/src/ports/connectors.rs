@@ -4,7 +4,7 @@
 
 use super::DbRow;
 use engine::admin_store::{
-    ConnectorEvent, ConnectorRecord, ConnectorStore, OAuthGrantRecord, Resealer,
+    ConnectorEvent, ConnectorRecord, ConnectorStore, OAuthGrantRecord, Resealer, SealedTokens,
 };
 use engine::store::StoreError;
 use serde::Serialize;
@@ -208,6 +208,16 @@ impl ConnectorStore for Store {
         at: i64,
     ) -> Result<(), StoreError> {
         oauth_grants::set_refresh_token(&self.writer, project_id, connector_id, sealed, at).await
+    }
+
+    async fn set_oauth_tokens(
+        &self,
+        project_id: &str,
+        connector_id: &str,
+        tokens: &SealedTokens,
+        at: i64,
+    ) -> Result<bool, StoreError> {
+        oauth_grants::set_tokens(&self.writer, project_id, connector_id, tokens, at).await
     }
 
     async fn reseal_all(&self, reseal: &Resealer<'_>) -> Result<u64, StoreError> {

@@ -19,5 +19,6 @@ mod oauth_grants;
 mod projects;
 mod reseal;
 mod responses;
+mod workspace_snapshots;
 
 use super::{Db, DbRow, Store, dialect};

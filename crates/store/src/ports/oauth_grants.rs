@@ -1,7 +1,7 @@
 //! The OAuth grants of connectors: where their tokens come from, secrets sealed.
 
 use super::{Db, DbRow};
-use engine::admin_store::OAuthGrantRecord;
+use engine::admin_store::{OAuthGrantRecord, SealedTokens};
 use engine::store::StoreError;
 use sqlx::Row;
 
@@ -11,7 +11,8 @@ macro_rules! columns {
     () => {
         "\
 SELECT project_id, connector_id, issuer, token_endpoint, resource, client_id, auth_method, kind,
-       redirect_uri, scope, client_secret_sealed, refresh_token_sealed, created_at, updated_at
+       redirect_uri, scope, client_secret_sealed, refresh_token_sealed, created_at, updated_at,
+       access_token_sealed, access_expires_at
 FROM oauth_grants"
     };
 }
@@ -20,15 +21,18 @@ pub(crate) async fn put(pool: &sqlx::Pool<Db>, g: &OAuthGrantRecord) -> Result<(
     sqlx::query(
         "INSERT INTO oauth_grants (project_id, connector_id, issuer, token_endpoint, resource, \
              client_id, auth_method, kind, redirect_uri, scope, client_secret_sealed, \
-             refresh_token_sealed, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+             refresh_token_sealed, created_at, updated_at, access_token_sealed, \
+             access_expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (project_id, connector_id) DO UPDATE SET issuer = excluded.issuer, \
              token_endpoint = excluded.token_endpoint, resource = excluded.resource, \
              client_id = excluded.client_id, auth_method = excluded.auth_method, \
              kind = excluded.kind, redirect_uri = excluded.redirect_uri, scope = excluded.scope, \
              client_secret_sealed = excluded.client_secret_sealed, \
              refresh_token_sealed = excluded.refresh_token_sealed, \
-             updated_at = excluded.updated_at",
+             access_token_sealed = excluded.access_token_sealed, \
+             access_expires_at = excluded.access_expires_at, \
+             created_at = excluded.created_at, updated_at = excluded.updated_at",
     )
     .bind(g.project_id.as_str())
     .bind(g.connector_id.as_str())
@@ -44,6 +48,8 @@ pub(crate) async fn put(pool: &sqlx::Pool<Db>, g: &OAuthGrantRecord) -> Result<(
     .bind(g.refresh_token.as_deref())
     .bind(g.created_at)
     .bind(g.updated_at)
+    .bind(g.access_token.as_deref())
+    .bind(g.access_expires_at)
     .execute(pool)
     .await
     .map_err(error::backend)?;
@@ -88,6 +94,31 @@ pub(crate) async fn set_refresh_token(
     Ok(())
 }
 
+/// The tokens of a refresh; `false` when there is no grant.
+pub(crate) async fn set_tokens(
+    pool: &sqlx::Pool<Db>,
+    project_id: &str,
+    connector_id: &str,
+    tokens: &SealedTokens,
+    at: i64,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE oauth_grants SET refresh_token_sealed = COALESCE($3, refresh_token_sealed), \
+             access_token_sealed = $4, access_expires_at = $5, updated_at = $6 \
+         WHERE project_id = $1 AND connector_id = $2",
+    )
+    .bind(project_id)
+    .bind(connector_id)
+    .bind(tokens.refresh_token.as_deref())
+    .bind(tokens.access_token.as_str())
+    .bind(tokens.access_expires_at)
+    .bind(at)
+    .execute(pool)
+    .await
+    .map_err(error::backend)?;
+    Ok(done.rows_affected() > 0)
+}
+
 pub(crate) fn decode(row: &DbRow) -> Result<OAuthGrantRecord, StoreError> {
     let connector_id: String = row
         .try_get("connector_id")
@@ -113,6 +144,8 @@ pub(crate) fn decode(row: &DbRow) -> Result<OAuthGrantRecord, StoreError> {
         refresh_token: col!("refresh_token_sealed"),
         created_at: col!("created_at"),
         updated_at: col!("updated_at"),
+        access_token: col!("access_token_sealed"),
+        access_expires_at: col!("access_expires_at"),
         connector_id,
     })
 }

@@ -29,6 +29,7 @@ const DELETE_OWNED: &[&str] = &[
     "DELETE FROM conversations WHERE project_id = $1",
     "DELETE FROM response_items WHERE project_id = $1",
     "DELETE FROM files WHERE project_id = $1",
+    "DELETE FROM workspace_snapshots WHERE project_id = $1",
     "DELETE FROM jobs WHERE project_id = $1",
     "DELETE FROM responses WHERE project_id = $1",
     "DELETE FROM oauth_grants WHERE project_id = $1",

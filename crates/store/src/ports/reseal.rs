@@ -71,7 +71,8 @@ pub(crate) async fn run(pool: &sqlx::Pool<Db>, reseal: &Resealer<'_>) -> Result<
         .map_err(error::backend)?;
     }
     let grants = sqlx::query(
-        "SELECT project_id, connector_id, client_secret_sealed, refresh_token_sealed FROM oauth_grants",
+        "SELECT project_id, connector_id, client_secret_sealed, refresh_token_sealed, \
+         access_token_sealed FROM oauth_grants",
     )
     .fetch_all(&mut *tx)
     .await
@@ -88,6 +89,7 @@ pub(crate) async fn run(pool: &sqlx::Pool<Db>, reseal: &Resealer<'_>) -> Result<
         for (column, name) in [
             ("client_secret_sealed", "oauth.client_secret"),
             ("refresh_token_sealed", "oauth.refresh_token"),
+            ("access_token_sealed", "oauth.access_token"),
         ] {
             let sealed: Option<String> = row
                 .try_get(column)
@@ -109,11 +111,12 @@ pub(crate) async fn run(pool: &sqlx::Pool<Db>, reseal: &Resealer<'_>) -> Result<
         }
         let mut values = values.into_iter();
         sqlx::query(
-            "UPDATE oauth_grants SET client_secret_sealed = $3, refresh_token_sealed = $4 \
-             WHERE project_id = $1 AND connector_id = $2",
+            "UPDATE oauth_grants SET client_secret_sealed = $3, refresh_token_sealed = $4, \
+             access_token_sealed = $5 WHERE project_id = $1 AND connector_id = $2",
         )
         .bind(&project_id)
         .bind(&connector_id)
+        .bind(values.next().flatten())
         .bind(values.next().flatten())
         .bind(values.next().flatten())
         .execute(&mut *tx)

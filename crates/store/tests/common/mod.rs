@@ -203,6 +203,15 @@ impl TestStore {
             TestStore::Postgres(s) => s.close().await,
         }
     }
+
+    /// The store's [`engine::workspace_snapshots::WorkspaceSnapshotStore`] (not part of
+    /// [`Store`]: only servers sharing a store with other replicas use it).
+    pub fn snapshots(&self) -> &dyn engine::workspace_snapshots::WorkspaceSnapshotStore {
+        match self {
+            TestStore::Sqlite(s) => s,
+            TestStore::Postgres(s) => s,
+        }
+    }
 }
 
 impl Deref for TestStore {
