@@ -114,6 +114,12 @@ impl Engine {
         )
         .await?;
         connector_tools::fill_labels(request.tools.as_mut(), &connectors);
+        crate::tool_checks::check(
+            core,
+            project_id,
+            request.tools.as_deref().unwrap_or_default(),
+        )
+        .await?;
         let (plan, model_id) = plan::plan(
             core,
             project_id,

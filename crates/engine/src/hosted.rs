@@ -127,6 +127,19 @@ pub trait HostedTools: Send + Sync {
         let _ = env;
         self.build(index, tool)
     }
+
+    /// Checks, when a request is validated, that `tools[index]` can serve `project_id`: a
+    /// tool whose back end holds data per project (the people directory) refuses a project
+    /// that has none (`HostedError::Invalid`, a 400 naming what to set). Default: it can.
+    fn check<'a>(
+        &'a self,
+        project_id: &'a str,
+        index: usize,
+        tool: &'a Tool,
+    ) -> futures::future::BoxFuture<'a, Result<(), HostedError>> {
+        let _ = (project_id, index, tool);
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Variables lent to the sandbox by a request's connectors: name -> secret value.

@@ -53,6 +53,8 @@ pub struct DataRequest {
     pub fiscal_quarter: Option<u8>,
     /// The model's query: picks transcript passages, filing forms and mover lists.
     pub query: String,
+    /// The caller's project (a saved connector used per project is looked up in it).
+    pub project: String,
 }
 
 impl DataRequest {
@@ -69,6 +71,7 @@ impl DataRequest {
             fiscal_year: None,
             fiscal_quarter: None,
             query: String::new(),
+            project: String::new(),
         }
     }
 
@@ -183,6 +186,11 @@ pub trait Backend: Send + Sync {
     /// Whether it has this category at all (a variant it lacks, e.g. intraday bars, is a
     /// `NotFound` from [`Backend::fetch`]).
     fn supports(&self, category: Category) -> bool;
+    /// Whether its answers depend on the caller's project (a saved connector used per
+    /// project): they are then cached per project.
+    fn per_project(&self) -> bool {
+        false
+    }
     /// Fetches one (symbol, category).
     async fn fetch(&self, request: &DataRequest) -> Result<Block, BackendError>;
     /// The listing of an exact ticker, from data the back end holds anyway (no request

@@ -44,9 +44,10 @@
 //!   `passages`: transcripts cut to what matches. `names`: company names and tickers.
 //!   `records`: reading the services' JSON records.
 //! - `http`: the guarded exchange. `budget`: request budgets. `cache`: the answer cache.
-//! - `fmp`, `alphavantage`, `edgar`, `mcp`: the sources. `facts`, `submissions`,
+//! - `fmp`, `alphavantage`, `edgar`, `mcp`: the sources; `connectors`: the port to saved
+//!   connectors an MCP source may name. `facts`, `submissions`,
 //!   `statements`, `sec`: the SEC's data, shared by `edgar` and the local store.
-//! - `store`: [`LocalStore`]. `import`: [`import()`] of bulk files and prices.
+//! - `store`: [`LocalStore`] (`store_pg`: its tables in PostgreSQL). `import`: [`import()`] of bulk files and prices.
 //! - `service`: [`Finance`] (routing, cache, resolution). `settings`: [`Settings`], [`build`].
 //! - `tool`: [`FinanceSearch`].
 //!
@@ -84,6 +85,7 @@ mod backend;
 mod budget;
 mod cache;
 mod category;
+mod connectors;
 mod edgar;
 mod facts;
 mod fmp;
@@ -99,6 +101,7 @@ mod service;
 mod settings;
 mod statements;
 mod store;
+mod store_pg;
 mod submissions;
 mod table;
 mod tool;
@@ -108,13 +111,15 @@ pub use backend::{Backend, BackendError, Block, DataRequest, Listing, Symbol, pu
 pub use budget::{Budget, BudgetSettings};
 pub use cache::Lifetimes;
 pub use category::{Category, Interval, Period};
+pub use connectors::{NoSavedConnectors, ProjectRef, SavedConnector, SavedConnectors};
 pub use edgar::Edgar;
 pub use fmp::Fmp;
 pub use import::{ImportError, ImportReport, import};
 pub use mcp::{McpBackend, McpSource};
 pub use service::{Answer, Finance};
-pub use settings::{DEFAULT_CACHE_ENTRIES, SOURCE_NAMES, Settings, build};
+pub use settings::{DEFAULT_CACHE_ENTRIES, SOURCE_NAMES, Settings, build, build_with, open_store};
 pub use store::{Counts, LocalStore};
+pub use store_pg::SCHEMA_NAME as POSTGRES_SCHEMA;
 pub use table::Table;
 pub use tool::{BILLING_KEY, FinanceSearch, MAX_PAIRS, TOOL_NAME};
 

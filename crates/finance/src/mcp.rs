@@ -5,20 +5,24 @@
 //! declares. The tool's answer, JSON or text, becomes a table.
 //!
 //! The session goes through the engine's [`McpConnector`] port (the server's network-guarded
-//! MCP client), is opened on first use, kept, and opened again after a failure. Servers are
-//! configured by URL in the operator's file; saved connectors (`/v1/admin/connectors`) cannot
-//! be named here yet.
+//! MCP client), is opened on first use, kept, and opened again after a failure. A server is
+//! configured by URL in the operator's file, or is a saved connector (`/v1/admin/connectors`)
+//! named by id: resolved on every call (in the caller's project, or the one the operator
+//! named), with a session per project, opened again when the connector's endpoint or
+//! credentials changed. A project without the connector does not get this source: the next
+//! one that has the category answers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use engine::mcp::{McpConnector, McpError, McpServer, McpSession};
+use engine::mcp::{McpConnector, McpError, McpServer, McpSession, McpTransport};
 use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
 
 use crate::backend::{Backend, BackendError, Block, DataRequest};
 use crate::budget::{Budget, BudgetSettings};
 use crate::category::Category;
+use crate::connectors::{NoSavedConnectors, ProjectRef, SavedConnector, SavedConnectors};
 use crate::passages::transcript_block;
 use crate::table::Table;
 
@@ -27,15 +31,23 @@ use crate::table::Table;
 pub struct McpSource {
     /// Names the source (`mcp:<label>`).
     pub label: String,
-    /// Where and how to reach it (the token and headers are secrets).
+    /// Where and how to reach it (the token and headers are secrets). Unused when
+    /// `connector` is set.
     pub server: McpServer,
+    /// A saved connector to reach instead of `server`.
+    pub connector: Option<SavedConnector>,
     /// Category → the server's tool.
     pub tools: BTreeMap<Category, String>,
     /// The argument that carries the ticker (default `symbol`).
     pub symbol_argument: String,
 }
 
+/// Sessions kept at most (one per project for a saved connector used per project).
+const SESSIONS: usize = 64;
+
 struct Open {
+    /// The endpoint it was opened for (a changed one opens a new session).
+    server: McpServer,
     session: Box<dyn McpSession>,
     /// Each tool's declared argument names.
     arguments: HashMap<String, Vec<String>>,
@@ -47,7 +59,9 @@ pub struct McpBackend {
     config: McpSource,
     source: String,
     budget: Budget,
-    open: Mutex<Option<Open>>,
+    saved: Arc<dyn SavedConnectors>,
+    /// Sessions by project (`""` for a server configured by URL).
+    open: Mutex<HashMap<String, Open>>,
 }
 
 impl McpBackend {
@@ -61,17 +75,73 @@ impl McpBackend {
             connector,
             config,
             budget: Budget::new(budget),
-            open: Mutex::new(None),
+            saved: Arc::new(NoSavedConnectors),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Resolves a saved connector through `saved` (needed when the source names one).
+    pub fn with_saved_connectors(mut self, saved: Arc<dyn SavedConnectors>) -> McpBackend {
+        self.saved = saved;
+        self
+    }
+
+    /// The session key, endpoint and transport for a call from the request's project.
+    async fn endpoint(
+        &self,
+        request: &DataRequest,
+    ) -> Result<(String, McpServer, McpTransport), BackendError> {
+        let Some(saved) = &self.config.connector else {
+            return Ok((
+                String::new(),
+                self.config.server.clone(),
+                McpTransport::Auto,
+            ));
+        };
+        let (key, project) = match &saved.project {
+            Some(name) => (format!("name:{name}"), ProjectRef::Name(name)),
+            None => (
+                format!("id:{}", request.project),
+                ProjectRef::Id(&request.project),
+            ),
+        };
+        match self.saved.endpoint(project, &saved.id).await {
+            Ok(Some((mut server, transport))) => {
+                server.label = self.config.label.clone();
+                Ok((key, server, transport))
+            }
+            Ok(None) => Err(BackendError::NotFound(format!(
+                "the connector \"{}\" is not saved (or is disabled) in {}",
+                saved.id,
+                match project {
+                    ProjectRef::Id(_) => "this project".to_owned(),
+                    ProjectRef::Name(name) => format!("project \"{name}\""),
+                }
+            ))),
+            Err(message) => Err(BackendError::Config(message)),
         }
     }
 
     async fn call(&self, tool: &str, request: &DataRequest) -> Result<String, BackendError> {
+        let (key, server, transport) = self.endpoint(request).await?;
         self.budget.acquire().await?;
-        let mut open = self.open.lock().await;
-        if open.is_none() {
+        let mut sessions = self.open.lock().await;
+        if sessions.get(&key).is_some_and(|open| open.server != server) {
+            // Rotated or moved: the old session is closed.
+            if let Some(stale) = sessions.remove(&key) {
+                stale.session.close().await;
+            }
+        }
+        if !sessions.contains_key(&key) {
+            if sessions.len() >= SESSIONS {
+                let evicted = sessions.keys().next().cloned();
+                if let Some(old) = evicted.and_then(|k| sessions.remove(&k)) {
+                    old.session.close().await;
+                }
+            }
             let session = self
                 .connector
-                .connect(&self.config.server)
+                .connect_over(&server, transport)
                 .await
                 .map_err(mcp_error)?;
             let tools = session.list_tools().await.map_err(mcp_error)?;
@@ -87,9 +157,16 @@ impl McpBackend {
                     (tool.name, names)
                 })
                 .collect();
-            *open = Some(Open { session, arguments });
+            sessions.insert(
+                key.clone(),
+                Open {
+                    server,
+                    session,
+                    arguments,
+                },
+            );
         }
-        let Some(current) = open.as_ref() else {
+        let Some(current) = sessions.get(&key) else {
             return Err(BackendError::Transport(
                 "the MCP session is not open".to_owned(),
             ));
@@ -109,7 +186,7 @@ impl McpBackend {
             Ok(result) => Ok(result.output),
             Err(err) => {
                 // A broken session is opened again on the next call.
-                if let Some(broken) = open.take() {
+                if let Some(broken) = sessions.remove(&key) {
                     broken.session.close().await;
                 }
                 Err(mcp_error(err))
@@ -172,6 +249,13 @@ impl Backend for McpBackend {
 
     fn supports(&self, category: Category) -> bool {
         self.config.tools.contains_key(&category)
+    }
+
+    fn per_project(&self) -> bool {
+        self.config
+            .connector
+            .as_ref()
+            .is_some_and(|saved| saved.project.is_none())
     }
 
     async fn fetch(&self, request: &DataRequest) -> Result<Block, BackendError> {

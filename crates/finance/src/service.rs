@@ -86,7 +86,11 @@ impl Finance {
         let mut failures: Vec<(String, BackendError)> = Vec::new();
         for backend in serving {
             let source = backend.source().to_owned();
-            let key = request.cache_key(&source);
+            let key = if backend.per_project() {
+                request.cache_key(&format!("{source}@{}", request.project))
+            } else {
+                request.cache_key(&source)
+            };
             if let Some(block) = self.cache.get(&key) {
                 return Answer::Data { source, block };
             }

@@ -12,6 +12,7 @@ use crate::alphavantage::{self, AlphaVantage};
 use crate::backend::{Backend, BackendError};
 use crate::budget::BudgetSettings;
 use crate::cache::Lifetimes;
+use crate::connectors::{NoSavedConnectors, SavedConnectors};
 use crate::edgar::{self, Edgar};
 use crate::fmp::{self, Fmp};
 use crate::mcp::{McpBackend, McpSource};
@@ -43,6 +44,9 @@ pub struct Settings {
     pub mcp_budget: BudgetSettings,
     /// The embedded store, e.g. `<data_dir>/finance.sqlite`.
     pub store_path: PathBuf,
+    /// A PostgreSQL database (`postgres://…`) holding the embedded store instead of the
+    /// file: the store's, when replicas share it.
+    pub store_url: Option<String>,
     pub cache_entries: usize,
     pub lifetimes: Lifetimes,
 }
@@ -64,6 +68,7 @@ impl Default for Settings {
             mcp: Vec::new(),
             mcp_budget: BudgetSettings::MCP,
             store_path: PathBuf::from("finance.sqlite"),
+            store_url: None,
             cache_entries: DEFAULT_CACHE_ENTRIES,
             lifetimes: Lifetimes::default(),
         }
@@ -79,6 +84,20 @@ pub const SOURCE_NAMES: &[&str] = &[
     "mcp",
 ];
 
+/// The embedded store the settings name: in PostgreSQL when `store_url` is set, else the
+/// file at `store_path` (`agentd finance import` writes there).
+pub async fn open_store(settings: &Settings) -> Result<LocalStore, BackendError> {
+    match settings
+        .store_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+    {
+        Some(url) => LocalStore::open_postgres(url).await,
+        None => LocalStore::open(&settings.store_path).await,
+    }
+}
+
 /// Builds the service: each configured back end (HTTP ones with clients from `policy`, which
 /// must allow the operator's own service addresses; MCP ones through `connector`) and the
 /// local store, opened (created if needed) at [`Settings::store_path`].
@@ -86,6 +105,17 @@ pub async fn build(
     settings: &Settings,
     policy: &Policy,
     connector: Arc<dyn McpConnector>,
+) -> Result<Finance, BackendError> {
+    build_with(settings, policy, connector, Arc::new(NoSavedConnectors)).await
+}
+
+/// [`build`], with `saved` finding the saved connectors MCP sources name
+/// (`connector = "…"`).
+pub async fn build_with(
+    settings: &Settings,
+    policy: &Policy,
+    connector: Arc<dyn McpConnector>,
+    saved: Arc<dyn SavedConnectors>,
 ) -> Result<Finance, BackendError> {
     let present = |value: &Option<String>| {
         value
@@ -96,11 +126,10 @@ pub async fn build(
     };
     let mut available: Vec<Arc<dyn Backend>> = Vec::new();
     for source in &settings.mcp {
-        available.push(Arc::new(McpBackend::new(
-            connector.clone(),
-            source.clone(),
-            settings.mcp_budget,
-        )));
+        available.push(Arc::new(
+            McpBackend::new(connector.clone(), source.clone(), settings.mcp_budget)
+                .with_saved_connectors(saved.clone()),
+        ));
     }
     if let Some(key) = present(&settings.fmp_api_key) {
         available.push(Arc::new(Fmp::new(
@@ -132,7 +161,7 @@ pub async fn build(
         .as_ref()
         .is_none_or(|order| order.iter().any(|s| s == store::SOURCE));
     if wants_local {
-        available.push(Arc::new(LocalStore::open(&settings.store_path).await?));
+        available.push(Arc::new(open_store(settings).await?));
     }
     let backends = match &settings.order {
         None => available,

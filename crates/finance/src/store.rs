@@ -1,11 +1,12 @@
 //! [`LocalStore`]: the embedded offline default, one SQLite file (`<data_dir>/finance.sqlite`,
-//! mode 0600) that `agentd finance import` fills from the SEC's own bulk files and a prices
-//! CSV. With it, fundamentals, reported EPS, ratios, profiles, peers (same SIC code), filing
+//! mode 0600) or, when PostgreSQL is the store, tables in that database (`store_pg.rs`), that
+//! `agentd finance import` fills from the SEC's own bulk files and a prices CSV. With it, fundamentals, reported EPS, ratios, profiles, peers (same SIC code), filing
 //! lists and imported prices work with no network.
 //!
 //! Tables: `tickers` (company_tickers.json), `companies` and `filings` (submissions),
 //! `facts` (companyfacts, only the concepts the statements use, one value per period) and
-//! `prices` (daily bars).
+//! `prices` (daily bars). The statements are the same on both back ends (`$n` parameters,
+//! standard upserts) but for the name search, where they differ.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -15,6 +16,8 @@ use chrono::NaiveDate;
 use serde_json::json;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{Connection as _, Row, SqliteConnection};
+
+use crate::store_pg::{self, PgPool};
 
 use crate::backend::{Backend, BackendError, Block, DataRequest, Listing};
 use crate::category::Category;
@@ -104,10 +107,56 @@ pub struct Counts {
     pub prices: u64,
 }
 
-/// The embedded finance store. Cheap to clone (a pool).
+/// The embedded finance store: one SQLite file, or tables in the PostgreSQL database replicas
+/// share. Cheap to clone (a pool).
 #[derive(Clone, Debug)]
 pub struct LocalStore {
-    pool: SqlitePool,
+    db: Db,
+}
+
+#[derive(Clone, Debug)]
+enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to the pool of the back end holding the store: the body
+/// is compiled once per back end.
+macro_rules! with_pool {
+    ($db:expr, |$pool:ident| $body:expr) => {
+        match $db {
+            Db::Sqlite($pool) => $body,
+            Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Adds or replaces filings of `$cik` inside the transaction `$tx`.
+macro_rules! insert_filings {
+    ($tx:expr, $cik:expr, $filings:expr) => {{
+        for filing in $filings {
+            sqlx::query(
+                "INSERT INTO filings (accession, cik, form, filing_date, report_date,
+                     primary_document, description, items)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                 ON CONFLICT (accession) DO UPDATE SET cik = excluded.cik, form = excluded.form,
+                     filing_date = excluded.filing_date, report_date = excluded.report_date,
+                     primary_document = excluded.primary_document,
+                     description = excluded.description, items = excluded.items",
+            )
+            .bind(&filing.accession)
+            .bind($cik)
+            .bind(&filing.form)
+            .bind(filing.filing_date.to_string())
+            .bind(filing.report_date.map(|d| d.to_string()))
+            .bind(&filing.primary_document)
+            .bind(&filing.description)
+            .bind(&filing.items)
+            .execute(&mut *$tx)
+            .await
+            .map_err(store_error)?;
+        }
+    }};
 }
 
 fn store_error(err: sqlx::Error) -> BackendError {
@@ -142,7 +191,18 @@ impl LocalStore {
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_lazy_with(options);
-        Ok(LocalStore { pool })
+        Ok(LocalStore {
+            db: Db::Sqlite(pool),
+        })
+    }
+
+    /// Opens (creating its schema and tables if needed) the store in a PostgreSQL database
+    /// (`postgres://…`, TLS as its `sslmode` says): every replica sharing the database reads
+    /// the same imports.
+    pub async fn open_postgres(url: &str) -> Result<LocalStore, BackendError> {
+        Ok(LocalStore {
+            db: Db::Postgres(store_pg::open(url).await?),
+        })
     }
 
     /// A store in memory for as long as the value (tests).
@@ -159,19 +219,21 @@ impl LocalStore {
         let mut connection = pool.acquire().await.map_err(store_error)?;
         create_schema(&mut connection).await?;
         drop(connection);
-        Ok(LocalStore { pool })
+        Ok(LocalStore {
+            db: Db::Sqlite(pool),
+        })
     }
 
     pub async fn close(&self) {
-        self.pool.close().await;
+        with_pool!(&self.db, |pool| pool.close().await)
     }
 
     pub async fn counts(&self) -> Result<Counts, BackendError> {
         let count = |sql: &'static str| async move {
-            let n: i64 = sqlx::query_scalar(sql)
-                .fetch_one(&self.pool)
+            let n: i64 = with_pool!(&self.db, |pool| sqlx::query_scalar(sql)
+                .fetch_one(pool)
                 .await
-                .map_err(store_error)?;
+                .map_err(store_error)?);
             Ok::<u64, BackendError>(u64::try_from(n).unwrap_or_default())
         };
         Ok(Counts {
@@ -187,221 +249,251 @@ impl LocalStore {
 
     /// Adds or replaces tickers: (ticker, cik, name, exchange).
     pub async fn put_tickers(&self, listings: &[TickerRow]) -> Result<(), BackendError> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
-        for (ticker, cik, name, exchange) in listings {
-            sqlx::query(
-                "INSERT INTO tickers (ticker, cik, name, exchange) VALUES (?, ?, ?, ?)
-                 ON CONFLICT(ticker) DO UPDATE SET cik = excluded.cik, name = excluded.name,
-                     exchange = COALESCE(excluded.exchange, tickers.exchange)",
-            )
-            .bind(ticker.to_ascii_uppercase())
-            .bind(i64::try_from(*cik).unwrap_or_default())
-            .bind(name)
-            .bind(exchange)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        }
-        tx.commit().await.map_err(store_error)
+        with_pool!(&self.db, |pool| {
+            let mut tx = pool.begin().await.map_err(store_error)?;
+            for (ticker, cik, name, exchange) in listings {
+                sqlx::query(
+                    "INSERT INTO tickers (ticker, cik, name, exchange) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT(ticker) DO UPDATE SET cik = excluded.cik, name = excluded.name,
+                         exchange = COALESCE(excluded.exchange, tickers.exchange)",
+                )
+                .bind(ticker.to_ascii_uppercase())
+                .bind(i64::try_from(*cik).unwrap_or_default())
+                .bind(name)
+                .bind(exchange)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            }
+            tx.commit().await.map_err(store_error)
+        })
     }
 
     /// Replaces a company's facts (a companyfacts file is complete for its filer).
     pub async fn put_facts(&self, facts: &CompanyFacts) -> Result<(), BackendError> {
         let cik = i64::try_from(facts.cik).unwrap_or_default();
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
-        sqlx::query("INSERT INTO companies (cik, name) VALUES (?, ?) ON CONFLICT(cik) DO NOTHING")
+        with_pool!(&self.db, |pool| {
+            let mut tx = pool.begin().await.map_err(store_error)?;
+            sqlx::query(
+                "INSERT INTO companies (cik, name) VALUES ($1, $2) ON CONFLICT(cik) DO NOTHING",
+            )
             .bind(cik)
             .bind(&facts.name)
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
-        sqlx::query("DELETE FROM facts WHERE cik = ?")
-            .bind(cik)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        for fact in &facts.facts {
-            sqlx::query(
-                "INSERT OR REPLACE INTO facts (cik, concept, unit, start, end, value, fy, fp, form, filed, accn)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(cik)
-            .bind(&fact.concept)
-            .bind(&fact.unit)
-            .bind(fact.start.map(|d| d.to_string()).unwrap_or_default())
-            .bind(fact.end.to_string())
-            .bind(fact.value)
-            .bind(fact.fy)
-            .bind(&fact.fp)
-            .bind(&fact.form)
-            .bind(fact.filed.to_string())
-            .bind(&fact.accn)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        }
-        tx.commit().await.map_err(store_error)
+            sqlx::query("DELETE FROM facts WHERE cik = $1")
+                .bind(cik)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            for fact in &facts.facts {
+                sqlx::query(
+                    "INSERT INTO facts (cik, concept, unit, start, \"end\", value, fy, fp, form, filed, accn)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                     ON CONFLICT (cik, concept, unit, start, \"end\") DO UPDATE SET
+                         value = excluded.value, fy = excluded.fy, fp = excluded.fp,
+                         form = excluded.form, filed = excluded.filed, accn = excluded.accn",
+                )
+                .bind(cik)
+                .bind(&fact.concept)
+                .bind(&fact.unit)
+                .bind(fact.start.map(|d| d.to_string()).unwrap_or_default())
+                .bind(fact.end.to_string())
+                .bind(fact.value)
+                .bind(fact.fy)
+                .bind(&fact.fp)
+                .bind(&fact.form)
+                .bind(fact.filed.to_string())
+                .bind(&fact.accn)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            }
+            tx.commit().await.map_err(store_error)
+        })
     }
 
     /// Adds a company's profile and filings (and its tickers, when the store lacks them).
     pub async fn put_submissions(&self, submissions: &Submissions) -> Result<(), BackendError> {
         let company = &submissions.company;
         let cik = i64::try_from(company.cik).unwrap_or_default();
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
-        sqlx::query(
-            "INSERT OR REPLACE INTO companies (cik, name, entity_type, sic, sic_description, tickers,
-                 exchanges, fiscal_year_end, state_of_incorporation, category, website)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(cik)
-        .bind(&company.name)
-        .bind(&company.entity_type)
-        .bind(&company.sic)
-        .bind(&company.sic_description)
-        .bind(company.tickers.join(","))
-        .bind(company.exchanges.join(","))
-        .bind(&company.fiscal_year_end)
-        .bind(&company.state_of_incorporation)
-        .bind(&company.category)
-        .bind(&company.website)
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        for (i, ticker) in company.tickers.iter().enumerate() {
+        with_pool!(&self.db, |pool| {
+            let mut tx = pool.begin().await.map_err(store_error)?;
             sqlx::query(
-                "INSERT INTO tickers (ticker, cik, name, exchange) VALUES (?, ?, ?, ?)
-                 ON CONFLICT(ticker) DO NOTHING",
+                "INSERT INTO companies (cik, name, entity_type, sic, sic_description, tickers,
+                 exchanges, fiscal_year_end, state_of_incorporation, category, website)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             ON CONFLICT (cik) DO UPDATE SET name = excluded.name,
+                 entity_type = excluded.entity_type, sic = excluded.sic,
+                 sic_description = excluded.sic_description, tickers = excluded.tickers,
+                 exchanges = excluded.exchanges, fiscal_year_end = excluded.fiscal_year_end,
+                 state_of_incorporation = excluded.state_of_incorporation,
+                 category = excluded.category, website = excluded.website",
             )
-            .bind(ticker.to_ascii_uppercase())
             .bind(cik)
             .bind(&company.name)
-            .bind(company.exchanges.get(i))
+            .bind(&company.entity_type)
+            .bind(&company.sic)
+            .bind(&company.sic_description)
+            .bind(company.tickers.join(","))
+            .bind(company.exchanges.join(","))
+            .bind(&company.fiscal_year_end)
+            .bind(&company.state_of_incorporation)
+            .bind(&company.category)
+            .bind(&company.website)
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
-        }
-        insert_filings(&mut tx, cik, &submissions.filings).await?;
-        tx.commit().await.map_err(store_error)
+            for (i, ticker) in company.tickers.iter().enumerate() {
+                sqlx::query(
+                    "INSERT INTO tickers (ticker, cik, name, exchange) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT(ticker) DO NOTHING",
+                )
+                .bind(ticker.to_ascii_uppercase())
+                .bind(cik)
+                .bind(&company.name)
+                .bind(company.exchanges.get(i))
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            }
+            insert_filings!(tx, cik, &submissions.filings);
+            tx.commit().await.map_err(store_error)
+        })
     }
 
     /// Adds a page of older filings.
     pub async fn put_filings(&self, cik: u64, filings: &[Filing]) -> Result<(), BackendError> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
-        insert_filings(&mut tx, i64::try_from(cik).unwrap_or_default(), filings).await?;
-        tx.commit().await.map_err(store_error)
+        let cik = i64::try_from(cik).unwrap_or_default();
+        with_pool!(&self.db, |pool| {
+            let mut tx = pool.begin().await.map_err(store_error)?;
+            insert_filings!(tx, cik, filings);
+            tx.commit().await.map_err(store_error)
+        })
     }
 
     /// Adds or replaces daily bars: (symbol, bar).
     pub async fn put_prices(&self, bars: &[(String, Bar)]) -> Result<(), BackendError> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
-        for (symbol, bar) in bars {
-            sqlx::query(
-                "INSERT OR REPLACE INTO prices (symbol, date, open, high, low, close, volume)
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(symbol.to_ascii_uppercase())
-            .bind(&bar.date)
-            .bind(bar.open)
-            .bind(bar.high)
-            .bind(bar.low)
-            .bind(bar.close)
-            .bind(bar.volume)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        }
-        tx.commit().await.map_err(store_error)
+        with_pool!(&self.db, |pool| {
+            let mut tx = pool.begin().await.map_err(store_error)?;
+            for (symbol, bar) in bars {
+                sqlx::query(
+                    "INSERT INTO prices (symbol, date, open, high, low, close, volume)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (symbol, date) DO UPDATE SET open = excluded.open,
+                     high = excluded.high, low = excluded.low, close = excluded.close,
+                     volume = excluded.volume",
+                )
+                .bind(symbol.to_ascii_uppercase())
+                .bind(&bar.date)
+                .bind(bar.open)
+                .bind(bar.high)
+                .bind(bar.low)
+                .bind(bar.close)
+                .bind(bar.volume)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            }
+            tx.commit().await.map_err(store_error)
+        })
     }
 
     // --- reads ---------------------------------------------------------------------------
 
     async fn listing(&self, ticker: &str) -> Result<Option<Listing>, BackendError> {
         let ticker = ticker.trim().to_ascii_uppercase();
-        let row =
-            sqlx::query("SELECT ticker, cik, name FROM tickers WHERE ticker = ? OR ticker = ?")
+        let sql = "SELECT ticker, cik, name FROM tickers WHERE ticker = $1 OR ticker = $2";
+        with_pool!(&self.db, |pool| {
+            let row = sqlx::query(sql)
                 .bind(&ticker)
                 .bind(ticker.replace(['.', '/'], "-"))
-                .fetch_optional(&self.pool)
+                .fetch_optional(pool)
                 .await
                 .map_err(store_error)?;
-        row.map(|row| {
-            Ok(Listing {
-                ticker: row.try_get("ticker").map_err(store_error)?,
-                cik: row
-                    .try_get::<i64, _>("cik")
-                    .ok()
-                    .and_then(|c| u64::try_from(c).ok()),
-                name: row.try_get("name").map_err(store_error)?,
+            row.map(|row| {
+                Ok(Listing {
+                    ticker: row.try_get("ticker").map_err(store_error)?,
+                    cik: row
+                        .try_get::<i64, _>("cik")
+                        .ok()
+                        .and_then(|c| u64::try_from(c).ok()),
+                    name: row.try_get("name").map_err(store_error)?,
+                })
             })
+            .transpose()
         })
-        .transpose()
     }
 
     async fn company(&self, cik: u64) -> Result<Option<Company>, BackendError> {
-        let row = sqlx::query("SELECT * FROM companies WHERE cik = ?")
-            .bind(i64::try_from(cik).unwrap_or_default())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(store_error)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let list = |text: Option<String>| -> Vec<String> {
-            text.unwrap_or_default()
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect()
-        };
-        let get = |name: &str| row.try_get::<Option<String>, _>(name).ok().flatten();
-        Ok(Some(Company {
-            cik,
-            name: get("name").unwrap_or_default(),
-            entity_type: get("entity_type"),
-            sic: get("sic"),
-            sic_description: get("sic_description"),
-            tickers: list(get("tickers")),
-            exchanges: list(get("exchanges")),
-            fiscal_year_end: get("fiscal_year_end"),
-            state_of_incorporation: get("state_of_incorporation"),
-            category: get("category"),
-            website: get("website"),
-        }))
+        with_pool!(&self.db, |pool| {
+            let row = sqlx::query("SELECT * FROM companies WHERE cik = $1")
+                .bind(i64::try_from(cik).unwrap_or_default())
+                .fetch_optional(pool)
+                .await
+                .map_err(store_error)?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let list = |text: Option<String>| -> Vec<String> {
+                text.unwrap_or_default()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let get = |name: &str| row.try_get::<Option<String>, _>(name).ok().flatten();
+            Ok(Some(Company {
+                cik,
+                name: get("name").unwrap_or_default(),
+                entity_type: get("entity_type"),
+                sic: get("sic"),
+                sic_description: get("sic_description"),
+                tickers: list(get("tickers")),
+                exchanges: list(get("exchanges")),
+                fiscal_year_end: get("fiscal_year_end"),
+                state_of_incorporation: get("state_of_incorporation"),
+                category: get("category"),
+                website: get("website"),
+            }))
+        })
     }
 
     async fn facts(&self, cik: u64) -> Result<Option<CompanyFacts>, BackendError> {
         let Some(company) = self.company(cik).await? else {
             return Ok(None);
         };
-        let rows = sqlx::query(
-            "SELECT concept, unit, start, end, value, fy, fp, form, filed, accn FROM facts WHERE cik = ?",
+        let facts: Vec<Fact> = with_pool!(&self.db, |pool| {
+            let rows = sqlx::query(
+            "SELECT concept, unit, start, \"end\", value, fy, fp, form, filed, accn FROM facts WHERE cik = $1",
         )
         .bind(i64::try_from(cik).unwrap_or_default())
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await
         .map_err(store_error)?;
-        if rows.is_empty() {
+            rows.iter()
+                .filter_map(|row| {
+                    let text = |name: &str| row.try_get::<Option<String>, _>(name).ok().flatten();
+                    Some(Fact {
+                        concept: text("concept")?,
+                        unit: text("unit")?,
+                        start: text("start").as_deref().and_then(date),
+                        end: date(&text("end")?)?,
+                        value: row.try_get("value").ok()?,
+                        fy: row.try_get::<Option<i32>, _>("fy").ok().flatten(),
+                        fp: text("fp"),
+                        form: text("form"),
+                        filed: date(&text("filed")?)?,
+                        accn: text("accn"),
+                    })
+                })
+                .collect()
+        });
+        if facts.is_empty() {
             return Ok(None);
         }
-        let facts = rows
-            .iter()
-            .filter_map(|row| {
-                let text = |name: &str| row.try_get::<Option<String>, _>(name).ok().flatten();
-                Some(Fact {
-                    concept: text("concept")?,
-                    unit: text("unit")?,
-                    start: text("start").as_deref().and_then(date),
-                    end: date(&text("end")?)?,
-                    value: row.try_get("value").ok()?,
-                    fy: row.try_get::<Option<i32>, _>("fy").ok().flatten(),
-                    fp: text("fp"),
-                    form: text("form"),
-                    filed: date(&text("filed")?)?,
-                    accn: text("accn"),
-                })
-            })
-            .collect();
         Ok(Some(CompanyFacts {
             cik,
             name: company.name,
@@ -410,29 +502,31 @@ impl LocalStore {
     }
 
     async fn filings(&self, cik: u64) -> Result<Vec<Filing>, BackendError> {
-        let rows = sqlx::query(
+        with_pool!(&self.db, |pool| {
+            let rows = sqlx::query(
             "SELECT accession, form, filing_date, report_date, primary_document, description, items
-             FROM filings WHERE cik = ? ORDER BY filing_date DESC",
+             FROM filings WHERE cik = $1 ORDER BY filing_date DESC",
         )
         .bind(i64::try_from(cik).unwrap_or_default())
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await
         .map_err(store_error)?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| {
-                let text = |name: &str| row.try_get::<Option<String>, _>(name).ok().flatten();
-                Some(Filing {
-                    accession: text("accession")?,
-                    form: text("form")?,
-                    filing_date: date(&text("filing_date")?)?,
-                    report_date: text("report_date").as_deref().and_then(date),
-                    primary_document: text("primary_document"),
-                    description: text("description"),
-                    items: text("items"),
+            Ok(rows
+                .iter()
+                .filter_map(|row| {
+                    let text = |name: &str| row.try_get::<Option<String>, _>(name).ok().flatten();
+                    Some(Filing {
+                        accession: text("accession")?,
+                        form: text("form")?,
+                        filing_date: date(&text("filing_date")?)?,
+                        report_date: text("report_date").as_deref().and_then(date),
+                        primary_document: text("primary_document"),
+                        description: text("description"),
+                        items: text("items"),
+                    })
                 })
-            })
-            .collect())
+                .collect())
+        })
     }
 
     /// Daily bars, most recent first.
@@ -443,30 +537,32 @@ impl LocalStore {
         to: Option<NaiveDate>,
         limit: usize,
     ) -> Result<Vec<Bar>, BackendError> {
-        let rows = sqlx::query(
-            "SELECT date, open, high, low, close, volume FROM prices
-             WHERE symbol = ? AND date >= ? AND date <= ? ORDER BY date DESC LIMIT ?",
-        )
-        .bind(symbol.to_ascii_uppercase())
-        .bind(from.map(|d| d.to_string()).unwrap_or_default())
-        .bind(to.map_or_else(|| "9999-12-31".to_owned(), |d| d.to_string()))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(store_error)?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| {
-                Some(Bar {
-                    date: row.try_get("date").ok()?,
-                    open: row.try_get("open").ok()?,
-                    high: row.try_get("high").ok()?,
-                    low: row.try_get("low").ok()?,
-                    close: row.try_get("close").ok()?,
-                    volume: row.try_get("volume").ok()?,
+        with_pool!(&self.db, |pool| {
+            let rows = sqlx::query(
+                "SELECT date, open, high, low, close, volume FROM prices
+             WHERE symbol = $1 AND date >= $2 AND date <= $3 ORDER BY date DESC LIMIT $4",
+            )
+            .bind(symbol.to_ascii_uppercase())
+            .bind(from.map(|d| d.to_string()).unwrap_or_default())
+            .bind(to.map_or_else(|| "9999-12-31".to_owned(), |d| d.to_string()))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(pool)
+            .await
+            .map_err(store_error)?;
+            Ok(rows
+                .iter()
+                .filter_map(|row| {
+                    Some(Bar {
+                        date: row.try_get("date").ok()?,
+                        open: row.try_get("open").ok()?,
+                        high: row.try_get("high").ok()?,
+                        low: row.try_get("low").ok()?,
+                        close: row.try_get("close").ok()?,
+                        volume: row.try_get("volume").ok()?,
+                    })
                 })
-            })
-            .collect())
+                .collect())
+        })
     }
 
     /// The listing and CIK of the request's symbol.
@@ -594,27 +690,33 @@ impl LocalStore {
             .ok_or_else(|| {
                 BackendError::NotFound("no industry code imported for this company".to_owned())
             })?;
-        let rows = sqlx::query(
-            "SELECT c.name, c.cik, (SELECT t.ticker FROM tickers t WHERE t.cik = c.cik ORDER BY t.ticker LIMIT 1) AS ticker
-             FROM companies c WHERE c.sic = ? AND c.cik != ? ORDER BY ticker IS NULL, c.name LIMIT ?",
+        let mut table = Table::new(&["symbol", "name", "cik"]);
+        with_pool!(&self.db, |pool| {
+            let rows = sqlx::query(
+            // (PostgreSQL sorts by an output column only when it stands alone: hence the
+            // subquery.)
+            "SELECT name, cik, ticker FROM (
+                 SELECT c.name, c.cik, (SELECT t.ticker FROM tickers t WHERE t.cik = c.cik ORDER BY t.ticker LIMIT 1) AS ticker
+                 FROM companies c WHERE c.sic = $1 AND c.cik != $2) peers
+             ORDER BY ticker IS NULL, name LIMIT $3",
         )
         .bind(&company.sic)
         .bind(i64::try_from(cik).unwrap_or_default())
         .bind(i64::try_from(request.limit).unwrap_or(10))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await
         .map_err(store_error)?;
-        let mut table = Table::new(&["symbol", "name", "cik"]);
-        for row in &rows {
-            table.push(vec![
-                json!(row.try_get::<Option<String>, _>("ticker").ok().flatten()),
-                json!(row.try_get::<String, _>("name").unwrap_or_default()),
-                json!(format!(
-                    "{:010}",
-                    row.try_get::<i64, _>("cik").unwrap_or_default()
-                )),
-            ]);
-        }
+            for row in &rows {
+                table.push(vec![
+                    json!(row.try_get::<Option<String>, _>("ticker").ok().flatten()),
+                    json!(row.try_get::<String, _>("name").unwrap_or_default()),
+                    json!(format!(
+                        "{:010}",
+                        row.try_get::<i64, _>("cik").unwrap_or_default()
+                    )),
+                ]);
+            }
+        });
         if table.is_empty() {
             return Err(BackendError::NotFound(
                 "no other imported company shares its industry code".to_owned(),
@@ -633,44 +735,53 @@ impl LocalStore {
     }
 
     async fn movers(&self, request: &DataRequest) -> Result<Block, BackendError> {
-        let last: Option<String> = sqlx::query_scalar("SELECT MAX(date) FROM prices")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(store_error)?;
+        let last: Option<String> = with_pool!(&self.db, |pool| sqlx::query_scalar(
+            "SELECT MAX(date) FROM prices"
+        )
+        .fetch_one(pool)
+        .await
+        .map_err(store_error)?);
         let last =
             last.ok_or_else(|| BackendError::NotFound("no prices were imported".to_owned()))?;
-        let rows = sqlx::query(
-            "WITH ranked AS (
+        // Two weeks before the last day (dates are ISO text, compared as text).
+        let since = date(&last)
+            .and_then(|d| d.checked_sub_days(chrono::Days::new(14)))
+            .map(|d| d.to_string())
+            .unwrap_or_default();
+        let mut moves: Vec<(String, f64, f64, f64)> = with_pool!(&self.db, |pool| {
+            let rows = sqlx::query(
+                "WITH ranked AS (
                  SELECT symbol, date, close, volume,
                         ROW_NUMBER() OVER (PARTITION BY symbol ORDER BY date DESC) AS n
-                 FROM prices WHERE date <= ?1 AND date >= date(?1, '-14 days'))
+                 FROM prices WHERE date <= $1 AND date >= $2)
              SELECT a.symbol, a.close, a.volume, b.close AS previous
              FROM ranked a JOIN ranked b ON a.symbol = b.symbol AND b.n = 2
-             WHERE a.n = 1 AND a.date = ?1",
-        )
-        .bind(&last)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(store_error)?;
-        let mut moves: Vec<(String, f64, f64, f64)> = rows
-            .iter()
-            .filter_map(|row| {
-                let close: f64 = row.try_get("close").ok()?;
-                let previous: f64 = row.try_get("previous").ok()?;
-                let volume: f64 = row
-                    .try_get::<Option<f64>, _>("volume")
-                    .ok()?
-                    .unwrap_or_default();
-                (previous != 0.0).then(|| {
-                    (
-                        row.try_get("symbol").unwrap_or_default(),
-                        close,
-                        round((close - previous) / previous * 100.0, 4),
-                        volume,
-                    )
+             WHERE a.n = 1 AND a.date = $1",
+            )
+            .bind(&last)
+            .bind(&since)
+            .fetch_all(pool)
+            .await
+            .map_err(store_error)?;
+            rows.iter()
+                .filter_map(|row| {
+                    let close: f64 = row.try_get("close").ok()?;
+                    let previous: f64 = row.try_get("previous").ok()?;
+                    let volume: f64 = row
+                        .try_get::<Option<f64>, _>("volume")
+                        .ok()?
+                        .unwrap_or_default();
+                    (previous != 0.0).then(|| {
+                        (
+                            row.try_get("symbol").unwrap_or_default(),
+                            close,
+                            round((close - previous) / previous * 100.0, 4),
+                            volume,
+                        )
+                    })
                 })
-            })
-            .collect();
+                .collect()
+        });
         if moves.is_empty() {
             return Err(BackendError::NotFound(
                 "the imported prices have no two recent days to compare".to_owned(),
@@ -789,58 +900,42 @@ impl Backend for LocalStore {
         if first.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(
-            "SELECT ticker, cik, name FROM tickers WHERE name LIKE ? ESCAPE '\\' ORDER BY rowid LIMIT 200",
-        )
-        .bind(format!("%{}%", first.replace(['%', '_', '\\'], "\\$0")))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(store_error)?;
-        let mut found: Vec<(u8, usize, Listing)> = rows
-            .iter()
-            .enumerate()
-            .filter_map(|(i, row)| {
-                let listing = Listing {
-                    ticker: row.try_get("ticker").ok()?,
-                    cik: row
-                        .try_get::<i64, _>("cik")
-                        .ok()
-                        .and_then(|c| u64::try_from(c).ok()),
-                    name: row.try_get("name").ok()?,
-                };
-                let score = names::score(&wanted, &listing.name);
-                (score > 0).then_some((score, i, listing))
-            })
-            .collect();
+        let pattern = format!("%{}%", first.replace(['%', '_', '\\'], "\\$0"));
+        // In import order (the SEC lists the largest companies first); PostgreSQL's LIKE is
+        // case-sensitive, SQLite's is not.
+        let sql = match &self.db {
+            Db::Sqlite(_) => {
+                "SELECT ticker, cik, name FROM tickers WHERE name LIKE $1 ESCAPE '\\' ORDER BY rowid LIMIT 200"
+            }
+            Db::Postgres(_) => {
+                "SELECT ticker, cik, name FROM tickers WHERE name ILIKE $1 ESCAPE '\\' ORDER BY seq LIMIT 200"
+            }
+        };
+        let mut found: Vec<(u8, usize, Listing)> = with_pool!(&self.db, |pool| {
+            let rows = sqlx::query(sql)
+                .bind(&pattern)
+                .fetch_all(pool)
+                .await
+                .map_err(store_error)?;
+            rows.iter()
+                .enumerate()
+                .filter_map(|(i, row)| {
+                    let listing = Listing {
+                        ticker: row.try_get("ticker").ok()?,
+                        cik: row
+                            .try_get::<i64, _>("cik")
+                            .ok()
+                            .and_then(|c| u64::try_from(c).ok()),
+                        name: row.try_get("name").ok()?,
+                    };
+                    let score = names::score(&wanted, &listing.name);
+                    (score > 0).then_some((score, i, listing))
+                })
+                .collect()
+        });
         found.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         Ok(found.into_iter().take(5).map(|(_, _, l)| l).collect())
     }
-}
-
-async fn insert_filings(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    cik: i64,
-    filings: &[Filing],
-) -> Result<(), BackendError> {
-    for filing in filings {
-        sqlx::query(
-            "INSERT OR REPLACE INTO filings (accession, cik, form, filing_date, report_date,
-                 primary_document, description, items)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&filing.accession)
-        .bind(cik)
-        .bind(&filing.form)
-        .bind(filing.filing_date.to_string())
-        .bind(filing.report_date.map(|d| d.to_string()))
-        .bind(&filing.primary_document)
-        .bind(&filing.description)
-        .bind(&filing.items)
-        .execute(&mut **tx)
-        .await
-        .map_err(store_error)?;
-    }
-    Ok(())
 }
 
 async fn create_schema(connection: &mut SqliteConnection) -> Result<(), BackendError> {

@@ -188,7 +188,10 @@ impl HostedTool for FinanceSearch {
                 Err(message) => unresolved.push(message),
             }
         }
-        let (requests, mut notes) = plan(&ask, &symbols);
+        let (mut requests, mut notes) = plan(&ask, &symbols);
+        for request in &mut requests {
+            request.project = context.project_id.to_owned();
+        }
         let finance = &self.finance;
         let answers: Vec<Answer> = futures::stream::iter(requests.iter().cloned())
             .map(|request| async move { finance.answer(&request).await })

@@ -1,7 +1,8 @@
 //! The embedded directory: people the operator imported (`agentd people import`), per
 //! project, in a SQLite file of its own (`<data_dir>/people.sqlite`, mode 0600), searched
 //! with FTS5 and ranked with `bm25()` (name weighs 10, title and company 5, skills 3, the
-//! rest 1).
+//! rest 1); or, when PostgreSQL is the store, in that database (`directory_pg.rs`, the
+//! same weights through `ts_rank`), so replicas share it.
 //!
 //! Tables: `people` (one row per project and record id; the allow-listed fields only,
 //! cleaned on the way in) and the FTS5 table `people_fts` over its text, kept in step by
@@ -12,20 +13,18 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
-use sqlx::{Connection as _, Row, SqliteConnection};
+use sqlx::{Connection as _, Row as _, SqliteConnection};
 
 use crate::backend::{Directory, DirectoryError};
+use crate::directory_pg::PgDirectory;
 use crate::query::{Hint, Search, words};
 use crate::record::Person;
 
 /// How long a writer waits for another (the CLI importing while the server searches).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `Person::source` of imported records.
-pub const SOURCE: &str = "directory";
-
-/// Separator of list fields (education, skills) in the table.
-const LIST_SEPARATOR: &str = "; ";
+pub use crate::directory_row::SOURCE;
+use crate::directory_row::{Row, read_row, store_error};
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS people (
@@ -67,10 +66,53 @@ const SCHEMA: &[&str] = &[
     END",
 ];
 
-/// The embedded people directory in one SQLite file. Cheap to clone (a pool).
+/// The embedded people directory: one SQLite file, or tables in the PostgreSQL database
+/// replicas share. Cheap to clone (a pool).
 #[derive(Clone, Debug)]
 pub struct LocalDirectory {
-    pool: SqlitePool,
+    db: Db,
+}
+
+#[derive(Clone, Debug)]
+enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgDirectory),
+}
+
+/// Inserts (or replaces, by id) one row; the same statement on both back ends.
+macro_rules! upsert_row {
+    ($tx:expr, $project:expr, $row:expr, $now:expr) => {{
+        let row = $row;
+        sqlx::query(
+            "INSERT INTO people (project, person_id, name, title, company, department,
+                location, education, skills, summary, extra, profile_url, updated_at, imported_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+             ON CONFLICT (project, person_id) DO UPDATE SET
+                name = excluded.name, title = excluded.title, company = excluded.company,
+                department = excluded.department, location = excluded.location,
+                education = excluded.education, skills = excluded.skills,
+                summary = excluded.summary, extra = excluded.extra,
+                profile_url = excluded.profile_url,
+                updated_at = excluded.updated_at, imported_at = excluded.imported_at",
+        )
+        .bind($project)
+        .bind(row.id)
+        .bind(row.name)
+        .bind(row.title)
+        .bind(row.company)
+        .bind(row.department)
+        .bind(row.location)
+        .bind(row.education)
+        .bind(row.skills)
+        .bind(row.summary)
+        .bind(row.extra)
+        .bind(row.profile_url)
+        .bind(row.updated_at)
+        .bind($now)
+        .execute(&mut *$tx)
+        .await
+        .map_err(store_error)
+    }};
 }
 
 impl LocalDirectory {
@@ -99,7 +141,18 @@ impl LocalDirectory {
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_lazy_with(options);
-        Ok(LocalDirectory { pool })
+        Ok(LocalDirectory {
+            db: Db::Sqlite(pool),
+        })
+    }
+
+    /// Opens (creating its schema and table if needed) the directory in a PostgreSQL
+    /// database (`postgres://…`, TLS as its `sslmode` says): every replica sharing the
+    /// database searches the same people.
+    pub async fn open_postgres(url: &str) -> Result<LocalDirectory, DirectoryError> {
+        Ok(LocalDirectory {
+            db: Db::Postgres(PgDirectory::open(url).await?),
+        })
     }
 
     /// A directory in memory for as long as the value (tests).
@@ -116,21 +169,47 @@ impl LocalDirectory {
         let mut connection = pool.acquire().await.map_err(store_error)?;
         create_schema(&mut connection).await?;
         drop(connection);
-        Ok(LocalDirectory { pool })
+        Ok(LocalDirectory {
+            db: Db::Sqlite(pool),
+        })
     }
 
     pub async fn close(&self) {
-        self.pool.close().await;
+        match &self.db {
+            Db::Sqlite(pool) => pool.close().await,
+            Db::Postgres(directory) => directory.pool().close().await,
+        }
     }
 
     /// How many people `project` holds.
     pub async fn count(&self, project: &str) -> Result<u64, DirectoryError> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM people WHERE project = ?")
-            .bind(project)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(store_error)?;
+        let sql = "SELECT COUNT(*) FROM people WHERE project = $1";
+        let count: i64 = match &self.db {
+            Db::Sqlite(pool) => sqlx::query_scalar(sql).bind(project).fetch_one(pool).await,
+            Db::Postgres(directory) => {
+                sqlx::query_scalar(sql)
+                    .bind(project)
+                    .fetch_one(directory.pool())
+                    .await
+            }
+        }
+        .map_err(store_error)?;
         Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    /// Whether `project` holds anyone (cheap: one index probe).
+    pub async fn has_people(&self, project: &str) -> Result<bool, DirectoryError> {
+        let sql = "SELECT EXISTS (SELECT 1 FROM people WHERE project = $1)";
+        match &self.db {
+            Db::Sqlite(pool) => sqlx::query_scalar(sql).bind(project).fetch_one(pool).await,
+            Db::Postgres(directory) => {
+                sqlx::query_scalar(sql)
+                    .bind(project)
+                    .fetch_one(directory.pool())
+                    .await
+            }
+        }
+        .map_err(store_error)
     }
 
     /// Adds (or replaces, by id) people of `project` in one transaction; with `replace`,
@@ -142,69 +221,52 @@ impl LocalDirectory {
         replace: bool,
     ) -> Result<u64, DirectoryError> {
         let now = chrono::Utc::now().timestamp_millis();
-        // IMMEDIATE: take the write lock (waiting up to the busy timeout) before the first
-        // statement, so an import next to a running server queues instead of failing.
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(store_error)?;
-        if replace {
-            sqlx::query("DELETE FROM people WHERE project = ?")
-                .bind(project)
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+        let delete = "DELETE FROM people WHERE project = $1";
+        match &self.db {
+            Db::Sqlite(pool) => {
+                // IMMEDIATE: take the write lock (waiting up to the busy timeout) before the
+                // first statement, so an import next to a running server queues instead of
+                // failing.
+                let mut tx = pool
+                    .begin_with("BEGIN IMMEDIATE")
+                    .await
+                    .map_err(store_error)?;
+                if replace {
+                    sqlx::query(delete)
+                        .bind(project)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                }
+                for person in people {
+                    upsert_row!(tx, project, Row::of(person), now)?;
+                }
+                tx.commit().await.map_err(store_error)?;
+            }
+            Db::Postgres(directory) => {
+                let mut tx = directory.pool().begin().await.map_err(store_error)?;
+                if replace {
+                    sqlx::query(delete)
+                        .bind(project)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                }
+                for person in people {
+                    upsert_row!(tx, project, Row::of(person), now)?;
+                }
+                tx.commit().await.map_err(store_error)?;
+            }
         }
-        for person in people {
-            let id = if person.id().is_empty() {
-                person.urn()
-            } else {
-                person.id().to_owned()
-            };
-            sqlx::query(
-                "INSERT INTO people (project, person_id, name, title, company, department,
-                    location, education, skills, summary, extra, profile_url, updated_at, imported_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                 ON CONFLICT (project, person_id) DO UPDATE SET
-                    name = excluded.name, title = excluded.title, company = excluded.company,
-                    department = excluded.department, location = excluded.location,
-                    education = excluded.education, skills = excluded.skills,
-                    summary = excluded.summary, extra = excluded.extra,
-                    profile_url = excluded.profile_url,
-                    updated_at = excluded.updated_at, imported_at = excluded.imported_at",
-            )
-            .bind(project)
-            .bind(id)
-            .bind(person.name())
-            .bind(person.job_title().unwrap_or_default())
-            .bind(person.employer().unwrap_or_default())
-            .bind(person.dept().unwrap_or_default())
-            .bind(person.place().unwrap_or_default())
-            .bind(person.schools().join(LIST_SEPARATOR))
-            .bind(person.skill_list().join(LIST_SEPARATOR))
-            .bind(person.about().unwrap_or_default())
-            .bind(
-                person
-                    .extra_fields()
-                    .iter()
-                    .map(|(column, value)| format!("{column}: {value}"))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-            .bind(person.profile())
-            .bind(person.updated())
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        }
-        tx.commit().await.map_err(store_error)?;
         Ok(people.len() as u64)
     }
 
     /// The best matches in the search's project, best first.
     pub async fn search(&self, search: &Search) -> Result<Vec<Person>, DirectoryError> {
+        let pool = match &self.db {
+            Db::Sqlite(pool) => pool,
+            Db::Postgres(directory) => return directory.search(search).await,
+        };
         let Some(expression) = match_expression(search) else {
             return Ok(Vec::new());
         };
@@ -219,42 +281,14 @@ impl LocalDirectory {
         .bind(expression)
         .bind(&search.project)
         .bind(search.limit as i64)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await
         .map_err(store_error)?;
         let mut people = Vec::with_capacity(rows.len());
-        for row in rows {
-            let text = |column: &str| -> Result<String, DirectoryError> {
-                row.try_get::<String, _>(column).map_err(store_error)
-            };
-            let optional = |column: &str| -> Result<Option<String>, DirectoryError> {
-                row.try_get::<Option<String>, _>(column)
-                    .map_err(store_error)
-            };
-            let (education, skills, extra) = (text("education")?, text("skills")?, text("extra")?);
-            let (title, company, department, location, summary) = (
-                text("title")?,
-                text("company")?,
-                text("department")?,
-                text("location")?,
-                text("summary")?,
-            );
-            let Some(person) = Person::new(SOURCE, &text("person_id")?, &text("name")?) else {
-                continue;
-            };
-            people.push(
-                person
-                    .title(Some(&title))
-                    .company(Some(&company))
-                    .department(Some(&department))
-                    .location(&[Some(&location)])
-                    .education(education.split(LIST_SEPARATOR))
-                    .skills(skills.split(LIST_SEPARATOR))
-                    .summary(Some(&summary))
-                    .extra(extra.lines().filter_map(|line| line.split_once(": ")))
-                    .profile_url(optional("profile_url")?.as_deref())
-                    .last_updated(optional("updated_at")?.as_deref()),
-            );
+        for row in &rows {
+            if let Some(person) = read_row!(row)?.person() {
+                people.push(person);
+            }
         }
         Ok(people)
     }
@@ -333,10 +367,6 @@ async fn create_private(path: &Path) -> Result<(), DirectoryError> {
             .map_err(io)?;
     }
     Ok(())
-}
-
-fn store_error(err: sqlx::Error) -> DirectoryError {
-    DirectoryError::Store(err.to_string())
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! page or `urn:agentd:people:{source}:{id}`, `title` "Name — Title, Company", `snippet`
 //! department, location, education, skills and source), a numbered text for the model,
 //! one citable source per person and `("search_people", queries answered)`. With no back
-//! end configured and no directory imported the tool is refused (400 naming what to set);
+//! end configured and no directory imported for the caller's project the tool is refused (400
+//! naming what to set, checked when the request is validated: [`PeopleSearch::check`]);
 //! it never invents people. A failing back end is a note for the model, never a failed run.
 //!
 //! # Privacy by construction
@@ -28,7 +29,7 @@
 //! # Back ends
 //! | back end | configured by | request |
 //! | --- | --- | --- |
-//! | embedded directory | `agentd people import` (`<data_dir>/people.sqlite`) | FTS5, bm25 (name 10, title 5, company 5, skills 3) |
+//! | embedded directory | `agentd people import` (`<data_dir>/people.sqlite`, or the PostgreSQL store) | FTS5, bm25 (name 10, title 5, company 5, skills 3); `ts_rank` with the same weights |
 //! | People Data Labs | `PDL_API_KEY` | `POST /v5/person/search` (Elasticsearch query) |
 //! | Apollo | `APOLLO_API_KEY` | `POST /api/v1/mixed_people/api_search` |
 //! | GitHub | `GITHUB_TOKEN` or `github = true` | `GET /search/users`, `GET /users/{login}` |
@@ -43,7 +44,7 @@
 //! - `query`: the model's arguments, the hints, [`Search`], ranking for unranked sources.
 //! - `backend`: the [`Directory`] port and [`DirectoryError`].
 //! - `http`: the guarded client, capped answers, error and rate-limit mapping.
-//! - `directory`: the embedded [`LocalDirectory`]; `import`: reading CSV / JSON Lines.
+//! - `directory`: the embedded [`LocalDirectory`] (`directory_pg`: in PostgreSQL); `import`: reading CSV / JSON Lines.
 //! - `pdl`, `apollo`, `github`, `orcid`, `scim`, `ldap`: the back ends.
 //! - `select`: [`PeopleSettings`] and [`People`].
 //! - `tool`: [`PeopleSearch`].
@@ -73,6 +74,8 @@
 mod apollo;
 mod backend;
 mod directory;
+mod directory_pg;
+mod directory_row;
 mod github;
 mod http;
 pub mod import;
@@ -88,6 +91,7 @@ mod tool;
 pub use apollo::Apollo;
 pub use backend::{Directory, DirectoryError};
 pub use directory::LocalDirectory;
+pub use directory_pg::SCHEMA_NAME as POSTGRES_SCHEMA;
 pub use github::GitHub;
 pub use ldap::{DEFAULT_OBJECT_FILTER, Ldap, LdapSettings};
 pub use orcid::Orcid;
@@ -95,7 +99,7 @@ pub use pdl::Pdl;
 pub use query::{Hints, MAX_LIMIT, MAX_QUERIES, Search};
 pub use record::Person;
 pub use scim::Scim;
-pub use select::{HOW_TO_CONFIGURE, People, PeopleSettings, ScimSettings};
+pub use select::{HOW_TO_CONFIGURE, People, PeopleSettings, ScimSettings, open_directory};
 pub use tool::{BILLING_KEY, PeopleSearch, TOOL_NAME};
 
 /// The public endpoints' bases, for operators' documentation and overrides.

@@ -2,9 +2,11 @@
 //! for the life of the process. The caller reads the environment and config; this takes
 //! values.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use netguard::Policy;
 use tokio::sync::OnceCell;
@@ -50,6 +52,9 @@ pub struct PeopleSettings {
     /// The embedded directory's file (`<data_dir>/people.sqlite`): it answers once
     /// `agentd people import` has created it.
     pub directory_path: PathBuf,
+    /// A PostgreSQL database (`postgres://…`) holding the embedded directory instead of the
+    /// file: the store's, when replicas share it.
+    pub directory_url: Option<String>,
     /// Columns of an import kept and shown besides the pinned ones (`extra_columns`).
     pub extra_columns: Vec<String>,
 }
@@ -71,6 +76,10 @@ impl fmt::Debug for PeopleSettings {
             .field("scim", &self.scim.as_ref().map(|s| &s.base_url))
             .field("ldap", &self.ldap)
             .field("directory_path", &self.directory_path)
+            .field(
+                "directory_url",
+                &self.directory_url.as_ref().map(|_| "<postgres>"),
+            )
             .field("extra_columns", &self.extra_columns)
             .finish()
     }
@@ -83,18 +92,65 @@ impl PeopleSettings {
     }
 }
 
+/// The embedded directory the settings name: in PostgreSQL when `directory_url` is set,
+/// else the file at `directory_path` (`agentd people import` writes there).
+pub async fn open_directory(settings: &PeopleSettings) -> Result<LocalDirectory, DirectoryError> {
+    match set(&settings.directory_url) {
+        Some(url) => LocalDirectory::open_postgres(url).await,
+        None => LocalDirectory::open(&settings.directory_path).await,
+    }
+}
+
 /// What to set to make people_search work, for the refusal message.
-pub const HOW_TO_CONFIGURE: &str = "import a directory with `agentd people import FILE.csv|FILE.jsonl`, \
+pub const HOW_TO_CONFIGURE: &str = "import a directory for this project with \
+`agentd people import FILE.csv|FILE.jsonl --project NAME`, \
 or set PDL_API_KEY, APOLLO_API_KEY or GITHUB_TOKEN, or configure [tools.people_search] \
 (github = true, orcid = true) or [tools.people_search.scim] or [tools.people_search.ldap]";
 
 /// A source that could not be used, by name.
 pub(crate) type SourceFailure = (&'static str, DirectoryError);
 
-/// The embedded directory: opened on first use, once `agentd people import` created it.
+/// How long a "this project holds people" is reused (requests are validated with it). A
+/// "holds nobody" is not kept: an import by another process counts at once.
+const PROJECT_TTL: Duration = Duration::from_secs(5);
+
+/// Projects whose answer is remembered at most (the map is emptied when full).
+const PROJECTS_KEPT: usize = 1024;
+
+/// The embedded directory: opened on first use, once `agentd people import` created it
+/// (a file), or always (PostgreSQL).
 struct Local {
     path: Option<PathBuf>,
+    url: Option<String>,
     opened: OnceCell<LocalDirectory>,
+    /// Projects known to hold people, and since when.
+    projects: Mutex<HashMap<String, Instant>>,
+}
+
+impl Local {
+    fn new(path: Option<PathBuf>, url: Option<String>, opened: OnceCell<LocalDirectory>) -> Local {
+        Local {
+            path,
+            url,
+            opened,
+            projects: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn remembered(&self, project: &str) -> bool {
+        let projects = self.projects.lock().unwrap_or_else(|p| p.into_inner());
+        projects
+            .get(project)
+            .is_some_and(|at| at.elapsed() < PROJECT_TTL)
+    }
+
+    fn remember(&self, project: &str) {
+        let mut projects = self.projects.lock().unwrap_or_else(|p| p.into_inner());
+        if projects.len() >= PROJECTS_KEPT {
+            projects.clear();
+        }
+        projects.insert(project.to_owned(), Instant::now());
+    }
 }
 
 /// The people_search back ends of this process.
@@ -154,10 +210,11 @@ impl People {
         }
         Ok(People {
             remote,
-            local: Local {
-                path: Some(settings.directory_path.clone()),
-                opened: OnceCell::new(),
-            },
+            local: Local::new(
+                Some(settings.directory_path.clone()),
+                set(&settings.directory_url).map(str::to_owned),
+                OnceCell::new(),
+            ),
             url_policy,
         })
     }
@@ -170,20 +227,23 @@ impl People {
     ) -> People {
         People {
             remote,
-            local: Local {
-                path: None,
-                opened: match local {
+            local: Local::new(
+                None,
+                None,
+                match local {
                     Some(directory) => OnceCell::new_with(Some(directory)),
                     None => OnceCell::new(),
                 },
-            },
+            ),
             url_policy,
         }
     }
 
-    /// Whether the embedded directory exists (it was opened, or its file is there).
+    /// Whether the embedded directory exists (it was opened, it is in PostgreSQL, or its
+    /// file is there).
     fn has_local(&self) -> bool {
         self.local.opened.initialized()
+            || self.local.url.is_some()
             || self
                 .local
                 .path
@@ -195,6 +255,51 @@ impl People {
     /// directory exists.
     pub fn is_configured(&self) -> bool {
         !self.remote.is_empty() || self.has_local()
+    }
+
+    /// Whether a call from `project` has a back end: a remote one is configured, or the
+    /// embedded directory holds people of that project (a yes is reused for a few seconds). A directory that cannot be read counts as serving: the call then says
+    /// that it failed, rather than the request being refused as unconfigured.
+    pub async fn serves(&self, project: &str) -> bool {
+        if !self.remote.is_empty() {
+            return true;
+        }
+        if !self.has_local() {
+            return false;
+        }
+        if self.local.remembered(project) {
+            return true;
+        }
+        let holds = match self.local_directory().await {
+            Ok(directory) => directory.has_people(project).await,
+            Err(err) => Err(err),
+        };
+        match holds {
+            Ok(holds) => {
+                if holds {
+                    self.local.remember(project);
+                }
+                holds
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "people directory: cannot tell whether the project holds people");
+                true
+            }
+        }
+    }
+
+    /// The embedded directory, opened on first use.
+    async fn local_directory(&self) -> Result<&LocalDirectory, DirectoryError> {
+        self.local
+            .opened
+            .get_or_try_init(|| async {
+                match (&self.local.url, &self.local.path) {
+                    (Some(url), _) => LocalDirectory::open_postgres(url).await,
+                    (None, Some(path)) => LocalDirectory::open(path).await,
+                    (None, None) => Err(DirectoryError::Store("no directory file".to_owned())),
+                }
+            })
+            .await
     }
 
     /// The names of the back ends that answer now, in order (`directory` first when it
@@ -213,16 +318,7 @@ impl People {
     pub(crate) async fn directories(&self) -> Vec<Result<Arc<dyn Directory>, SourceFailure>> {
         let mut out: Vec<Result<Arc<dyn Directory>, SourceFailure>> = Vec::new();
         if self.has_local() {
-            let opened = self
-                .local
-                .opened
-                .get_or_try_init(|| async {
-                    match &self.local.path {
-                        Some(path) => LocalDirectory::open(path).await,
-                        None => Err(DirectoryError::Store("no directory file".to_owned())),
-                    }
-                })
-                .await;
+            let opened = self.local_directory().await;
             out.push(match opened {
                 Ok(directory) => Ok(Arc::new(directory.clone()) as Arc<dyn Directory>),
                 Err(err) => Err((crate::directory::SOURCE, err)),

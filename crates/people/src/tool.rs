@@ -49,6 +49,21 @@ impl PeopleSearch {
         }
         Ok(PeopleSearch { people })
     }
+
+    /// Request validation for a project: refused (400, naming the tool and what to set)
+    /// when no remote back end is configured and the embedded directory holds nobody of
+    /// `project_id` (another project's import does not count).
+    pub async fn check(people: &People, project_id: &str, index: usize) -> Result<(), HostedError> {
+        if people.serves(project_id).await {
+            return Ok(());
+        }
+        Err(HostedError::Invalid(RequestError::new(
+            format!("tools[{index}]"),
+            format!(
+                "the people_search tool has no back end for this project: no people were imported into it and no remote directory is configured; {HOW_TO_CONFIGURE}"
+            ),
+        )))
+    }
 }
 
 /// How a search is shown (`queries` of the item): its text and hints.

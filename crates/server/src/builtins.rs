@@ -36,6 +36,8 @@ pub struct Builtins {
     people: Arc<people::People>,
     sandbox: Sandbox,
     finance: Arc<finance::Finance>,
+    /// The engine, once built: finance sources reach saved connectors through it.
+    engine: crate::finance_connectors::EngineSlot,
 }
 
 /// What `image_search` needs: its back end, and the request policy with a guarded client
@@ -279,7 +281,8 @@ impl Builtins {
         );
         let people = people_search(config, &policy).await?;
         let tools = Sandbox::from_settings(&config.sandbox).await;
-        let finance = finance_from_config(config).await?;
+        let engine = crate::finance_connectors::EngineSlot::default();
+        let finance = finance_from_config(config, engine.clone()).await?;
         Ok(Builtins {
             fetch: Arc::new(shared_fetch),
             search: backend,
@@ -287,7 +290,14 @@ impl Builtins {
             people: Arc::new(people),
             sandbox: tools,
             finance: Arc::new(finance),
+            engine,
         })
+    }
+
+    /// Where the server puts its engine once built (saved connectors of finance sources are
+    /// found through it; until then none is).
+    pub fn engine_slot(&self) -> crate::finance_connectors::EngineSlot {
+        self.engine.clone()
     }
 
     /// The name of the search back end in use (for the start-up log).
@@ -354,6 +364,24 @@ impl HostedTools for Builtins {
         tools.extend(self.sandbox.files.iter().cloned());
         Ok(tools)
     }
+
+    /// `people_search` is refused for a project its back ends cannot serve (no remote
+    /// directory, and no people imported into that project).
+    fn check<'a>(
+        &'a self,
+        project_id: &'a str,
+        index: usize,
+        tool: &'a Tool,
+    ) -> futures::future::BoxFuture<'a, Result<(), HostedError>> {
+        Box::pin(async move {
+            match tool {
+                Tool::PeopleSearch(_) => {
+                    people::PeopleSearch::check(&self.people, project_id, index).await
+                }
+                _ => Ok(()),
+            }
+        })
+    }
 }
 
 /// The people_search back ends. The operator's SCIM service may sit on a private address:
@@ -381,7 +409,10 @@ async fn people_search(
 /// The finance sources: the operator's own service hosts (base URL overrides, MCP servers)
 /// may sit on private addresses, allowed for these sources only; MCP servers are reached
 /// through the server's guarded MCP client.
-async fn finance_from_config(config: &Config) -> Result<finance::Finance, BuiltinsError> {
+async fn finance_from_config(
+    config: &Config,
+    engine: crate::finance_connectors::EngineSlot,
+) -> Result<finance::Finance, BuiltinsError> {
     let settings = &config.finance_search;
     let mut allowed = config.allow_private.clone();
     let overrides = [
@@ -404,6 +435,8 @@ async fn finance_from_config(config: &Config) -> Result<finance::Finance, Builti
         settings
             .mcp
             .iter()
+            // A saved connector's host is judged as the operator's allow list says.
+            .filter(|source| source.connector.is_none())
             .map(|source| ("tools.finance_search.mcp.url", source.server.url.as_str())),
     );
     for (name, url) in hosts {
@@ -423,7 +456,8 @@ async fn finance_from_config(config: &Config) -> Result<finance::Finance, Builti
     mcp_config.max_response_bytes = config.mcp.max_response_bytes;
     let connector =
         mcp::McpClient::new(mcp_config).map_err(|err| BuiltinsError::new(err.to_string()))?;
-    let finance = finance::build(settings, &policy, Arc::new(connector))
+    let saved = Arc::new(crate::finance_connectors::EngineConnectors(engine));
+    let finance = finance::build_with(settings, &policy, Arc::new(connector), saved)
         .await
         .map_err(|err| BuiltinsError::new(format!("finance_search: {err}")))?;
     tracing::info!(sources = ?finance.sources(), "finance_search sources");

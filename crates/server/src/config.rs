@@ -164,7 +164,15 @@ pub struct RawBudget {
 pub struct RawFinanceMcp {
     /// Names the source (`mcp:<label>`).
     pub label: String,
+    /// The server's URL; or, instead, `connector`.
+    #[serde(default)]
     pub url: String,
+    /// A saved connector's id (`/v1/admin/connectors`) instead of `url`: its endpoint and
+    /// credentials are the connector's.
+    pub connector: Option<String>,
+    /// With `connector`: the project (by name) whose connector serves every project. Unset:
+    /// each request uses the connector of its own project, if that project saved one.
+    pub project: Option<String>,
     /// The variable holding the server's bearer token (the token never sits in the file).
     pub authorization_env: Option<String>,
     /// The tool argument that carries the ticker (default `symbol`).
@@ -802,7 +810,14 @@ impl Config {
             },
         };
         let sandbox = sandbox_settings(file.tools.sandbox, &data_dir)?;
-        let finance_search = finance_settings(file.tools.finance_search, env, &data_dir)?;
+        let mut finance_search = finance_settings(file.tools.finance_search, env, &data_dir)?;
+        // On PostgreSQL the people directory and the finance store live in the shared
+        // database too: no replica holds data of its own.
+        let shared_database = match &store {
+            StoreLocation::Postgres(url) => Some(url.clone()),
+            _ => None,
+        };
+        finance_search.store_url = shared_database.clone();
         let secrets = SecretsSettings {
             key: env_var("AGENTD_SECRET_KEY").map(secrecy::SecretString::from),
             key_file: env_var("AGENTD_SECRET_KEY_FILE")
@@ -840,7 +855,8 @@ impl Config {
             )?,
         };
         let request_limits = request_limits(&file.limits)?;
-        let people_search = people_settings(file.tools.people_search, env, &data_dir)?;
+        let mut people_search = people_settings(file.tools.people_search, env, &data_dir)?;
+        people_search.directory_url = shared_database;
         Ok(Config {
             listen,
             data_dir,
@@ -954,6 +970,7 @@ fn people_settings(
         scim,
         ldap,
         directory_path: data_dir.join("people.sqlite"),
+        directory_url: None,
         extra_columns: raw.extra_columns.unwrap_or_default(),
     })
 }
@@ -993,13 +1010,45 @@ fn finance_settings(
             return Err(invalid(&at("label"), format!("\"{label}\" is used twice")));
         }
         let url = server.url.trim().to_owned();
-        if url::Url::parse(&url)
-            .map(|u| !matches!(u.scheme(), "http" | "https"))
-            .unwrap_or(true)
+        let saved = match server.connector.as_deref().map(str::trim) {
+            None => None,
+            Some(id) => {
+                if !url.is_empty() || server.authorization_env.is_some() {
+                    return Err(invalid(
+                        &at("connector"),
+                        "a saved connector brings its own URL and credentials: set connector or url (and authorization_env), not both".to_owned(),
+                    ));
+                }
+                if id.is_empty() {
+                    return Err(invalid(&at("connector"), "must not be empty".to_owned()));
+                }
+                Some(finance::SavedConnector {
+                    id: id.to_owned(),
+                    project: server
+                        .project
+                        .as_deref()
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_owned),
+                })
+            }
+        };
+        if saved.is_none() && server.project.is_some() {
+            return Err(invalid(
+                &at("project"),
+                "only a saved connector (connector = \"…\") belongs to a project".to_owned(),
+            ));
+        }
+        if saved.is_none()
+            && url::Url::parse(&url)
+                .map(|u| !matches!(u.scheme(), "http" | "https"))
+                .unwrap_or(true)
         {
             return Err(invalid(
                 &at("url"),
-                format!("{url:?} is not an http(s) URL"),
+                format!(
+                    "{url:?} is not an http(s) URL (or name a saved connector with connector = \"…\")"
+                ),
             ));
         }
         let authorization =
@@ -1035,6 +1084,7 @@ fn finance_settings(
                 authorization,
                 headers: BTreeMap::new(),
             },
+            connector: saved,
             tools,
             symbol_argument: server
                 .symbol_argument
@@ -1117,6 +1167,7 @@ fn finance_settings(
         mcp,
         mcp_budget: budgets[3].1,
         store_path: data_dir.join("finance.sqlite"),
+        store_url: None,
         cache_entries,
         lifetimes: finance::Lifetimes {
             live: std::time::Duration::from_secs(quote_seconds),
@@ -1546,6 +1597,10 @@ mod tests {
         let c = Config::resolve(file, &env_of(&pairs), &Flags::default()).expect("ok");
         assert_eq!(c.store, StoreLocation::Postgres(url.to_owned()));
         assert_eq!(c.database_pool.max_connections, 7);
+        // The people directory and the finance store follow the store into PostgreSQL.
+        assert_eq!(c.people_search.directory_url.as_deref(), Some(url));
+        assert_eq!(c.finance_search.store_url.as_deref(), Some(url));
+        assert!(!format!("{:?}", c.people_search).contains("db.internal"));
 
         let pairs = [
             ("AGENTD_DATABASE_URL", url),
@@ -1562,6 +1617,8 @@ mod tests {
         assert!(err.to_string().contains("database_pool_size"), "{err}");
         let c = Config::resolve(RawConfig::default(), &env_of(&[]), &Flags::default()).expect("ok");
         assert_eq!(c.database_pool.max_connections, store::DEFAULT_POOL_SIZE);
+        assert_eq!(c.people_search.directory_url, None);
+        assert_eq!(c.finance_search.store_url, None);
     }
 
     #[test]
@@ -1744,6 +1801,31 @@ tools = { quote = "GLOBAL_QUOTE", income_statement = "INCOME_STATEMENT" }
             "[tools.finance_search]\nbackends = [\"yahoo\"]",
             &[],
             "tools.finance_search.backends",
+        );
+        // A saved connector instead of a URL; never both, and a project only with one.
+        let saved = "[[tools.finance_search.mcp]]\nlabel = \"m\"\nconnector = \"connector_m\"\nproject = \"research\"\ntools = { quote = \"q\" }";
+        let c = Config::resolve(file(saved), &env_of(&[]), &Flags::default()).expect("ok");
+        assert_eq!(
+            c.finance_search.mcp[0].connector,
+            Some(finance::SavedConnector {
+                id: "connector_m".to_owned(),
+                project: Some("research".to_owned()),
+            })
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\nconnector = \"c\"",
+            &[],
+            "tools.finance_search.mcp[0].connector",
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\nproject = \"p\"",
+            &[],
+            "tools.finance_search.mcp[0].project",
+        );
+        refuse(
+            "[[tools.finance_search.mcp]]\nlabel = \"x\"",
+            &[],
+            "tools.finance_search.mcp[0].url",
         );
         refuse(
             "[[tools.finance_search.mcp]]\nlabel = \"x\"\nurl = \"https://x\"\ntools = { weather = \"W\" }",

@@ -40,6 +40,7 @@ pub mod datadir;
 pub mod envelope;
 pub mod error;
 pub mod fdlimit;
+pub mod finance_connectors;
 pub mod handlers;
 pub mod json;
 pub mod logging;

@@ -252,7 +252,7 @@ async fn people_import(
     let imported = people::import::read_file(file, &config.people_search.extra_columns).await?;
     let store = agentd_server::open_store(config).await?;
     let project_id = store.ensure_project(project).await?;
-    let directory = people::LocalDirectory::open(&config.people_search.directory_path).await?;
+    let directory = people::open_directory(&config.people_search).await?;
     let count = directory
         .import(&project_id, &imported.people, replace)
         .await?;
@@ -280,7 +280,7 @@ async fn finance_import(
     paths: &[PathBuf],
     prices: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let store = finance::LocalStore::open(&config.finance_search.store_path).await?;
+    let store = finance::open_store(&config.finance_search).await?;
     let result = finance::import(&store, paths, prices).await;
     let counts = store.counts().await;
     store.close().await;

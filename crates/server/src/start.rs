@@ -104,6 +104,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
             max_packed_bytes: config.sandbox.snapshot_max_bytes,
         });
     }
+    let engine_slot = hosted.engine_slot();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
         loop {
@@ -126,6 +127,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
         },
         config.engine.clone(),
     );
+    let _ = engine_slot.set(engine.clone());
     let has_keys = engine.has_keys().await?;
     if !has_keys && !config.listen.ip().is_loopback() {
         return Err(ServerError::OpenModeNotLoopback(config.listen));

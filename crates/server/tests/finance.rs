@@ -175,3 +175,286 @@ async fn finance_search_answers_offline_from_imported_sec_files() {
     drop(app);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A PostgreSQL database of one test, dropped (connections and all) with this value. The
+/// server is found at `AGENTD_TEST_POSTGRES_URL` (default
+/// `postgres://postgres@127.0.0.1:5432/postgres`); an unreachable server fails the test.
+struct Database {
+    name: String,
+    url: String,
+}
+
+fn postgres_admin_url() -> String {
+    std::env::var("AGENTD_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+async fn postgres_admin(sql: &str) {
+    use sqlx::Connection as _;
+    let url = postgres_admin_url();
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
+        unreachable!(
+            "PostgreSQL is not reachable at {url} ({e}): this test needs it (start it, e.g. \
+             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
+        )
+    });
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+impl Database {
+    async fn create() -> Database {
+        let name = format!("agentd_pf_{}", uuid::Uuid::new_v4().simple());
+        postgres_admin(&format!("CREATE DATABASE {name}")).await;
+        let mut url = url::Url::parse(&postgres_admin_url()).unwrap();
+        url.set_path(&format!("/{name}"));
+        Database {
+            name,
+            url: url.to_string(),
+        }
+    }
+
+    async fn count(&self, table: &str) -> i64 {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        let count: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        conn.close().await.unwrap();
+        count
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(postgres_admin(&format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )));
+        })
+        .join();
+    }
+}
+
+#[tokio::test]
+async fn on_postgresql_the_imports_live_in_the_shared_database() {
+    let db = Database::create().await;
+    let dir = std::env::temp_dir().join(format!("agentd-finance-pg-{}", uuid::Uuid::new_v4()));
+    write_sec_files(&dir.join("sec"));
+    std::fs::write(
+        dir.join("prices.csv"),
+        "symbol,date,open,high,low,close,volume\nACME,2025-01-30,29,31,28,30,1000\nACME,2025-01-31,30,33,29,32.5,1500\n",
+    )
+    .unwrap();
+    // `agentd finance import` on any machine, given the database URL, writes into it.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["finance", "import", "--database-url", &db.url, "--data-dir"])
+        .arg(dir.join("importer"))
+        .arg(dir.join("sec"))
+        .arg("--prices")
+        .arg(dir.join("prices.csv"))
+        .env_remove("AGENTD_CONFIG")
+        .env_remove("AGENTD_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(db.count("agentd_finance.prices").await, 2);
+    assert_eq!(db.count("agentd_finance.tickers").await, 1);
+    assert!(!dir.join("importer/finance.sqlite").exists());
+
+    // A server (a replica with a data directory of its own, holding no import) on that
+    // database answers from it.
+    let url = db.url.clone();
+    let app = TestApp::spawn_with(move |config| {
+        config.store = agentd_server::config::StoreLocation::Postgres(url.clone());
+        config.finance_search.store_url = Some(url);
+    })
+    .await;
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "finance_search",
+        r#"{"query": "Acme last close and revenue", "symbols": ["Acme Robotics"], "categories": ["quote", "income_statement"]}"#,
+    )]));
+    app.fake.push(Reply::text("It closed at 32.5 [1]."));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "How did Acme do?",
+                   "tools": [{"type": "finance_search"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let finance = items(&response, "finance_results")[0];
+    let results = finance["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{finance}");
+    assert_eq!(results[0]["category"], "quote");
+    assert_eq!(results[0]["source"], "local");
+    assert_eq!(results[0]["as_of"], "2025-01-31");
+    assert_eq!(results[1]["as_of"], "2024-12-31");
+    assert!(!app.data_dir.join("finance.sqlite").exists());
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An answer of agentd, with a key.
+async fn post_as(app: &TestApp, key: Option<&str>, path: &str, body: Value) -> (u16, Value) {
+    let mut request = app.client.post(app.url(path)).json(&body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// What the model read from the tool in the run's second model request.
+fn tool_text(app: &TestApp, request: usize) -> String {
+    app.fake.requests()[request]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn a_saved_connector_of_the_callers_project_is_a_finance_source() {
+    use testkit::mcp::{McpFixture, Transport};
+    const TOKEN: &str = "tok-finance-connector-5be1";
+    let fixture = McpFixture::start_with_token("auth", Transport::StreamableHttp, TOKEN).await;
+    let app = TestApp::spawn_with(|config| {
+        config.allow_private = vec!["127.0.0.0/8".to_owned()];
+        config.store = agentd_server::config::StoreLocation::DataDir(config.data_dir.clone());
+        // `[[tools.finance_search.mcp]] label = "market", connector = "connector_market"`:
+        // the fixture's echo tool answers quotes with the ticker it is given.
+        let mut tools = std::collections::BTreeMap::new();
+        tools.insert(finance::Category::Quote, "echo".to_owned());
+        config.finance_search.mcp = vec![finance::McpSource {
+            label: "market".to_owned(),
+            server: engine::mcp::McpServer {
+                label: "market".to_owned(),
+                url: String::new(),
+                authorization: None,
+                headers: std::collections::BTreeMap::new(),
+            },
+            connector: Some(finance::SavedConnector {
+                id: "connector_market".to_owned(),
+                project: None,
+            }),
+            tools,
+            symbol_argument: "text".to_owned(),
+        }];
+        // `label = "shared", connector = "connector_market", project = "alpha"`: alpha's
+        // connector answers profiles for every project.
+        let mut shared = config.finance_search.mcp[0].clone();
+        shared.label = "shared".to_owned();
+        shared.connector = Some(finance::SavedConnector {
+            id: "connector_market".to_owned(),
+            project: Some("alpha".to_owned()),
+        });
+        shared.tools =
+            std::collections::BTreeMap::from([(finance::Category::Profile, "echo".to_owned())]);
+        config.finance_search.mcp.push(shared);
+    })
+    .await;
+    let (status, owner) = post_as(
+        &app,
+        None,
+        "/v1/admin/keys",
+        json!({"role": "owner", "name": "root"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{owner}");
+    let owner = owner["key"].as_str().unwrap().to_owned();
+    let mut keys = Vec::new();
+    for project in ["alpha", "beta"] {
+        let (status, body) = post_as(
+            &app,
+            Some(&owner),
+            "/v1/admin/projects",
+            json!({"name": project}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = post_as(
+            &app,
+            Some(&owner),
+            &format!("/v1/admin/keys?project={project}"),
+            json!({"role": "admin", "name": project}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        keys.push(body["key"].as_str().unwrap().to_owned());
+    }
+    // Alpha saves the connector, its token sealed; beta saves none.
+    let (status, created) = post_as(
+        &app,
+        Some(&keys[0]),
+        "/v1/admin/connectors",
+        json!({"id": "connector_market", "server_label": "market", "server_url": fixture.url,
+               "authorization": TOKEN}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+
+    let ask = json!({"model": MODEL, "input": "Quote ACME",
+                     "tools": [{"type": "finance_search"}]});
+    let call = r#"{"query": "ACME quote", "symbols": ["ACME"], "categories": ["quote"]}"#;
+
+    // Alpha: the quote comes from its connector (the fixture refuses calls without the token).
+    app.fake
+        .push(Reply::tool_calls(vec![("call_1", "finance_search", call)]));
+    app.fake.push(Reply::text("ACME [1]."));
+    let (status, response) = post_as(&app, Some(&keys[0]), "/v1/responses", ask.clone()).await;
+    assert_eq!(status, 200, "{response}");
+    let finance = items(&response, "finance_results")[0];
+    let result = &finance["results"][0];
+    assert_eq!(result["source"], "mcp:market", "{finance}");
+    assert!(result["data"].to_string().contains("ACME"), "{result}");
+    assert!(
+        tool_text(&app, 1).contains("[1] ACME: quote (MCP tool echo) · source: mcp:market"),
+        "{}",
+        tool_text(&app, 1)
+    );
+
+    // Beta: no such connector in its project, so no quote, said in words; never alpha's
+    // (but the profile, from the connector the operator shared from alpha).
+    let call =
+        r#"{"query": "ACME quote", "symbols": ["ACME"], "categories": ["quote", "profile"]}"#;
+    app.fake
+        .push(Reply::tool_calls(vec![("call_1", "finance_search", call)]));
+    app.fake.push(Reply::text("No quote."));
+    let (status, response) = post_as(&app, Some(&keys[1]), "/v1/responses", ask).await;
+    assert_eq!(status, 200, "{response}");
+    let told = tool_text(&app, 3);
+    assert!(
+        told.contains(
+            "the connector \"connector_market\" is not saved (or is disabled) in this project"
+        ),
+        "{told}"
+    );
+    let finance = items(&response, "finance_results")[0];
+    let results = finance["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{finance}");
+    assert_eq!(results[0]["category"], "profile");
+    assert_eq!(results[0]["source"], "mcp:shared");
+    assert!(!response.to_string().contains(TOKEN));
+}

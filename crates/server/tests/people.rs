@@ -3,6 +3,8 @@
 //! directory answers: items, events, usage and cost, citations, and no sensitive column of
 //! the import anywhere (model, response, stream, store files).
 
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
 use agentd_server::config::StoreLocation;
 use serde_json::{Value, json};
 use testkit::{Reply, TestApp};
@@ -181,4 +183,241 @@ async fn people_search_is_refused_until_a_directory_is_imported_then_answers() {
             }
         }
     }
+}
+
+/// An answer of agentd, with the key of a project.
+async fn post_as(app: &TestApp, key: Option<&str>, path: &str, body: Value) -> (u16, Value) {
+    let mut request = app.client.post(app.url(path)).json(&body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Project `name` and a member key of it, made with the owner key.
+async fn project_key(app: &TestApp, owner: &str, name: &str) -> String {
+    let (status, body) = post_as(
+        app,
+        Some(owner),
+        "/v1/admin/projects",
+        json!({"name": name}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = post_as(
+        app,
+        Some(owner),
+        &format!("/v1/admin/keys?project={name}"),
+        json!({"role": "member", "name": format!("{name}-member")}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    body["key"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_directory_imported_for_one_project_does_not_configure_another() {
+    let app = TestApp::spawn_with(|config| {
+        config.store = StoreLocation::DataDir(config.data_dir.clone());
+    })
+    .await;
+    let (status, owner) = post_as(
+        &app,
+        None,
+        "/v1/admin/keys",
+        json!({"role": "owner", "name": "root"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{owner}");
+    let owner = owner["key"].as_str().unwrap().to_owned();
+    let alpha = project_key(&app, &owner, "alpha").await;
+    let beta = project_key(&app, &owner, "beta").await;
+
+    // The operator imports a directory into project alpha only.
+    let file = app.data_dir.join("staff.csv");
+    std::fs::write(&file, CSV).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["people", "import"])
+        .arg(&file)
+        .args(["--project", "alpha", "--data-dir"])
+        .arg(&app.data_dir)
+        .env_remove("AGENTD_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // Beta has nobody and no remote back end: 400 naming the tool and what to set, and
+    // the model is never asked.
+    let (status, error) = post_as(&app, Some(&beta), "/v1/responses", body(false)).await;
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(error["error"]["param"], "tools[0]");
+    let message = error["error"]["message"].as_str().unwrap();
+    for named in [
+        "people_search",
+        "agentd people import",
+        "--project",
+        "PDL_API_KEY",
+    ] {
+        assert!(message.contains(named), "{named} not in {message}");
+    }
+    assert!(app.fake.requests().is_empty());
+
+    // Alpha's requests search its directory.
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "people_search",
+        r#"{"queries":["babbage"]}"#,
+    )]));
+    app.fake.push(Reply::text("Charles Babbage [1]."));
+    let (status, response) = post_as(&app, Some(&alpha), "/v1/responses", body(false)).await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["status"], "completed", "{response}");
+    let item = response["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "people_search_results")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        item["results"][0]["title"],
+        "Charles Babbage — Director, Analytical Engines"
+    );
+}
+
+/// A PostgreSQL database of one test, dropped (connections and all) with this value. The
+/// server is found at `AGENTD_TEST_POSTGRES_URL` (default
+/// `postgres://postgres@127.0.0.1:5432/postgres`); an unreachable server fails the test.
+struct Database {
+    name: String,
+    url: String,
+}
+
+fn postgres_admin_url() -> String {
+    std::env::var("AGENTD_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+async fn postgres_admin(sql: &str) {
+    use sqlx::Connection as _;
+    let url = postgres_admin_url();
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
+        unreachable!(
+            "PostgreSQL is not reachable at {url} ({e}): this test needs it (start it, e.g. \
+             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
+        )
+    });
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+impl Database {
+    async fn create() -> Database {
+        let name = format!("agentd_pf_{}", uuid::Uuid::new_v4().simple());
+        postgres_admin(&format!("CREATE DATABASE {name}")).await;
+        let mut url = url::Url::parse(&postgres_admin_url()).unwrap();
+        url.set_path(&format!("/{name}"));
+        Database {
+            name,
+            url: url.to_string(),
+        }
+    }
+
+    async fn count(&self, table: &str) -> i64 {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        let count: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        conn.close().await.unwrap();
+        count
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(postgres_admin(&format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )));
+        })
+        .join();
+    }
+}
+
+#[tokio::test]
+async fn on_postgresql_the_directory_lives_in_the_shared_database() {
+    let db = Database::create().await;
+    let dir = std::env::temp_dir().join(format!("agentd-people-pg-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("staff.csv");
+    std::fs::write(&file, CSV).unwrap();
+    // `agentd people import` on any machine, given the database URL, writes into it.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["people", "import"])
+        .arg(&file)
+        .args(["--database-url", &db.url, "--data-dir"])
+        .arg(dir.join("importer"))
+        .env_remove("AGENTD_CONFIG")
+        .env_remove("AGENTD_DATABASE_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("imported 2 people into project \"default\""),
+        "{stdout}"
+    );
+    assert_eq!(db.count("agentd_people.people").await, 2);
+    assert!(!dir.join("importer/people.sqlite").exists());
+
+    // A server (a replica with a data directory of its own, holding no people) on that
+    // database answers from it.
+    let url = db.url.clone();
+    let app = TestApp::spawn_with(move |config| {
+        config.store = StoreLocation::Postgres(url.clone());
+        config.people_search.directory_url = Some(url);
+    })
+    .await;
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "people_search",
+        r#"{"queries":["babbage"]}"#,
+    )]));
+    app.fake.push(Reply::text("Charles Babbage [1]."));
+    let (status, response) = app.post("/v1/responses", body(false)).await;
+    assert_eq!(status, 200, "{response}");
+    let titles: Vec<&str> = response["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "people_search_results")
+        .flat_map(|item| item["results"].as_array().unwrap())
+        .map(|result| result["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Charles Babbage — Director, Analytical Engines"]);
+    assert!(!app.data_dir.join("people.sqlite").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

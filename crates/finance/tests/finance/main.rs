@@ -11,6 +11,7 @@
 
 mod alphavantage;
 mod common;
+mod db;
 mod edgar;
 mod fmp;
 mod mcp;

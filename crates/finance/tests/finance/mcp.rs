@@ -99,6 +99,7 @@ fn source() -> McpSource {
             authorization: Some("secret-token".to_owned()),
             headers: BTreeMap::new(),
         },
+        connector: None,
         tools,
         symbol_argument: "symbol".to_owned(),
     }

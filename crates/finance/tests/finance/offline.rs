@@ -1,13 +1,22 @@
 //! The embedded offline default: generated SEC bulk files (plain and zipped) and a prices
-//! CSV imported into the store, then `finance_search` answered from it with no network.
+//! CSV imported into the store, then `finance_search` answered from it with no network. Each
+//! test runs on both back ends of the store (a SQLite file; PostgreSQL, where the import and
+//! the searching service are separate pools, as a CLI and a replica are).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use finance::{FinanceSearch, LocalStore, Settings};
+use finance::FinanceSearch;
 use serde_json::{Value, json};
 
 use crate::common::{self, ACME, BETA, GAMMA, call, results};
+use crate::db::{Backend, TestDb, matrix};
+
+matrix!(
+    the_import_reads_files_zips_and_prices_into_a_private_store,
+    fundamentals_filings_and_prices_work_offline,
+    peers_history_and_older_filings_come_from_the_import,
+);
 
 /// Writes the bulk files into `dir` the way the SEC ships them: the tickers file, ACME's
 /// companyfacts as a file, the others' in `companyfacts.zip`, every submissions file and an
@@ -76,12 +85,11 @@ pub fn write_bulk(dir: &Path) -> (Vec<PathBuf>, PathBuf) {
     (vec![tickers, facts_dir, companyfacts, submissions], prices)
 }
 
-#[tokio::test]
-async fn the_import_reads_files_zips_and_prices_into_a_private_store() {
-    let dir = common::temp_dir("import");
+async fn the_import_reads_files_zips_and_prices_into_a_private_store(db: &TestDb) {
+    let dir = db.path().to_owned();
     let (paths, prices) = write_bulk(&dir);
-    let path = dir.join("data/finance.sqlite");
-    let store = LocalStore::open(&path).await.unwrap();
+    let path = db.settings().store_path;
+    let store = db.open().await;
     let report = finance::import(&store, &paths, Some(&prices))
         .await
         .unwrap();
@@ -105,8 +113,14 @@ async fn the_import_reads_files_zips_and_prices_into_a_private_store() {
         ),
         (3, 3, 16, 75)
     );
+    // On PostgreSQL the rows are in the shared database, and no file is written.
+    assert_eq!(
+        db.postgres_rows("facts").await,
+        (db.backend == Backend::Postgres).then_some(3 * 34)
+    );
+    assert_eq!(path.exists(), db.backend == Backend::Sqlite);
     #[cfg(unix)]
-    {
+    if db.backend == Backend::Sqlite {
         use std::os::unix::fs::PermissionsExt as _;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
@@ -132,22 +146,19 @@ async fn the_import_reads_files_zips_and_prices_into_a_private_store() {
         .unwrap_err();
     assert!(err.to_string().contains("symbol"), "{err}");
     store.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-async fn offline_tool(dir: &Path) -> FinanceSearch {
-    let (paths, prices) = write_bulk(dir);
-    let settings = Settings {
-        store_path: dir.join("finance.sqlite"),
-        ..Settings::default()
-    };
-    let store = LocalStore::open(&settings.store_path).await.unwrap();
+/// Imports the bulk files through one store (the CLI), then builds the service on a store of
+/// its own (a server, or another replica of a PostgreSQL store).
+async fn offline_tool(db: &TestDb) -> FinanceSearch {
+    let (paths, prices) = write_bulk(db.path());
+    let store = db.open().await;
     finance::import(&store, &paths, Some(&prices))
         .await
         .unwrap();
     store.close().await;
     let service = finance::build(
-        &settings,
+        &db.settings(),
         &netguard::Policy::strict(),
         Arc::new(engine::mcp::Unavailable),
     )
@@ -166,10 +177,8 @@ fn result<'a>(item: &'a Value, category: &str) -> &'a Value {
         .expect("a result of that category")
 }
 
-#[tokio::test]
-async fn fundamentals_filings_and_prices_work_offline() {
-    let dir = common::temp_dir("offline");
-    let tool = offline_tool(&dir).await;
+async fn fundamentals_filings_and_prices_work_offline(db: &TestDb) {
+    let tool = offline_tool(db).await;
     let outcome = call(
         &tool,
         json!({"query": "Acme fundamentals and latest 10-K", "symbols": ["acme robotics"],
@@ -274,13 +283,10 @@ async fn fundamentals_filings_and_prices_work_offline() {
         ["BWID", "ACME", "GMFD"],
         "gainers only, largest first"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test]
-async fn peers_history_and_older_filings_come_from_the_import() {
-    let dir = common::temp_dir("offline-more");
-    let tool = offline_tool(&dir).await;
+async fn peers_history_and_older_filings_come_from_the_import(db: &TestDb) {
+    let tool = offline_tool(db).await;
     let outcome = call(
         &tool,
         json!({"query": "peers, weekly prices, filings since 2014", "symbols": ["ACME"],
@@ -321,5 +327,4 @@ async fn peers_history_and_older_filings_come_from_the_import() {
         "{}",
         outcome.model_text
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
