@@ -50,6 +50,7 @@
 
 mod copy;
 mod error;
+mod group_commit;
 mod migrate;
 mod postgres;
 mod sqlite;
