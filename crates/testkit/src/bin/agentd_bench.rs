@@ -43,7 +43,8 @@ agentd-bench: what agentd adds per request and per streamed token, compared with
 fake provider directly (everything in one process; see docs/benchmarks.md).
 
 usage: agentd-bench [--requests N] [--concurrency C1,C2,..] [--tokens T] [--warmup W]
-                    [--store file|memory|postgres] [--database-url URL]
+                    [--routes direct,json,stream] [--store file|memory|postgres]
+                    [--database-url URL]
                     [--streams N [--stream-tokens T] [--stream-interval-ms MS] [--settle-secs S]]
 
   --requests N        measured requests per phase (default 2000)
@@ -51,6 +52,8 @@ usage: agentd-bench [--requests N] [--concurrency C1,C2,..] [--tokens T] [--warm
   --tokens T          text deltas the fake provider streams per answer (default 50)
   --warmup W          uncounted requests before each phase; at least C are sent so every
                       connection pool is full (default 100)
+  --routes LIST       the phases to run, of `direct`, `json` (non-streaming) and `stream`
+                      (default all three; one alone for an instruction profile)
   --store KIND        agentd's store: `file` (SQLite, WAL, in a temporary directory, the
                       deployed default), `memory` (SQLite in memory) or `postgres` (a database
                       the tool creates on the server of --database-url and drops at the end)
@@ -93,6 +96,8 @@ struct Args {
     store: StoreKind,
     /// The PostgreSQL server of `--store postgres`.
     database_url: Option<String>,
+    /// The phases to run (all by default; one alone for an instruction profile).
+    routes: Vec<Route>,
     /// The many-open-streams mode, when asked for.
     streams: Option<StreamsArgs>,
 }
@@ -133,6 +138,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
         store: StoreKind::File,
         database_url: None,
         streams: None,
+        routes: Route::ALL.to_vec(),
     };
     let mut streams = StreamsArgs {
         count: 0,
@@ -182,6 +188,19 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
                 };
             }
             "--database-url" => parsed.database_url = Some(value()?),
+            "--routes" => {
+                parsed.routes = value()?
+                    .split(',')
+                    .map(|part| match part.trim() {
+                        "direct" => Ok(Route::Direct),
+                        "json" => Ok(Route::Agentd),
+                        "stream" => Ok(Route::AgentdStream),
+                        other => Err(format!(
+                            "--routes: {other:?} is not `direct`, `json` or `stream`"
+                        )),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
             "--streams" => streams.count = positive(&name, &value()?)?,
             "--stream-tokens" => streams.tokens = positive(&name, &value()?)?,
             "--stream-interval-ms" => {
@@ -472,7 +491,7 @@ async fn phases(
     let mut results = Vec::new();
     let mut leftover = 0;
     for &concurrency in &args.concurrency {
-        for target in &targets {
+        for target in targets.iter().filter(|t| args.routes.contains(&t.route)) {
             let warmup = args.warmup.max(concurrency);
             eprintln!(
                 "agentd-bench: C={concurrency:<4} {:<40} warm-up {warmup}, measuring {}…",
@@ -1142,6 +1161,30 @@ mod tests {
         assert!(parse(&["--requests", "0"]).is_err());
         assert!(parse(&["--concurrency"]).is_err());
         assert!(parse(&["--bench"]).is_err());
+        let args = parse(&[
+            "--routes",
+            "json,stream",
+            "--store",
+            "postgres",
+            "--streams",
+            "100",
+            "--stream-interval-ms",
+            "20",
+        ])
+        .expect("parses")
+        .expect("not help");
+        assert_eq!(args.routes, [Route::Agentd, Route::AgentdStream]);
+        assert_eq!(args.store, StoreKind::Postgres);
+        assert_eq!(
+            args.streams,
+            Some(StreamsArgs {
+                count: 100,
+                tokens: 40,
+                interval: Duration::from_millis(20),
+                settle: Duration::from_secs(60),
+            })
+        );
+        assert!(parse(&["--routes", "all"]).is_err());
     }
 
     #[test]
