@@ -697,7 +697,7 @@ async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitC
     );
     let _ = writeln!(
         out,
-        "- {} concurrent streams, {} deltas each, {} ms apart; RSS is the whole process          (agentd, the fake provider and the load client)
+        "- {} concurrent streams, {} deltas each, {} ms apart; RSS is the whole process (agentd, the fake provider and the load client)
 ",
         streams.count,
         streams.tokens,
@@ -705,7 +705,7 @@ async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitC
     );
     let _ = writeln!(
         out,
-        "| streams | errors | first bytes p50 ms | p99 ms | last stream started ms | all ended s |          RSS idle MiB | RSS peak MiB | per stream KiB | RSS all ended MiB | RSS after {} s MiB |",
+        "| streams | errors | first bytes p50 ms | p99 ms | last stream started ms | all ended s | RSS idle MiB | RSS peak MiB | per stream KiB | RSS all ended MiB | RSS after {} s MiB |",
         streams.settle.as_secs()
     );
     let _ = writeln!(
