@@ -136,7 +136,7 @@ impl PgStore {
 
     /// Runs a run-path write in its own transaction (PostgreSQL has many writer connections:
     /// no group commit here).
-    async fn write(&self, mut op: ports::WriteOp) -> Result<(), StoreError> {
+    async fn write(&self, mut op: crate::group_commit::Op<Db>) -> Result<(), StoreError> {
         let mut tx = self.writer.begin().await.map_err(error::backend)?;
         op(&mut tx).await?;
         tx.commit().await.map_err(error::backend)

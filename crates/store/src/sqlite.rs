@@ -117,7 +117,7 @@ impl SqliteStore {
 
     /// Runs a run-path write through the group writer: in a transaction shared with the other
     /// writes waiting at the same moment, answered once committed.
-    async fn write(&self, op: ports::WriteOp) -> Result<(), StoreError> {
+    async fn write(&self, op: crate::group_commit::Op<Db>) -> Result<(), StoreError> {
         self.group.write(op).await
     }
 
