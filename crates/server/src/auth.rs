@@ -11,6 +11,7 @@ use axum::http::request::Parts;
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::web_guard::OpenModeChecked;
 
 /// The project the request acts for.
 #[derive(Debug, Clone)]
@@ -26,10 +27,18 @@ impl FromRequestParts<AppState> for Key {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         state
             .auth
-            .caller_for(&state.engine, bearer(parts))
+            .caller_for(&state.engine, bearer(parts), checked_open(parts))
             .await
             .map(Key)
     }
+}
+
+/// Whether the server is in open mode, if the web guard already checked it for this request.
+fn checked_open(parts: &Parts) -> Option<bool> {
+    parts
+        .extensions
+        .get::<OpenModeChecked>()
+        .map(|checked| checked.0)
 }
 
 /// The bearer key of a request, if any.
@@ -50,20 +59,10 @@ impl FromRequestParts<AppState> for Project {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|k| !k.is_empty());
         state
             .auth
-            .project_for(&state.engine, key)
+            .caller_for(&state.engine, bearer(parts), checked_open(parts))
             .await
-            .map(Project)
+            .map(|caller| Project(caller.project_id))
     }
 }

@@ -66,12 +66,19 @@ impl AuthCache {
         engine: &Engine,
         key: Option<&str>,
     ) -> Result<String, ApiError> {
-        Ok(self.caller_for(engine, key).await?.project_id)
+        Ok(self.caller_for(engine, key, None).await?.project_id)
     }
 
     /// Who a request with this bearer key (if any) is: its key, project and role. Open mode
     /// acts as the operator (every right) in the `default` project.
-    pub async fn caller_for(&self, engine: &Engine, key: Option<&str>) -> Result<Caller, ApiError> {
+    /// `open` is the open-mode answer already found for this request (by the web guard), if
+    /// any.
+    pub async fn caller_for(
+        &self,
+        engine: &Engine,
+        key: Option<&str>,
+        open: Option<bool>,
+    ) -> Result<Caller, ApiError> {
         let hash = key.map(engine::hash_key);
         if let Some(hash) = &hash {
             let cached = self
@@ -85,7 +92,11 @@ impl AuthCache {
                 return Ok(key.caller());
             }
         }
-        if self.open_mode(engine).await? {
+        let open = match open {
+            Some(open) => open,
+            None => self.open_mode(engine).await?,
+        };
+        if open {
             return Ok(Caller::cli(self.default_project.clone()));
         }
         let (Some(key), Some(hash)) = (key, hash) else {

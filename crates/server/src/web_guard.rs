@@ -25,11 +25,13 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The middleware (see the module docs).
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let open = match state.auth.open_mode(&state.engine).await {
         Ok(open) => open,
         Err(err) => return err.into_response(),
     };
+    // The authentication extractors of this request reuse the answer (one store read, not two).
+    request.extensions_mut().insert(OpenModeChecked(open));
     if open {
         // HTTP/2 carries the host in the URI (`:authority`) instead of a `Host` header.
         let host = request
@@ -48,6 +50,10 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     }
     next.run(request).await
 }
+
+/// Whether the server was in open mode when this request arrived, as the guard found it.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenModeChecked(pub bool);
 
 /// Whether an open-mode request with this `Host` and `Origin` may go on; the refusal's message
 /// otherwise.

@@ -51,6 +51,7 @@
 
 mod copy;
 mod error;
+mod group_commit;
 mod migrate;
 mod postgres;
 mod sqlite;

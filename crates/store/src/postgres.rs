@@ -134,6 +134,14 @@ impl PgStore {
             .map_err(migrate::failed)
     }
 
+    /// Runs a run-path write in its own transaction (PostgreSQL has many writer connections:
+    /// no group commit here).
+    async fn write(&self, mut op: crate::group_commit::Op<Db>) -> Result<(), StoreError> {
+        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        op(&mut tx).await?;
+        tx.commit().await.map_err(error::backend)
+    }
+
     /// The pool, for maintenance and tests that need raw SQL.
     pub fn pool(&self) -> &PgPool {
         &self.writer

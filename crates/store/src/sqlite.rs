@@ -11,6 +11,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use crate::group_commit::GroupWriter;
 use crate::{error, migrate};
 
 // The port modules are shared with the PostgreSQL back end (see `ports/mod.rs`).
@@ -73,6 +74,10 @@ pub struct SqliteStore {
     /// Reads run here, concurrently with the writer thanks to WAL. For an in-memory database
     /// this is the writer pool itself, because the database lives inside that one connection.
     reader: SqlitePool,
+    /// The run-path writes (response records, event batches, run endings) of all concurrent
+    /// runs go through this task, which commits those waiting together in one transaction on
+    /// the writer connection (`group_commit.rs`).
+    group: GroupWriter<sqlx::Sqlite>,
 }
 
 impl SqliteStore {
@@ -110,6 +115,12 @@ impl SqliteStore {
         &self.writer
     }
 
+    /// Runs a run-path write through the group writer: in a transaction shared with the other
+    /// writes waiting at the same moment, answered once committed.
+    async fn write(&self, op: crate::group_commit::Op<Db>) -> Result<(), StoreError> {
+        self.group.write(op).await
+    }
+
     /// Close both pools, waiting for queries in flight. Use at shutdown.
     pub async fn close(&self) {
         self.reader.close().await;
@@ -134,7 +145,12 @@ impl SqliteStore {
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .connect_lazy_with(options);
-        Ok(SqliteStore { writer, reader })
+        let group = GroupWriter::spawn(writer.clone());
+        Ok(SqliteStore {
+            writer,
+            reader,
+            group,
+        })
     }
 
     async fn open_memory(options: SqliteConnectOptions) -> Result<SqliteStore, StoreError> {
@@ -153,6 +169,7 @@ impl SqliteStore {
             .await
             .map_err(migrate::failed)?;
         Ok(SqliteStore {
+            group: GroupWriter::spawn(pool.clone()),
             writer: pool.clone(),
             reader: pool,
         })

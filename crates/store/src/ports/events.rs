@@ -1,5 +1,7 @@
 //! [`EventStore`]: the stream event log of a run, written in batches.
 
+use std::sync::Arc;
+
 use engine::store::{EventRecord, EventStore, StoreError};
 use sqlx::{QueryBuilder, Row};
 
@@ -16,17 +18,16 @@ FROM events
 WHERE response_id = $1 AND sequence_number > $2
 ORDER BY sequence_number";
 
-/// Appends events inside a transaction (idempotent per sequence number).
-pub(crate) async fn insert(
-    tx: &mut sqlx::Transaction<'_, Db>,
-    response_id: &str,
-    events: &[EventRecord],
-) -> Result<(), StoreError> {
-    let rows = events
+/// Events encoded for [`insert`]: sequence number and data.
+pub(crate) type EventRows = Vec<(i64, String)>;
+
+/// Encodes events for [`insert`] (before the write, which may run twice).
+pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventRows, StoreError> {
+    events
         .iter()
         .map(|event| {
             i64::try_from(event.sequence_number)
-                .map(|sequence| (sequence, event.data.as_str()))
+                .map(|sequence| (sequence, event.data.clone()))
                 .map_err(|_| {
                     StoreError::Backend(format!(
                         "events of {response_id}: sequence number {} out of range",
@@ -34,14 +35,22 @@ pub(crate) async fn insert(
                     ))
                 })
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect()
+}
+
+/// Appends encoded events inside a transaction (idempotent per sequence number).
+pub(crate) async fn insert(
+    tx: &mut sqlx::Transaction<'_, Db>,
+    response_id: &str,
+    rows: &[(i64, String)],
+) -> Result<(), StoreError> {
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
         let mut insert =
             QueryBuilder::<Db>::new("INSERT INTO events (response_id, sequence_number, data) ");
-        insert.push_values(chunk, |mut row, &(sequence, data)| {
+        insert.push_values(chunk, |mut row, (sequence, data)| {
             row.push_bind(response_id)
-                .push_bind(sequence)
-                .push_bind(data);
+                .push_bind(*sequence)
+                .push_bind(data.as_str());
         });
         // A batch flushed twice (retry after a crash, resume) must not fail the run.
         insert.push(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
@@ -64,9 +73,12 @@ impl EventStore for Store {
         if events.is_empty() {
             return Ok(());
         }
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
-        insert(&mut tx, response_id, events).await?;
-        tx.commit().await.map_err(error::backend)
+        let batch = Arc::new((response_id.to_owned(), encode(response_id, events)?));
+        self.write(super::write_op(move |tx| {
+            let batch = Arc::clone(&batch);
+            Box::pin(async move { insert(tx, &batch.0, &batch.1).await })
+        }))
+        .await
     }
 
     async fn events_after(

@@ -38,33 +38,53 @@ fn decode_item(row: &DbRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
     Ok(StoredItem { id, kind, item })
 }
 
-/// Indexes a response's items (within the transaction that ends its run).
+/// A response's item, encoded for the index: kind, position, id and JSON.
+pub(crate) struct IndexRow {
+    kind: &'static str,
+    position: i64,
+    item_id: String,
+    json: String,
+}
+
+/// Encodes a response's items for [`index`] (before the write, so a write run twice encodes
+/// once).
+pub(crate) fn encode_index(items: &[StoredItem]) -> Result<Vec<IndexRow>, StoreError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(position, item)| {
+            Ok(IndexRow {
+                kind: kind_text(item.kind),
+                position: position as i64,
+                item_id: item.id.clone(),
+                json: item_json(item)?,
+            })
+        })
+        .collect()
+}
+
+/// Indexes a response's encoded items (within the transaction that ends its run).
 pub(crate) async fn index<'e, E>(
     project_id: &str,
     response_id: &str,
-    items: &[StoredItem],
+    rows: &[IndexRow],
     executor: E,
 ) -> Result<(), StoreError>
 where
     E: sqlx::Executor<'e, Database = Db>,
 {
-    if items.is_empty() {
+    if rows.is_empty() {
         return Ok(());
     }
-    let rows: Vec<(String, &StoredItem, i64)> = items
-        .iter()
-        .enumerate()
-        .map(|(position, item)| Ok((item_json(item)?, item, position as i64)))
-        .collect::<Result<_, StoreError>>()?;
     let created_at = now_secs();
     let mut insert = QueryBuilder::<Db>::new(dialect::INDEX_ITEMS);
-    insert.push_values(rows, |mut row, (json, item, position)| {
+    insert.push_values(rows, |mut row, item| {
         row.push_bind(response_id)
-            .push_bind(kind_text(item.kind))
-            .push_bind(position)
+            .push_bind(item.kind)
+            .push_bind(item.position)
             .push_bind(project_id)
-            .push_bind(item.id.clone())
-            .push_bind(json)
+            .push_bind(item.item_id.as_str())
+            .push_bind(item.json.as_str())
             .push_bind(created_at);
     });
     insert.push(dialect::INDEX_ITEMS_CONFLICT);
@@ -76,6 +96,14 @@ where
     Ok(())
 }
 
+/// Encodes items for [`append_encoded`]: their ids and JSON.
+pub(crate) fn encode_append(items: &[StoredItem]) -> Result<Vec<(String, String)>, StoreError> {
+    items
+        .iter()
+        .map(|item| Ok((item.id.clone(), item_json(item)?)))
+        .collect()
+}
+
 /// Appends items to a conversation (within a transaction); `false` when it does not exist in
 /// this project.
 pub(crate) async fn append(
@@ -83,6 +111,17 @@ pub(crate) async fn append(
     project_id: &str,
     conversation_id: &str,
     items: &[StoredItem],
+) -> Result<bool, StoreError> {
+    let rows = encode_append(items)?;
+    append_encoded(tx, project_id, conversation_id, &rows).await
+}
+
+/// [`append`] with the items already encoded ([`encode_append`]).
+pub(crate) async fn append_encoded(
+    tx: &mut sqlx::Transaction<'_, Db>,
+    project_id: &str,
+    conversation_id: &str,
+    items: &[(String, String)],
 ) -> Result<bool, StoreError> {
     let exists: Option<i64> = sqlx::query_scalar(
         "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2",
@@ -105,19 +144,14 @@ pub(crate) async fn append(
     .fetch_one(&mut **tx)
     .await
     .map_err(error::backend)?;
-    let rows: Vec<(String, String, i64)> = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| Ok((item.id.clone(), item_json(item)?, next + i as i64)))
-        .collect::<Result<_, StoreError>>()?;
     let mut insert = QueryBuilder::<Db>::new(
         "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) ",
     );
-    insert.push_values(rows, |mut row, (item_id, json, position)| {
+    insert.push_values(items.iter().enumerate(), |mut row, (i, (item_id, json))| {
         row.push_bind(conversation_id)
-            .push_bind(position)
-            .push_bind(item_id)
-            .push_bind(json);
+            .push_bind(next + i as i64)
+            .push_bind(item_id.as_str())
+            .push_bind(json.as_str());
     });
     insert
         .build()

@@ -22,4 +22,27 @@ mod response_list;
 mod responses;
 mod workspace_snapshots;
 
+use std::future::Future;
+use std::pin::Pin;
+
+use engine::store::StoreError;
+
 use super::{Db, DbRow, Store, dialect};
+
+/// A run-path write (`put_response`, `append_events`, `end_run`) as the back end's `write`
+/// runs it: inside a transaction the back end opens, possibly shared with other runs' writes
+/// (SQLite's group commit, `group_commit.rs`), possibly run twice (alone again when a shared
+/// transaction failed), so it owns its already-encoded data.
+pub(super) type WriteOp = crate::group_commit::Op<Db>;
+
+/// Boxes a closure as a [`WriteOp`] (gives the closure its higher-ranked signature).
+fn write_op<F>(op: F) -> WriteOp
+where
+    F: for<'t> FnMut(
+            &'t mut sqlx::Transaction<'static, Db>,
+        ) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 't>>
+        + Send
+        + 'static,
+{
+    Box::new(op)
+}

@@ -1,7 +1,9 @@
 //! [`ResponseStore`]: response records with their continuation transcript.
 
+use std::sync::Arc;
+
 use engine::store::{EventRecord, ResponseRecord, ResponseStore, StoreError};
-use sqlx::Row;
+use sqlx::Row as _;
 
 use super::{Db, DbRow, Store};
 use crate::{error, now_secs};
@@ -27,42 +29,96 @@ SELECT id, project_id, created_at, visible, response_json, transcript_json, conv
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
-/// Inserts or replaces one response record through any executor (pool or transaction).
-async fn upsert<'e, E>(record: &ResponseRecord, executor: E) -> Result<(), StoreError>
-where
-    E: sqlx::Executor<'e, Database = Db>,
-{
-    let what = format!("response {}", record.id);
-    let encode = |e: serde_json::Error| StoreError::Backend(format!("cannot encode {what}: {e}"));
-    let status = status_text(&record.response.status).map_err(encode)?;
-    let response_json = serde_json::to_string(&record.response).map_err(encode)?;
-    let transcript_json = serde_json::to_string(&record.transcript).map_err(encode)?;
-    let done = sqlx::query(UPSERT)
-        .bind(record.id.as_str())
-        .bind(record.project_id.as_str())
-        .bind(record.created_at)
-        .bind(i64::from(record.visible))
-        .bind(status)
-        .bind(response_json)
-        .bind(transcript_json)
-        .bind(now_secs())
-        .bind(record.conversation_id.as_deref())
-        .execute(executor)
-        .await
-        .map_err(error::backend)?;
-    if done.rows_affected() == 0 {
-        // The id exists under another project: never let one project overwrite another's.
-        return Err(StoreError::Conflict(format!(
-            "{what} belongs to another project"
-        )));
+/// A response record encoded for [`UPSERT`] (before the write, which may run twice).
+struct Encoded {
+    id: String,
+    project_id: String,
+    created_at: i64,
+    visible: bool,
+    status: String,
+    response_json: String,
+    transcript_json: String,
+    conversation_id: Option<String>,
+}
+
+impl Encoded {
+    fn encode(record: &ResponseRecord) -> Result<Encoded, StoreError> {
+        let encode = |e: serde_json::Error| {
+            StoreError::Backend(format!("cannot encode response {}: {e}", record.id))
+        };
+        Ok(Encoded {
+            id: record.id.clone(),
+            project_id: record.project_id.clone(),
+            created_at: record.created_at,
+            visible: record.visible,
+            status: status_text(&record.response.status).map_err(encode)?,
+            response_json: serde_json::to_string(&record.response).map_err(encode)?,
+            transcript_json: serde_json::to_string(&record.transcript).map_err(encode)?,
+            conversation_id: record.conversation_id.clone(),
+        })
     }
-    Ok(())
+
+    /// Inserts or replaces the record through any executor (pool or transaction).
+    async fn upsert<'e, E>(&self, executor: E) -> Result<(), StoreError>
+    where
+        E: sqlx::Executor<'e, Database = Db>,
+    {
+        let done = sqlx::query(UPSERT)
+            .bind(self.id.as_str())
+            .bind(self.project_id.as_str())
+            .bind(self.created_at)
+            .bind(i64::from(self.visible))
+            .bind(self.status.as_str())
+            .bind(self.response_json.as_str())
+            .bind(self.transcript_json.as_str())
+            .bind(now_secs())
+            .bind(self.conversation_id.as_deref())
+            .execute(executor)
+            .await
+            .map_err(error::backend)?;
+        if done.rows_affected() == 0 {
+            // The id exists under another project: never let one project overwrite another's.
+            return Err(StoreError::Conflict(format!(
+                "response {} belongs to another project",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Everything `end_run` writes, encoded.
+struct Ending {
+    row: Encoded,
+    events: super::events::EventRows,
+    items: Vec<super::items::IndexRow>,
+    /// The conversation to append the items to, with the items encoded for it.
+    append: Option<(String, Vec<(String, String)>)>,
+}
+
+impl Ending {
+    async fn write(&self, tx: &mut sqlx::Transaction<'static, Db>) -> Result<(), StoreError> {
+        let row = &self.row;
+        super::events::insert(tx, &row.id, &self.events).await?;
+        row.upsert(&mut **tx).await?;
+        super::items::index(&row.project_id, &row.id, &self.items, &mut **tx).await?;
+        if let Some((conversation, items)) = &self.append {
+            // A conversation deleted while the run went on takes no more items.
+            super::items::append_encoded(tx, &row.project_id, conversation, items).await?;
+        }
+        super::jobs::delete(&row.id, &mut **tx).await
+    }
 }
 
 #[async_trait::async_trait]
 impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
-        upsert(record, &self.writer).await
+        let row = Arc::new(Encoded::encode(record)?);
+        self.write(super::write_op(move |tx| {
+            let row = Arc::clone(&row);
+            Box::pin(async move { row.upsert(&mut **tx).await })
+        }))
+        .await
     }
 
     async fn end_run(
@@ -70,16 +126,24 @@ impl ResponseStore for Store {
         record: &ResponseRecord,
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
-        super::events::insert(&mut tx, &record.id, events).await?;
-        upsert(record, &mut *tx).await?;
-        super::items::index(&record.project_id, &record.id, &record.items, &mut *tx).await?;
-        if let Some(conversation) = &record.append_to {
-            // A conversation deleted while the run went on takes no more items.
-            super::items::append(&mut tx, &record.project_id, conversation, &record.items).await?;
-        }
-        super::jobs::delete(&record.id, &mut *tx).await?;
-        tx.commit().await.map_err(error::backend)
+        let append = match &record.append_to {
+            Some(conversation) => Some((
+                conversation.clone(),
+                super::items::encode_append(&record.items)?,
+            )),
+            None => None,
+        };
+        let ending = Arc::new(Ending {
+            row: Encoded::encode(record)?,
+            events: super::events::encode(&record.id, events)?,
+            items: super::items::encode_index(&record.items)?,
+            append,
+        });
+        self.write(super::write_op(move |tx| {
+            let ending = Arc::clone(&ending);
+            Box::pin(async move { ending.write(tx).await })
+        }))
+        .await
     }
 
     async fn get_response(

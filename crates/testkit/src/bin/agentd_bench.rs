@@ -26,7 +26,6 @@
 )]
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,16 +43,39 @@ agentd-bench: what agentd adds per request and per streamed token, compared with
 fake provider directly (everything in one process; see docs/benchmarks.md).
 
 usage: agentd-bench [--requests N] [--concurrency C1,C2,..] [--tokens T] [--warmup W]
-                    [--store file|memory]
+                    [--routes direct,json,stream] [--store file|memory|postgres]
+                    [--database-url URL]
+                    [--streams N [--stream-tokens T] [--stream-interval-ms MS] [--settle-secs S]]
 
   --requests N        measured requests per phase (default 2000)
   --concurrency LIST  requests in flight, one run per value (default 1,64,512)
   --tokens T          text deltas the fake provider streams per answer (default 50)
   --warmup W          uncounted requests before each phase; at least C are sent so every
                       connection pool is full (default 100)
-  --store KIND        agentd's SQLite store: `file` (WAL, in a temporary directory, the
-                      deployed default) or `memory` (default file)
+  --routes LIST       the phases to run, of `direct`, `json` (non-streaming) and `stream`
+                      (default all three; one alone for an instruction profile)
+  --store KIND        agentd's store: `file` (SQLite, WAL, in a temporary directory, the
+                      deployed default), `memory` (SQLite in memory) or `postgres` (a database
+                      the tool creates on the server of --database-url and drops at the end)
+                      (default file)
+  --database-url URL  the PostgreSQL server for --store postgres, as a URL to a database the
+                      user may create databases from (default $AGENTD_BENCH_POSTGRES_URL, else
+                      postgres://postgres@127.0.0.1:5432/postgres)
+
+Many open streams (instead of the phases above): N streamed requests at once against a slow
+upstream, reporting how long starting them took and the process RSS before, at its peak, once
+all ended and after a pause.
+
+  --streams N         concurrent streams
+  --stream-tokens T   deltas per answer (default 40)
+  --stream-interval-ms MS
+                      the upstream's pause between deltas (default 1000)
+  --settle-secs S     how long to wait after the last stream ended before the last RSS
+                      reading (default 60)
 ";
+
+/// The PostgreSQL server `--store postgres` uses when neither the flag nor the variable says.
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
 /// Open files each in-flight request may hold through agentd: the client's socket and agentd's
 /// accepted end, agentd's upstream socket and the fake provider's accepted end. Idle pooled
@@ -72,12 +94,28 @@ struct Args {
     tokens: usize,
     warmup: usize,
     store: StoreKind,
+    /// The PostgreSQL server of `--store postgres`.
+    database_url: Option<String>,
+    /// The phases to run (all by default; one alone for an instruction profile).
+    routes: Vec<Route>,
+    /// The many-open-streams mode, when asked for.
+    streams: Option<StreamsArgs>,
+}
+
+/// `--streams` and its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StreamsArgs {
+    count: usize,
+    tokens: usize,
+    interval: Duration,
+    settle: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StoreKind {
     File,
     Memory,
+    Postgres,
 }
 
 impl StoreKind {
@@ -85,6 +123,7 @@ impl StoreKind {
         match self {
             StoreKind::File => "SQLite file (WAL, synchronous=NORMAL)",
             StoreKind::Memory => "SQLite in memory",
+            StoreKind::Postgres => "PostgreSQL (a database created for the run)",
         }
     }
 }
@@ -97,6 +136,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
         tokens: 50,
         warmup: 100,
         store: StoreKind::File,
+        database_url: None,
+        streams: None,
+        routes: Route::ALL.to_vec(),
+    };
+    let mut streams = StreamsArgs {
+        count: 0,
+        tokens: 40,
+        interval: Duration::from_secs(1),
+        settle: Duration::from_secs(60),
     };
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
@@ -131,11 +179,49 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
                 parsed.store = match value()?.as_str() {
                     "file" => StoreKind::File,
                     "memory" => StoreKind::Memory,
-                    other => return Err(format!("--store: {other:?} is not `file` or `memory`")),
+                    "postgres" => StoreKind::Postgres,
+                    other => {
+                        return Err(format!(
+                            "--store: {other:?} is not `file`, `memory` or `postgres`"
+                        ));
+                    }
                 };
+            }
+            "--database-url" => parsed.database_url = Some(value()?),
+            "--routes" => {
+                parsed.routes = value()?
+                    .split(',')
+                    .map(|part| match part.trim() {
+                        "direct" => Ok(Route::Direct),
+                        "json" => Ok(Route::Agentd),
+                        "stream" => Ok(Route::AgentdStream),
+                        other => Err(format!(
+                            "--routes: {other:?} is not `direct`, `json` or `stream`"
+                        )),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--streams" => streams.count = positive(&name, &value()?)?,
+            "--stream-tokens" => streams.tokens = positive(&name, &value()?)?,
+            "--stream-interval-ms" => {
+                let raw = value()?;
+                let ms: u64 = raw
+                    .parse()
+                    .map_err(|_| format!("--stream-interval-ms: {raw:?} is not a number"))?;
+                streams.interval = Duration::from_millis(ms);
+            }
+            "--settle-secs" => {
+                let raw = value()?;
+                let secs: u64 = raw
+                    .parse()
+                    .map_err(|_| format!("--settle-secs: {raw:?} is not a number"))?;
+                streams.settle = Duration::from_secs(secs);
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if streams.count > 0 {
+        parsed.streams = Some(streams);
     }
     Ok(Some(parsed))
 }
@@ -299,25 +385,69 @@ async fn bench(args: Args) -> ExitCode {
         );
     }
 
+    let postgres = match args.store {
+        StoreKind::Postgres => {
+            let admin = args
+                .database_url
+                .clone()
+                .or_else(|| std::env::var("AGENTD_BENCH_POSTGRES_URL").ok())
+                .unwrap_or_else(|| DEFAULT_POSTGRES_URL.to_owned());
+            match PgDatabase::create(&admin).await {
+                Ok(database) => Some(database),
+                Err(message) => {
+                    eprintln!("agentd-bench: --store postgres: {message}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        StoreKind::File | StoreKind::Memory => None,
+    };
     let data_dir = match args.store {
         StoreKind::File => Some(std::env::temp_dir().join(format!(
             "agentd-bench-{}-{}",
             std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0)
+            unix_millis()
         ))),
-        StoreKind::Memory => None,
+        StoreKind::Memory | StoreKind::Postgres => None,
     };
-    let store_dir: Option<PathBuf> = data_dir.clone();
+    let location = match (&data_dir, &postgres) {
+        (Some(dir), _) => Some(StoreLocation::DataDir(dir.clone())),
+        (None, Some(database)) => Some(StoreLocation::Postgres(database.url.clone())),
+        (None, None) => None,
+    };
     let app = TestApp::spawn_with(move |config| {
-        if let Some(dir) = store_dir {
-            config.store = StoreLocation::DataDir(dir);
+        if let Some(location) = location {
+            // What `Config::resolve` derives from a PostgreSQL URL.
+            config.engine.shared_store = matches!(location, StoreLocation::Postgres(_));
+            config.store = location;
         }
     })
     .await;
 
+    let status = match args.streams {
+        Some(streams) => many_streams(&app, &args, streams).await,
+        None => phases(&app, &args, open_files, max_concurrency).await,
+    };
+
+    drop(app);
+    if let Some(dir) = data_dir {
+        // Best effort: the store may still hold the files for a moment; the OS temp dir is
+        // cleaned eventually anyway.
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    if let Some(database) = postgres {
+        database.drop_database().await;
+    }
+    status
+}
+
+/// The closed-loop phases at each concurrency level, and their report.
+async fn phases(
+    app: &TestApp,
+    args: &Args,
+    open_files: Option<u64>,
+    max_concurrency: usize,
+) -> ExitCode {
     // After TestApp::spawn: building the provider client installed rustls' crypto provider,
     // which a reqwest built with `rustls-no-provider` needs even for plain HTTP clients.
     let client = reqwest::Client::builder()
@@ -327,7 +457,7 @@ async fn bench(args: Args) -> ExitCode {
         .expect("build the load client");
 
     let answer = Reply::text_chunks((0..args.tokens).map(|i| format!(" tok{i}")));
-    sanity_check(&app, &answer, args.tokens).await;
+    sanity_check(app, &answer, args.tokens).await;
 
     let direct_body = json!({
         "model": "gpt-test",
@@ -361,14 +491,14 @@ async fn bench(args: Args) -> ExitCode {
     let mut results = Vec::new();
     let mut leftover = 0;
     for &concurrency in &args.concurrency {
-        for target in &targets {
+        for target in targets.iter().filter(|t| args.routes.contains(&t.route)) {
             let warmup = args.warmup.max(concurrency);
             eprintln!(
                 "agentd-bench: C={concurrency:<4} {:<40} warm-up {warmup}, measuring {}…",
                 target.route.label(),
                 args.requests
             );
-            script(&app, &answer, warmup + args.requests);
+            script(app, &answer, warmup + args.requests);
             let warm = run_phase(target, warmup, concurrency).await;
             log_errors("warm-up", warm.errors, &warm.error_kinds);
             let result = run_phase(target, args.requests, concurrency).await;
@@ -378,21 +508,274 @@ async fn bench(args: Args) -> ExitCode {
         }
     }
 
-    println!(
-        "{}",
-        report(&args, &results, open_files, leftover, data_dir.is_some())
-    );
+    println!("{}", report(args, &results, open_files, leftover));
 
-    drop(app);
-    if let Some(dir) = data_dir {
-        // Best effort: the store may still hold the files for a moment; the OS temp dir is
-        // cleaned eventually anyway.
-        let _ = std::fs::remove_dir_all(dir);
-    }
     if results.iter().any(|r| r.errors > 0) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Milliseconds since 1970 (names that differ between runs).
+fn unix_millis() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// A PostgreSQL database created for the run on the server of an administration URL, dropped
+/// at the end.
+struct PgDatabase {
+    admin_url: String,
+    name: String,
+    /// The URL of the new database.
+    url: String,
+}
+
+impl PgDatabase {
+    async fn create(admin_url: &str) -> Result<PgDatabase, String> {
+        use sqlx::Connection as _;
+        let name = format!("agentd_bench_{}_{}", std::process::id(), unix_millis());
+        let mut url = url::Url::parse(admin_url)
+            .map_err(|e| format!("the database URL does not parse: {e}"))?;
+        url.set_path(&format!("/{name}"));
+        // The URL may carry a password: never quote it.
+        let mut connection = sqlx::PgConnection::connect(admin_url)
+            .await
+            .map_err(|e| format!("cannot connect to the PostgreSQL server: {e}"))?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut connection)
+            .await
+            .map_err(|e| format!("cannot create database {name}: {e}"))?;
+        let _ = connection.close().await;
+        eprintln!("agentd-bench: created PostgreSQL database {name}");
+        Ok(PgDatabase {
+            admin_url: admin_url.to_owned(),
+            name,
+            url: url.to_string(),
+        })
+    }
+
+    /// Drops the database (best effort: a failure is reported, not fatal).
+    async fn drop_database(self) {
+        use sqlx::Connection as _;
+        let dropped = async {
+            let mut connection = sqlx::PgConnection::connect(&self.admin_url).await?;
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            )))
+            .execute(&mut connection)
+            .await?;
+            connection.close().await
+        }
+        .await;
+        match dropped {
+            Ok(()) => eprintln!("agentd-bench: dropped PostgreSQL database {}", self.name),
+            Err(e) => eprintln!(
+                "agentd-bench: could not drop PostgreSQL database {}: {e}",
+                self.name
+            ),
+        }
+    }
+}
+
+/// The resident set size of this process in bytes, from `/proc/self/status` (0 where that
+/// file does not exist).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kb: u64 = line["VmRSS:".len()..]
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(0)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// How one of the many open streams went.
+struct StreamOutcome {
+    /// From the start of the wave to the stream's first body bytes (`response.created`).
+    first_bytes: Duration,
+    error: Option<String>,
+}
+
+/// The many-open-streams mode: `count` streams at once against a slow upstream; how long
+/// starting them took, and the process RSS before, at the peak, once all ended and after
+/// `settle`.
+async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitCode {
+    let per_stream = streams.interval * u32::try_from(streams.tokens).unwrap_or(u32::MAX);
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(streams.count)
+        .timeout(per_stream + REQUEST_TIMEOUT)
+        .build()
+        .expect("build the load client");
+    let answer = Reply::text_chunks((0..streams.tokens).map(|i| format!(" tok{i}")))
+        .delay_between_chunks(streams.interval);
+    script(app, &answer, streams.count);
+    let url = app.url("/v1/responses");
+    let body =
+        Bytes::from(json!({"model": "openai/gpt-test", "input": "hi", "stream": true}).to_string());
+
+    let idle = rss_bytes();
+    let peak = Arc::new(std::sync::atomic::AtomicU64::new(idle));
+    let sampling = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let peak = Arc::clone(&peak);
+        let sampling = Arc::clone(&sampling);
+        tokio::spawn(async move {
+            while sampling.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_bytes(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    eprintln!(
+        "agentd-bench: {} streams of {} deltas, {} ms apart…",
+        streams.count,
+        streams.tokens,
+        streams.interval.as_millis()
+    );
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..streams.count)
+        .map(|_| {
+            let client = client.clone();
+            let url = url.clone();
+            let body = body.clone();
+            tokio::spawn(async move { one_stream(&client, &url, body, started).await })
+        })
+        .collect();
+    let mut outcomes = Vec::with_capacity(streams.count);
+    for task in tasks {
+        outcomes.push(task.await.expect("a stream task panicked"));
+    }
+    let all_ended = started.elapsed();
+    let ended_rss = rss_bytes();
+    sampling.store(false, Ordering::Relaxed);
+    let _ = sampler.await;
+    let peak = peak.load(Ordering::Relaxed).max(ended_rss);
+    eprintln!(
+        "agentd-bench: all ended after {:.1} s; waiting {} s…",
+        all_ended.as_secs_f64(),
+        streams.settle.as_secs()
+    );
+    tokio::time::sleep(streams.settle).await;
+    let settled = rss_bytes();
+
+    let errors: Vec<String> = outcomes.iter().filter_map(|o| o.error.clone()).collect();
+    let mut first: Vec<Duration> = outcomes.iter().map(|o| o.first_bytes).collect();
+    first.sort_unstable();
+    let at = |p: f64| {
+        let rank = ((p / 100.0) * first.len() as f64).ceil() as usize;
+        first[rank.clamp(1, first.len()) - 1].as_secs_f64() * 1e3
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## agentd-bench: many open streams
+"
+    );
+    let _ = writeln!(
+        out,
+        "- build: {}; agentd store: {}",
+        if cfg!(debug_assertions) {
+            "debug (not meaningful)"
+        } else {
+            "release"
+        },
+        args.store.label()
+    );
+    let _ = writeln!(
+        out,
+        "- {} concurrent streams, {} deltas each, {} ms apart; RSS is the whole process (agentd, the fake provider and the load client)
+",
+        streams.count,
+        streams.tokens,
+        streams.interval.as_millis()
+    );
+    let _ = writeln!(
+        out,
+        "| streams | errors | first bytes p50 ms | p99 ms | last stream started ms | all ended s | RSS idle MiB | RSS peak MiB | per stream KiB | RSS all ended MiB | RSS after {} s MiB |",
+        streams.settle.as_secs()
+    );
+    let _ = writeln!(
+        out,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let _ = writeln!(
+        out,
+        "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+        streams.count,
+        errors.len(),
+        at(50.0),
+        at(99.0),
+        at(100.0),
+        all_ended.as_secs_f64(),
+        mib(idle),
+        mib(peak),
+        peak.saturating_sub(idle) as f64 / 1024.0 / streams.count as f64,
+        mib(ended_rss),
+        mib(settled),
+    );
+    for kind in group_errors(errors.clone()).iter().take(3) {
+        let _ = writeln!(out, "\n- {} × `{}`", kind.count, excerpt(&kind.example));
+    }
+    println!("{out}");
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// One of the many open streams: read to the end, keeping only the tail (the bodies of
+/// thousands of streams would otherwise be most of the memory measured).
+async fn one_stream(
+    client: &reqwest::Client,
+    url: &str,
+    body: Bytes,
+    started: Instant,
+) -> StreamOutcome {
+    let mut first_bytes = None;
+    let result = async {
+        let mut response = client
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| error_chain(&e))?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        let mut tail: Vec<u8> = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| error_chain(&e))? {
+            first_bytes.get_or_insert_with(|| started.elapsed());
+            tail.extend_from_slice(&chunk);
+            if tail.len() > 16 * 1024 {
+                tail.drain(..tail.len() - 8 * 1024);
+            }
+        }
+        let text = String::from_utf8_lossy(&tail);
+        match json_string_after(last_frame(&text), "\"type\":") {
+            Some("response.completed") => Ok(()),
+            other => Err(format!("last event {}", other.unwrap_or("?"))),
+        }
+    }
+    .await;
+    StreamOutcome {
+        first_bytes: first_bytes.unwrap_or_else(|| started.elapsed()),
+        error: result.err(),
     }
 }
 
@@ -617,7 +1000,6 @@ fn report(
     results: &[PhaseResult],
     open_files: Option<u64>,
     leftover_replies: usize,
-    file_store: bool,
 ) -> String {
     let mut out = String::new();
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
@@ -641,7 +1023,7 @@ fn report(
         out,
         "- agentd store: {}{}",
         args.store.label(),
-        if file_store {
+        if args.store == StoreKind::File {
             " in a temporary directory"
         } else {
             ""
@@ -658,13 +1040,22 @@ fn report(
     }
     let _ = writeln!(
         out,
-        "\n| C | route | requests | errors | req/s | p50 ms | p90 ms | p99 ms | CPU µs/req |"
+        "\n| C | route | requests | errors | req/s | p50 ms | p90 ms | p99 ms | CPU µs/req | \
+         req/s ÷ (a) | p50 ÷ (a) | p99 ÷ (a) | CPU ÷ (a) |"
     );
-    let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for r in results {
+        let direct = results
+            .iter()
+            .find(|d| d.route == Route::Direct && d.concurrency == r.concurrency);
+        let ratio =
+            |of: &dyn Fn(&PhaseResult) -> f64| direct.map_or(f64::NAN, |direct| of(r) / of(direct));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.0} |",
+            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.0} | {:.3} | {:.2} | {:.2} | {:.2} |",
             r.concurrency,
             r.route.label(),
             r.requests(),
@@ -674,6 +1065,10 @@ fn report(
             r.percentile_ms(90.0),
             r.percentile_ms(99.0),
             r.cpu_per_request_us(),
+            ratio(&PhaseResult::throughput),
+            ratio(&|p| p.percentile_ms(50.0)),
+            ratio(&|p| p.percentile_ms(99.0)),
+            ratio(&PhaseResult::cpu_per_request_us),
         );
     }
     let failed: Vec<&PhaseResult> = results.iter().filter(|r| r.errors > 0).collect();
@@ -766,6 +1161,30 @@ mod tests {
         assert!(parse(&["--requests", "0"]).is_err());
         assert!(parse(&["--concurrency"]).is_err());
         assert!(parse(&["--bench"]).is_err());
+        let args = parse(&[
+            "--routes",
+            "json,stream",
+            "--store",
+            "postgres",
+            "--streams",
+            "100",
+            "--stream-interval-ms",
+            "20",
+        ])
+        .expect("parses")
+        .expect("not help");
+        assert_eq!(args.routes, [Route::Agentd, Route::AgentdStream]);
+        assert_eq!(args.store, StoreKind::Postgres);
+        assert_eq!(
+            args.streams,
+            Some(StreamsArgs {
+                count: 100,
+                tokens: 40,
+                interval: Duration::from_millis(20),
+                settle: Duration::from_secs(60),
+            })
+        );
+        assert!(parse(&["--routes", "all"]).is_err());
     }
 
     #[test]
