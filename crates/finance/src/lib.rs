@@ -101,6 +101,7 @@ mod service;
 mod settings;
 mod statements;
 mod store;
+mod store_copy;
 mod store_pg;
 mod submissions;
 mod table;
