@@ -47,7 +47,7 @@
 //! - `fmp`, `alphavantage`, `edgar`, `mcp`: the sources; `connectors`: the port to saved
 //!   connectors an MCP source may name. `facts`, `submissions`,
 //!   `statements`, `sec`: the SEC's data, shared by `edgar` and the local store.
-//! - `store`: [`LocalStore`] (`store_pg`: its tables in PostgreSQL). `import`: [`import()`] of bulk files and prices.
+//! - `store`: [`LocalStore`] (`store_pg`: its tables in PostgreSQL; `store_copy`: its rows into another store, for `agentd store copy`). `import`: [`import()`] of bulk files and prices.
 //! - `service`: [`Finance`] (routing, cache, resolution). `settings`: [`Settings`], [`build`].
 //! - `tool`: [`FinanceSearch`].
 //!
@@ -101,6 +101,7 @@ mod service;
 mod settings;
 mod statements;
 mod store;
+mod store_copy;
 mod store_pg;
 mod submissions;
 mod table;

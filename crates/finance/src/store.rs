@@ -111,11 +111,11 @@ pub struct Counts {
 /// share. Cheap to clone (a pool).
 #[derive(Clone, Debug)]
 pub struct LocalStore {
-    db: Db,
+    pub(crate) db: Db,
 }
 
 #[derive(Clone, Debug)]
-enum Db {
+pub(crate) enum Db {
     Sqlite(SqlitePool),
     Postgres(PgPool),
 }

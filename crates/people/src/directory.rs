@@ -23,6 +23,9 @@ use crate::record::Person;
 /// How long a writer waits for another (the CLI importing while the server searches).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// People read and written per transaction by `copy_into`.
+const COPY_PAGE: i64 = 500;
+
 pub use crate::directory_row::SOURCE;
 use crate::directory_row::{Row, read_row, store_error};
 
@@ -291,6 +294,65 @@ impl LocalDirectory {
             }
         }
         Ok(people)
+    }
+}
+
+impl LocalDirectory {
+    /// Copies every person of every project of this directory (a SQLite file) into `to`
+    /// (`agentd store copy`), keeping each row's project, id and import time; people already
+    /// at `to` are replaced by id, so an interrupted copy can be run again. The destination's
+    /// own search index (FTS5 triggers, or the generated `tsvector` on PostgreSQL) follows
+    /// the inserted rows. Returns how many people were copied.
+    pub async fn copy_into(&self, to: &LocalDirectory) -> Result<u64, DirectoryError> {
+        let Db::Sqlite(source) = &self.db else {
+            return Err(DirectoryError::Store(
+                "a directory copy reads from a SQLite file".to_owned(),
+            ));
+        };
+        let mut after = 0_i64;
+        let mut copied = 0_u64;
+        loop {
+            let rows = sqlx::query(
+                "SELECT rowid, project, person_id, name, title, company, department, location,
+                        education, skills, summary, extra, profile_url, updated_at, imported_at
+                 FROM people WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            )
+            .bind(after)
+            .bind(COPY_PAGE)
+            .fetch_all(source)
+            .await
+            .map_err(store_error)?;
+            let Some(last) = rows.last() else {
+                return Ok(copied);
+            };
+            after = last.try_get("rowid").map_err(store_error)?;
+            let mut page = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let project: String = row.try_get("project").map_err(store_error)?;
+                let imported_at: i64 = row.try_get("imported_at").map_err(store_error)?;
+                page.push((project, read_row!(row)?, imported_at));
+            }
+            copied += page.len() as u64;
+            match &to.db {
+                Db::Sqlite(pool) => {
+                    let mut tx = pool
+                        .begin_with("BEGIN IMMEDIATE")
+                        .await
+                        .map_err(store_error)?;
+                    for (project, row, imported_at) in page {
+                        upsert_row!(tx, project, row, imported_at)?;
+                    }
+                    tx.commit().await.map_err(store_error)?;
+                }
+                Db::Postgres(directory) => {
+                    let mut tx = directory.pool().begin().await.map_err(store_error)?;
+                    for (project, row, imported_at) in page {
+                        upsert_row!(tx, project, row, imported_at)?;
+                    }
+                    tx.commit().await.map_err(store_error)?;
+                }
+            }
+        }
     }
 }
 

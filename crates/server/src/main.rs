@@ -311,7 +311,8 @@ async fn finance_import(
     Ok(())
 }
 
-/// `agentd store copy`: every table, with what was read and what was new at the destination.
+/// `agentd store copy`: every table, with what was read and what was new at the destination;
+/// then the people directory and the finance store found next to the SQLite store file.
 async fn store_copy(from: &str, to: &str) -> anyhow::Result<()> {
     if !from.starts_with("sqlite:") {
         anyhow::bail!("--from must be a sqlite:… URL");
@@ -324,11 +325,62 @@ async fn store_copy(from: &str, to: &str) -> anyhow::Result<()> {
     let report = store::copy(&source, &destination).await;
     source.close().await;
     destination.close().await;
-    let mut out = std::io::stdout().lock();
-    for (table, read, inserted) in &report?.tables {
-        writeln!(out, "{table}: {read} rows read, {inserted} new")?;
+    {
+        let mut out = std::io::stdout().lock();
+        for (table, read, inserted) in &report?.tables {
+            writeln!(out, "{table}: {read} rows read, {inserted} new")?;
+        }
+    }
+    // The people directory and the finance store live next to the SQLite store file; on
+    // PostgreSQL they are schemas of the same database.
+    let data_dir =
+        sqlite_file(from).and_then(|file| file.parent().map(std::path::Path::to_path_buf));
+    let Some(data_dir) = data_dir else {
+        return Ok(());
+    };
+    let people_file = data_dir.join("people.sqlite");
+    if people_file.is_file() {
+        let source = people::LocalDirectory::open(&people_file).await?;
+        let destination = people::LocalDirectory::open_postgres(to).await?;
+        let copied = source.copy_into(&destination).await;
+        source.close().await;
+        destination.close().await;
+        writeln!(
+            std::io::stdout(),
+            "people ({}): {} people copied",
+            people::POSTGRES_SCHEMA,
+            copied?
+        )?;
+    }
+    let finance_file = data_dir.join("finance.sqlite");
+    if finance_file.is_file() {
+        let source = finance::LocalStore::open(&finance_file).await?;
+        let destination = finance::LocalStore::open_postgres(to).await?;
+        let copied = source.copy_into(&destination).await;
+        source.close().await;
+        destination.close().await;
+        let copied = copied?;
+        writeln!(
+            std::io::stdout(),
+            "finance ({}): {} tickers, {} companies, {} facts, {} filings, {} price rows copied",
+            finance::POSTGRES_SCHEMA,
+            copied.tickers,
+            copied.companies,
+            copied.facts,
+            copied.filings,
+            copied.prices
+        )?;
     }
     Ok(())
+}
+
+/// The file of a `sqlite:` URL (`sqlite:///abs/path`, `sqlite://rel/path`, `sqlite:path`,
+/// options after `?` left out); `None` for an in-memory database.
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or_default();
+    (!path.is_empty() && path != ":memory:").then(|| std::path::PathBuf::from(path))
 }
 
 fn main() -> anyhow::Result<()> {

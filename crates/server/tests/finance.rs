@@ -458,3 +458,172 @@ async fn a_saved_connector_of_the_callers_project_is_a_finance_source() {
     assert_eq!(results[0]["source"], "mcp:shared");
     assert!(!response.to_string().contains(TOKEN));
 }
+
+/// Runs the real `agentd` with `args`; its stdout, the test failing on an error.
+fn agentd(args: &[&std::ffi::OsStr]) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(args)
+        .env_remove("AGENTD_CONFIG")
+        .env_remove("AGENTD_DATABASE_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[tokio::test]
+async fn store_copy_moves_the_people_directory_and_the_finance_store_to_postgresql() {
+    let db = Database::create().await;
+    let dir = std::env::temp_dir().join(format!("agentd-copy-pf-{}", uuid::Uuid::new_v4()));
+    let data = dir.join("data");
+    write_sec_files(&dir.join("sec"));
+    std::fs::write(
+        dir.join("prices.csv"),
+        "symbol,date,open,high,low,close,volume\nACME,2025-01-30,29,31,28,30,1000\nACME,2025-01-31,30,33,29,32.5,1500\n",
+    )
+    .unwrap();
+    // A SQLite deployment: people of two projects, and the offline finance data.
+    std::fs::write(
+        dir.join("staff.csv"),
+        "id,name,title,company,location,skills\n\
+         e-1,Ada Lovelace,Staff Engineer,Analytical Engines,Berlin,rust\n\
+         e-3,Grace Hopper,Engine Engineer,Analytical Engines,Berlin,compilers\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("other.csv"),
+        "id,name,title,company,location\ne-2,Charles Babbage,Director,Analytical Engines,London\n",
+    )
+    .unwrap();
+    let data_arg = data.as_os_str();
+    let staff = dir.join("staff.csv");
+    let other = dir.join("other.csv");
+    agentd(&[
+        "people".as_ref(),
+        "import".as_ref(),
+        staff.as_os_str(),
+        "--data-dir".as_ref(),
+        data_arg,
+    ]);
+    agentd(&[
+        "people".as_ref(),
+        "import".as_ref(),
+        other.as_os_str(),
+        "--project".as_ref(),
+        "other".as_ref(),
+        "--data-dir".as_ref(),
+        data_arg,
+    ]);
+    let sec = dir.join("sec");
+    let prices = dir.join("prices.csv");
+    agentd(&[
+        "finance".as_ref(),
+        "import".as_ref(),
+        "--data-dir".as_ref(),
+        data_arg,
+        sec.as_os_str(),
+        "--prices".as_ref(),
+        prices.as_os_str(),
+    ]);
+    assert!(data.join("people.sqlite").is_file() && data.join("finance.sqlite").is_file());
+
+    let from = format!("sqlite://{}", data.join("agentd.db").display());
+    let copied = agentd(&[
+        "store".as_ref(),
+        "copy".as_ref(),
+        "--from".as_ref(),
+        from.as_ref(),
+        "--to".as_ref(),
+        db.url.as_ref(),
+    ]);
+    assert!(
+        copied.contains("people (agentd_people): 3 people copied"),
+        "{copied}"
+    );
+    assert!(
+        copied.contains("finance (agentd_finance): 1 tickers, 1 companies, 4 facts, 2 filings, 2 price rows copied"),
+        "{copied}"
+    );
+    assert_eq!(db.count("agentd_people.people").await, 3);
+    assert_eq!(db.count("agentd_finance.prices").await, 2);
+    // Run again (an interrupted copy): nothing doubles.
+    agentd(&[
+        "store".as_ref(),
+        "copy".as_ref(),
+        "--from".as_ref(),
+        from.as_ref(),
+        "--to".as_ref(),
+        db.url.as_ref(),
+    ]);
+    assert_eq!(db.count("agentd_people.people").await, 3);
+    assert_eq!(db.count("agentd_finance.facts").await, 4);
+
+    // A replica on PostgreSQL (a data directory of its own, empty) answers from the copy.
+    let url = db.url.clone();
+    let app = TestApp::spawn_with(move |config| {
+        config.store = agentd_server::config::StoreLocation::Postgres(url.clone());
+        config.finance_search.store_url = Some(url.clone());
+        config.people_search.directory_url = Some(url);
+    })
+    .await;
+    assert!(!app.data_dir.join("people.sqlite").exists());
+    assert!(!app.data_dir.join("finance.sqlite").exists());
+
+    // People: full-text search, ranked (a name match first), in the project only (the
+    // default project's key; Babbage was imported into "other").
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "people_search",
+        r#"{"queries":["engines grace"]}"#,
+    )]));
+    app.fake.push(Reply::text("Grace Hopper [1]."));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "Who builds engines?",
+                   "tools": [{"type": "people_search"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let titles: Vec<&str> = items(&response, "people_search_results")
+        .into_iter()
+        .flat_map(|item| item["results"].as_array().unwrap())
+        .map(|result| result["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Grace Hopper — Engine Engineer, Analytical Engines",
+            "Ada Lovelace — Staff Engineer, Analytical Engines"
+        ]
+    );
+
+    // Finance: the quote from the copied prices, the income statement from the copied facts.
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "finance_search",
+        r#"{"query": "Acme last close and revenue", "symbols": ["Acme Robotics"], "categories": ["quote", "income_statement"]}"#,
+    )]));
+    app.fake.push(Reply::text("It closed at 32.5 [1]."));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "How did Acme do?",
+                   "tools": [{"type": "finance_search"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let finance = items(&response, "finance_results")[0];
+    let results = finance["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{finance}");
+    assert_eq!(results[0]["category"], "quote");
+    assert_eq!(results[0]["as_of"], "2025-01-31");
+    assert_eq!(results[1]["as_of"], "2024-12-31");
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}
