@@ -22,8 +22,9 @@ use crate::store::{self, LocalStore};
 /// Answers kept in memory by default.
 pub const DEFAULT_CACHE_ENTRIES: usize = 1000;
 
-/// Everything the finance back ends are built from.
-#[derive(Debug, Clone)]
+/// Everything the finance back ends are built from. Its `Debug` never prints the API keys nor
+/// the database URL (which may hold a password).
+#[derive(Clone)]
 pub struct Settings {
     /// The sources in the order they are asked (`mcp:<label>` or `mcp` for all MCP
     /// servers, `fmp`, `alpha_vantage`, `sec_edgar`, `local`); `None`: MCP servers, FMP,
@@ -72,6 +73,34 @@ impl Default for Settings {
             cache_entries: DEFAULT_CACHE_ENTRIES,
             lifetimes: Lifetimes::default(),
         }
+    }
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |value: &Option<String>| value.as_ref().map(|_| "<redacted>");
+        f.debug_struct("Settings")
+            .field("order", &self.order)
+            .field("fmp_api_key", &redacted(&self.fmp_api_key))
+            .field("fmp_base_url", &self.fmp_base_url)
+            .field("fmp_budget", &self.fmp_budget)
+            .field(
+                "alphavantage_api_key",
+                &redacted(&self.alphavantage_api_key),
+            )
+            .field("alphavantage_base_url", &self.alphavantage_base_url)
+            .field("alphavantage_budget", &self.alphavantage_budget)
+            .field("sec_user_agent", &self.sec_user_agent)
+            .field("sec_www_url", &self.sec_www_url)
+            .field("sec_data_url", &self.sec_data_url)
+            .field("sec_budget", &self.sec_budget)
+            .field("mcp", &self.mcp)
+            .field("mcp_budget", &self.mcp_budget)
+            .field("store_path", &self.store_path)
+            .field("store_url", &redacted(&self.store_url))
+            .field("cache_entries", &self.cache_entries)
+            .field("lifetimes", &self.lifetimes)
+            .finish()
     }
 }
 
@@ -201,4 +230,24 @@ pub async fn build_with(
         settings.cache_entries,
         settings.lifetimes,
     ))
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::Settings;
+
+    #[test]
+    fn debug_never_prints_the_api_keys_nor_the_database_url() {
+        let settings = Settings {
+            fmp_api_key: Some("fmp-secret-123".into()),
+            alphavantage_api_key: Some("av-secret-456".into()),
+            store_url: Some("postgres://agentd:pw-789@db/agentd".into()),
+            ..Settings::default()
+        };
+        let printed = format!("{settings:?}");
+        for secret in ["fmp-secret-123", "av-secret-456", "pw-789"] {
+            assert!(!printed.contains(secret), "{secret} printed in {printed}");
+        }
+        assert!(printed.contains("<redacted>"));
+    }
 }
