@@ -5,10 +5,6 @@
 //! same statements on both back ends. Dates are ISO text compared byte-wise (`COLLATE "C"`),
 //! as SQLite compares them; `tickers.seq` keeps the import order SQLite's `rowid` keeps.
 
-use std::str::FromStr;
-
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-
 pub(crate) use sqlx::postgres::PgPool;
 
 use crate::backend::BackendError;
@@ -86,28 +82,16 @@ const SCHEMA: &[&str] = &[
 
 /// Connects (the URL is never quoted back: it may hold a password) and creates the schema.
 pub(crate) async fn open(url: &str) -> Result<PgPool, BackendError> {
-    let options = PgConnectOptions::from_str(url)
-        .map_err(|_| BackendError::Store("invalid postgres url".to_owned()))?
-        .options([("search_path", SCHEMA_NAME)]);
-    let pool = PgPoolOptions::new()
-        .max_connections(CONNECTIONS)
-        .connect_with(options)
-        .await
-        .map_err(store_error)?;
-    let mut tx = pool.begin().await.map_err(store_error)?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(SCHEMA_LOCK)
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
-    for statement in SCHEMA {
-        sqlx::query(*statement)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-    }
-    tx.commit().await.map_err(store_error)?;
-    Ok(pool)
+    let schema = pgschema::Schema {
+        search_path: Some(SCHEMA_NAME),
+        lock: SCHEMA_LOCK,
+        statements: SCHEMA,
+        connections: CONNECTIONS,
+    };
+    pgschema::open(url, &schema).await.map_err(|err| match err {
+        pgschema::OpenError::InvalidUrl => BackendError::Store(err.to_string()),
+        pgschema::OpenError::Database(err) => store_error(err),
+    })
 }
 
 fn store_error(err: sqlx::Error) -> BackendError {

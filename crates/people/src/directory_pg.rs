@@ -9,11 +9,9 @@
 //! is created at open, under a transaction-level advisory lock so replicas starting together
 //! do not race; every connection of the pool has `search_path` set to it.
 
-use std::str::FromStr;
-
 use sqlx::QueryBuilder;
 use sqlx::Row as _;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
+use sqlx::postgres::{PgPool, Postgres};
 
 use crate::backend::DirectoryError;
 use crate::directory_row::{read_row, store_error};
@@ -69,28 +67,18 @@ pub(crate) struct PgDirectory {
 
 impl PgDirectory {
     pub(crate) async fn open(url: &str) -> Result<PgDirectory, DirectoryError> {
-        // The URL is not quoted back: it may hold a password.
-        let options = PgConnectOptions::from_str(url)
-            .map_err(|_| DirectoryError::Store("invalid postgres url".to_owned()))?
-            .options([("search_path", SCHEMA_NAME)]);
-        let pool = PgPoolOptions::new()
-            .max_connections(CONNECTIONS)
-            .connect_with(options)
+        let schema = pgschema::Schema {
+            search_path: Some(SCHEMA_NAME),
+            lock: SCHEMA_LOCK,
+            statements: SCHEMA,
+            connections: CONNECTIONS,
+        };
+        let pool = pgschema::open(url, &schema)
             .await
-            .map_err(store_error)?;
-        let mut tx = pool.begin().await.map_err(store_error)?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(SCHEMA_LOCK)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        for statement in SCHEMA {
-            sqlx::query(*statement)
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
-        }
-        tx.commit().await.map_err(store_error)?;
+            .map_err(|err| match err {
+                pgschema::OpenError::InvalidUrl => DirectoryError::Store(err.to_string()),
+                pgschema::OpenError::Database(err) => store_error(err),
+            })?;
         Ok(PgDirectory { pool })
     }
 

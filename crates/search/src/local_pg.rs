@@ -8,11 +8,9 @@
 //! as SQLite's porter tokenizer stems) under a GIN index. They are created at open, under a
 //! transaction-level advisory lock so replicas starting together do not race.
 
-use std::str::FromStr;
-
 use sqlx::QueryBuilder;
 use sqlx::Row;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
+use sqlx::postgres::{PgPool, Postgres};
 
 use crate::backend::{BackendError, Hit, SearchQuery};
 use crate::html::PageImage;
@@ -83,27 +81,18 @@ pub(crate) struct PgIndex {
 
 impl PgIndex {
     pub(crate) async fn open(url: &str) -> Result<PgIndex, BackendError> {
-        // The URL is not quoted back: it may hold a password.
-        let options = PgConnectOptions::from_str(url)
-            .map_err(|_| BackendError::Index("invalid postgres url".to_owned()))?;
-        let pool = PgPoolOptions::new()
-            .max_connections(CONNECTIONS)
-            .connect_with(options)
+        let schema = pgschema::Schema {
+            search_path: None,
+            lock: SCHEMA_LOCK,
+            statements: SCHEMA,
+            connections: CONNECTIONS,
+        };
+        let pool = pgschema::open(url, &schema)
             .await
-            .map_err(index_error)?;
-        let mut tx = pool.begin().await.map_err(index_error)?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(SCHEMA_LOCK)
-            .execute(&mut *tx)
-            .await
-            .map_err(index_error)?;
-        for statement in SCHEMA {
-            sqlx::query(*statement)
-                .execute(&mut *tx)
-                .await
-                .map_err(index_error)?;
-        }
-        tx.commit().await.map_err(index_error)?;
+            .map_err(|err| match err {
+                pgschema::OpenError::InvalidUrl => BackendError::Index(err.to_string()),
+                pgschema::OpenError::Database(err) => index_error(err),
+            })?;
         Ok(PgIndex { pool })
     }
 
