@@ -5,6 +5,10 @@
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
+mod pg_support;
+
+use pg_support::PgDatabase;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -176,81 +180,9 @@ async fn finance_search_answers_offline_from_imported_sec_files() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A PostgreSQL database of one test, dropped (connections and all) with this value. The
-/// server is found at `AGENTD_TEST_POSTGRES_URL` (default
-/// `postgres://postgres@127.0.0.1:5432/postgres`); an unreachable server fails the test.
-struct Database {
-    name: String,
-    url: String,
-}
-
-fn postgres_admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-async fn postgres_admin(sql: &str) {
-    use sqlx::Connection as _;
-    let url = postgres_admin_url();
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
-        unreachable!(
-            "PostgreSQL is not reachable at {url} ({e}): this test needs it (start it, e.g. \
-             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
-        )
-    });
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
-
-impl Database {
-    async fn create() -> Database {
-        let name = format!("agentd_pf_{}", uuid::Uuid::new_v4().simple());
-        postgres_admin(&format!("CREATE DATABASE {name}")).await;
-        let mut url = url::Url::parse(&postgres_admin_url()).unwrap();
-        url.set_path(&format!("/{name}"));
-        Database {
-            name,
-            url: url.to_string(),
-        }
-    }
-
-    async fn count(&self, table: &str) -> i64 {
-        use sqlx::Connection as _;
-        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
-        let count: i64 =
-            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-        conn.close().await.unwrap();
-        count
-    }
-}
-
-impl Drop for Database {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(postgres_admin(&format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )));
-        })
-        .join();
-    }
-}
-
 #[tokio::test]
 async fn on_postgresql_the_imports_live_in_the_shared_database() {
-    let db = Database::create().await;
+    let db = PgDatabase::create("agentd_pf").await;
     let dir = std::env::temp_dir().join(format!("agentd-finance-pg-{}", uuid::Uuid::new_v4()));
     write_sec_files(&dir.join("sec"));
     std::fs::write(
@@ -478,7 +410,7 @@ fn agentd(args: &[&std::ffi::OsStr]) -> String {
 
 #[tokio::test]
 async fn store_copy_moves_the_people_directory_and_the_finance_store_to_postgresql() {
-    let db = Database::create().await;
+    let db = PgDatabase::create("agentd_pf").await;
     let dir = std::env::temp_dir().join(format!("agentd-copy-pf-{}", uuid::Uuid::new_v4()));
     let data = dir.join("data");
     write_sec_files(&dir.join("sec"));

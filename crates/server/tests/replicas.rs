@@ -13,6 +13,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod pg_support;
 mod replica_support;
 
 use std::collections::HashMap;

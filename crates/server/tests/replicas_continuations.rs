@@ -11,6 +11,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod pg_support;
 mod replica_support;
 
 use replica_support::{Database, MODEL, Replica, launch_with, ready, spawn};

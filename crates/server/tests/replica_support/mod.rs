@@ -12,81 +12,39 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::pg_support::PgDatabase;
 use serde_json::Value;
-use sqlx::Connection as _;
 use testkit::FakeProvider;
 
 pub const MODEL: &str = "openai/gpt-test";
 
-pub fn admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-pub async fn admin(sql: &str) {
-    let url = admin_url();
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
-        unreachable!(
-            "PostgreSQL is not reachable at {url} ({e}): these tests need it (start it, e.g. \
-             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
-        )
-    });
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
-
 /// A database of one test (dropped, connections and all, at the end) and a directory for the
 /// replicas' data directories and logs.
 pub struct Database {
-    name: String,
+    db: PgDatabase,
     pub url: String,
     pub dir: PathBuf,
 }
 
 impl Database {
     pub async fn create(test: &str) -> Database {
-        let name = format!("agentd_replicas_{}", uuid::Uuid::new_v4().simple());
-        admin(&format!("CREATE DATABASE {name}")).await;
-        let mut url = url::Url::parse(&admin_url()).unwrap();
-        url.set_path(&format!("/{name}"));
-        let dir = std::env::temp_dir().join(format!("agentd-{test}-{name}"));
+        let db = PgDatabase::create("agentd_replicas").await;
+        let dir = std::env::temp_dir().join(format!("agentd-{test}-{}", db.name()));
         std::fs::create_dir_all(&dir).unwrap();
         Database {
-            name,
-            url: url.to_string(),
+            url: db.url.clone(),
+            db,
             dir,
         }
     }
 
     pub async fn scalar(&self, sql: &str) -> i64 {
-        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
-        let value: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        conn.close().await.unwrap();
-        value
+        self.db.scalar(sql).await
     }
 }
 
 impl Drop for Database {
     fn drop(&mut self) {
-        let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(admin(&format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )));
-        })
-        .join();
         unmount_under(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
