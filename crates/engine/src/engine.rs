@@ -168,6 +168,7 @@ impl Engine {
                 conversation_id: plan.conversation.clone(),
                 items: Vec::new(),
                 append_to: None,
+                turns: Vec::new(),
             })
             .await;
         if let Err(err) = stored {

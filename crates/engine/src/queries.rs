@@ -1,6 +1,8 @@
-//! Reads of stored objects: responses, their event logs and their files (404 for unknown ids,
-//! other projects' objects, and hidden responses where retrieval is concerned).
+//! Reads of stored objects: responses, their model turns, their event logs and their files (404
+//! for unknown ids, other projects' objects, and hidden responses where retrieval is
+//! concerned).
 
+use protocol::listing::ModelTurnList;
 use protocol::response::Response;
 
 use crate::engine::Engine;
@@ -12,6 +14,25 @@ impl Engine {
     pub async fn get_response(&self, project_id: &str, id: &str) -> Result<Response, EngineError> {
         match self.core.store.get_response(project_id, id).await? {
             Some(record) if record.visible => Ok(record.response),
+            _ => Err(EngineError::NotFound(format!(
+                "response \"{id}\" not found"
+            ))),
+        }
+    }
+
+    /// The model turns of a stored response of this project, in the order they ran (404 like
+    /// [`Engine::get_response`]; empty while the run goes on: they are stored when it ends).
+    pub async fn response_turns(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<ModelTurnList, EngineError> {
+        match self.core.store.get_response(project_id, id).await? {
+            Some(record) if record.visible => Ok(ModelTurnList {
+                object: "list".to_owned(),
+                response_id: record.id,
+                data: record.turns,
+            }),
             _ => Err(EngineError::NotFound(format!(
                 "response \"{id}\" not found"
             ))),

@@ -41,6 +41,10 @@ pub struct ResponseRecord {
     /// The OpenAI conversation (`conv_…`) `end_run` appends the response's items to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub append_to: Option<String>,
+    /// The run's model turns, in the order they ran (stored with the record: no write of
+    /// their own; empty until the run ends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<protocol::listing::ModelTurn>,
 }
 
 /// Whether a stored item came with a request or out of a run.

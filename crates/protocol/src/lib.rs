@@ -8,7 +8,7 @@
 //! memory amplification: the operator's [`limits::RequestLimits`] and the fixed schema depth),
 //! [`input`] (input items), [`compact`] (`/responses/compact` and the `compaction` item),
 //! [`conversations`] (the Conversations API's bodies and objects), [`listing`] (the response
-//! listing and pending approvals the console reads),
+//! listing, pending approvals and model turns the console reads),
 //! [`output`] (output items: the SDK's union plus agentd's `people_search_results` and
 //! `finance_results`), [`response`] (the response object and other bodies), [`events`] (stream
 //! events), [`error`] (the HTTP error envelope), `strict` (path-aware strict parsing), `schema`

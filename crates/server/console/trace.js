@@ -1,10 +1,12 @@
-// The trace of one response: what it continues (the previous_response_id chain), its input,
-// every step in order (model messages and reasoning, tool listings, each tool call with its
-// arguments and output, approval requests, errors), usage and cost, and its stored event log.
+// The trace of one response: its model turns (turns.js), what it continues (the
+// previous_response_id chain), its input, every step in order (model messages and reasoning,
+// tool listings, each tool call with its arguments and output, approval requests, errors),
+// usage and cost, and its stored event log.
 
 import { call, query, stream } from './api.js';
 import { append, badge, clear, h, note, pretty, table, time } from './dom.js';
 import { usageText } from './responses.js';
+import { renderTurns } from './turns.js';
 
 /** How far back the chain is followed. */
 const MAX_CHAIN = 20;
@@ -18,13 +20,14 @@ export async function tracePage(view, id) {
     append(view, h('p', {}, h('a', { href: `#/live/${encodeURIComponent(id)}`, id: 'follow-live' }, 'Follow it live')));
   }
   append(view, summary(response));
+  const turns = h('section', { class: 'card', id: 'trace-turns' }, h('h2', {}, 'Model turns'));
   const chain = h('section', { class: 'card', id: 'trace-chain' }, h('h2', {}, 'Continuation chain'));
   const input = h('section', { class: 'card', id: 'trace-input' }, h('h2', {}, 'Input'));
   const steps = h('section', { class: 'card', id: 'trace-steps' }, h('h2', {}, 'Steps'));
   const events = h('section', { class: 'card', id: 'trace-events' }, h('h2', {}, 'Event log'));
-  append(view, chain, input, steps, events);
+  append(view, turns, chain, input, steps, events);
   renderSteps(steps, response.output);
-  await Promise.all([renderChain(chain, response), renderInput(input, path), renderEvents(events, path)]);
+  await Promise.all([renderTurns(turns, response), renderChain(chain, response), renderInput(input, path), renderEvents(events, path)]);
 }
 
 /** Status, model, times, usage, cost, error. */

@@ -1,8 +1,8 @@
 //! The admin API (`/v1/admin/…`) and the connector list every key may read
 //! (`GET /v1/connectors`): its routes (`route_table::AdminEndpoint`, rows of the route table), its body
 //! extractor (`body.rs`) and its handlers (`handlers.rs`; `oauth.rs` for the OAuth connection of a
-//! connector and its browser callback; `responses.rs` the response listing and pending approvals
-//! the console reads), each one engine call.
+//! connector and its browser callback; `responses.rs` the response listing, pending approvals
+//! and a response's model turns the console reads), each one engine call.
 
 mod body;
 mod handlers;
@@ -41,5 +41,6 @@ pub fn handler(method: Method, endpoint: AdminEndpoint) -> MethodRouter<AppState
         A::OAuthCallback => on(method, oauth::callback),
         A::ListResponses => on(method, responses::list_responses),
         A::PendingApprovals => on(method, responses::pending_approvals),
+        A::ResponseTurns => on(method, responses::response_turns),
     }
 }

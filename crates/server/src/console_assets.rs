@@ -37,6 +37,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("/console/connectors.js", JS, "connectors.js"),
     asset!("/console/responses.js", JS, "responses.js"),
     asset!("/console/trace.js", JS, "trace.js"),
+    asset!("/console/turns.js", JS, "turns.js"),
     asset!("/console/approvals.js", JS, "approvals.js"),
     asset!("/console/live.js", JS, "live.js"),
 ];

@@ -203,6 +203,9 @@ pub enum AdminEndpoint {
     ListResponses,
     /// `GET /v1/admin/approvals`: any key of the project (pending approvals).
     PendingApprovals,
+    /// `GET /v1/admin/responses/{response_id}/turns`: any key of the project (a response's
+    /// model turns, for the console's trace).
+    ResponseTurns,
 }
 
 /// The admin rows of the route table.
@@ -271,6 +274,11 @@ fn admin_routes() -> Vec<Route> {
         (Method::Get, "/v1/admin/oauth/callback", A::OAuthCallback),
         (Method::Get, "/v1/admin/responses", A::ListResponses),
         (Method::Get, "/v1/admin/approvals", A::PendingApprovals),
+        (
+            Method::Get,
+            "/v1/admin/responses/{response_id}/turns",
+            A::ResponseTurns,
+        ),
     ];
     rows.into_iter()
         .map(|(method, path, endpoint)| Route {

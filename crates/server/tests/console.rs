@@ -1,8 +1,11 @@
 //! The web console's server side: `/console` and its files (embedded, with a strict
-//! Content-Security-Policy and their content types), and the two routes it reads besides the
+//! Content-Security-Policy and their content types), and the routes it reads besides the
 //! existing API: the response listing (`GET /v1/admin/responses`: filters, pages, project
-//! scoping for admin and member keys) and the pending approvals (`GET /v1/admin/approvals`,
-//! until a continuation answers). The browser tests are in tests/console/.
+//! scoping for admin and member keys), the pending approvals (`GET /v1/admin/approvals`,
+//! until a continuation answers) and a response's model turns
+//! (`GET /v1/admin/responses/{id}/turns`: times and tokens of each call to the model, for
+//! plain, paused, continued, streamed, background and failed runs). The browser tests are in
+//! tests/console/.
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
@@ -453,4 +456,232 @@ async fn pending_approvals_are_listed_until_a_continuation_answers() {
     );
     let (_, pending) = get(&app, "/v1/admin/approvals", &keys.a_member).await;
     assert_eq!(pending["data"], json!([]), "{pending:#}");
+}
+
+/// The turns of a response from the admin route, as an array.
+async fn turns(app: &TestApp, id: &str, key: &str) -> Vec<Value> {
+    let (status, body) = get(app, &format!("/v1/admin/responses/{id}/turns"), key).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "list");
+    assert_eq!(body["response_id"], id);
+    body["data"].as_array().unwrap().clone()
+}
+
+fn tokens(turn: &Value) -> Value {
+    let usage = &turn["usage"];
+    json!([
+        usage["input_tokens"],
+        usage["output_tokens"],
+        usage["reasoning_tokens"],
+        usage["cached_tokens"]
+    ])
+}
+
+fn ms(turn: &Value, field: &str) -> i64 {
+    turn[field].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn each_model_turn_is_recorded_with_its_times_and_tokens() {
+    let app = TestApp::spawn_with(|config| {
+        config.allow_private = vec!["127.0.0.0/8".to_owned()];
+    })
+    .await;
+    let keys = two_projects(&app).await;
+    let fixture = McpFixture::start("basic", Transport::StreamableHttp).await;
+    let tools = json!([{"type": "mcp", "server_label": "srv", "server_url": fixture.url,
+                        "require_approval": "never"}]);
+    // Turn 1 calls a tool, turn 2 answers after its result; each reports its own usage, and
+    // the answer streams slowly enough to take a measurable time.
+    app.fake.push(
+        Reply::tool_calls(vec![("call_1", "srv__echo", r#"{"text":"hi"}"#)])
+            .usage(100, 7)
+            .cached_tokens(40)
+            .reasoning_tokens(3),
+    );
+    app.fake.push(
+        Reply::text_chunks(["The echo ", "said ", "hi."])
+            .delay_between_chunks(std::time::Duration::from_millis(60))
+            .usage(150, 9)
+            .cached_tokens(100),
+    );
+    let before_ms = chrono_ms();
+    let (status, run) = post(
+        &app,
+        "/v1/responses",
+        &keys.a_member,
+        json!({"model": MODEL, "input": "echo hi", "tools": tools}),
+    )
+    .await;
+    let after_ms = chrono_ms();
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "completed", "{run:#}");
+    // The public response object is unchanged: no turns on it.
+    assert!(run.get("turns").is_none(), "{run:#}");
+    let id = run["id"].as_str().unwrap();
+
+    let list = turns(&app, id, &keys.a_member).await;
+    assert_eq!(list.len(), 2, "{list:#?}");
+    let (first, second) = (&list[0], &list[1]);
+    assert_eq!(
+        (first["step"].as_u64(), second["step"].as_u64()),
+        (Some(1), Some(2))
+    );
+    for turn in &list {
+        assert_eq!(turn["model"], MODEL);
+        assert_eq!(turn["status"], "completed");
+        assert!(turn.get("error").is_none(), "{turn}");
+        let (start, duration) = (ms(turn, "started_at_ms"), ms(turn, "duration_ms"));
+        assert!(
+            start >= before_ms && start + duration <= after_ms,
+            "{turn} not within the request"
+        );
+        let first_token = ms(turn, "time_to_first_token_ms");
+        assert!((0..=duration).contains(&first_token), "{turn}");
+    }
+    assert_eq!(tokens(first), json!([100, 7, 3, 40]));
+    assert_eq!(tokens(second), json!([150, 9, 0, 100]));
+    // The second turn starts after the first ended (and the tool ran in between), and its
+    // three chunks 60 ms apart took at least 120 ms, most of it after the first token.
+    assert!(
+        ms(second, "started_at_ms") >= ms(first, "started_at_ms") + ms(first, "duration_ms"),
+        "{list:#?}"
+    );
+    assert!(ms(second, "duration_ms") >= 120, "{second}");
+    assert!(
+        ms(second, "duration_ms") - ms(second, "time_to_first_token_ms") >= 100,
+        "{second}"
+    );
+    // The run's totals are the sum of its turns.
+    assert_eq!(run["usage"]["input_tokens"], 250);
+    assert_eq!(run["usage"]["output_tokens"], 16);
+
+    // Another project's keys see nothing of it; an unknown id is 404.
+    let (status, _) = get(
+        &app,
+        &format!("/v1/admin/responses/{id}/turns"),
+        &keys.b_admin,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = get(
+        &app,
+        "/v1/admin/responses/resp_unknown/turns",
+        &keys.a_admin,
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
+fn chrono_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_paused_run_and_its_streamed_continuation_each_show_their_own_turns() {
+    let app = TestApp::spawn_with(|config| {
+        config.allow_private = vec!["127.0.0.0/8".to_owned()];
+    })
+    .await;
+    let keys = two_projects(&app).await;
+    let fixture = McpFixture::start("basic", Transport::StreamableHttp).await;
+    let tools = json!([{"type": "mcp", "server_label": "srv", "server_url": fixture.url,
+                        "require_approval": "always"}]);
+    app.fake.push(
+        Reply::tool_calls(vec![("call_1", "srv__echo", r#"{"text":"approve me"}"#)]).usage(50, 5),
+    );
+    let (status, first) = post(
+        &app,
+        "/v1/responses",
+        &keys.a_admin,
+        json!({"model": MODEL, "input": "echo", "tools": tools}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["status"], "requires_action", "{first:#}");
+    let request = first["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "mcp_approval_request")
+        .cloned()
+        .unwrap();
+    let first_id = first["id"].as_str().unwrap();
+
+    // The continuation, streamed: its own turn, its own tokens.
+    app.fake.push(Reply::text("echoed").usage(70, 4));
+    let stream = app
+        .client
+        .post(app.url("/v1/responses"))
+        .bearer_auth(&keys.a_admin)
+        .json(
+            &json!({"model": MODEL, "previous_response_id": first_id, "tools": tools,
+                      "stream": true,
+                      "input": [{"type": "mcp_approval_response",
+                                 "approval_request_id": request["id"], "approve": true}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let text = stream.text().await.unwrap();
+    assert!(text.contains("response.completed"), "{text}");
+    let second_id = text
+        .split("\"id\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    assert!(second_id.starts_with("resp_"), "{second_id}");
+
+    let paused = turns(&app, first_id, &keys.a_member).await;
+    assert_eq!(paused.len(), 1, "{paused:#?}");
+    assert_eq!(tokens(&paused[0]), json!([50, 5, 0, 0]));
+    let continued = turns(&app, &second_id, &keys.a_member).await;
+    assert_eq!(continued.len(), 1, "{continued:#?}");
+    assert_eq!(continued[0]["step"], 1);
+    assert_eq!(tokens(&continued[0]), json!([70, 4, 0, 0]));
+    assert!(
+        ms(&continued[0], "started_at_ms")
+            >= ms(&paused[0], "started_at_ms") + ms(&paused[0], "duration_ms")
+    );
+}
+
+#[tokio::test]
+async fn a_failed_turn_of_a_background_run_is_recorded_with_its_error() {
+    let app = TestApp::spawn().await;
+    let keys = two_projects(&app).await;
+    app.fake.push(
+        Reply::text_chunks(["partial ", "answer"])
+            .delay_between_chunks(std::time::Duration::from_millis(50))
+            .then_cut(),
+    );
+    let (status, queued) = post(
+        &app,
+        "/v1/responses",
+        &keys.a_member,
+        json!({"model": MODEL, "input": "hello", "background": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{queued}");
+    let id = queued["id"].as_str().unwrap();
+    assert_eq!(
+        app.wait_terminal_with_key(id, &keys.a_member).await,
+        "failed"
+    );
+    let list = turns(&app, id, &keys.a_member).await;
+    assert_eq!(list.len(), 1, "{list:#?}");
+    let turn = &list[0];
+    assert_eq!(turn["status"], "failed", "{turn}");
+    assert!(!turn["error"].as_str().unwrap().is_empty(), "{turn}");
+    assert!(turn.get("usage").is_none(), "{turn}");
+    // It failed after its first text, 50 ms before the second piece at least.
+    let first_token = ms(turn, "time_to_first_token_ms");
+    assert!(ms(turn, "duration_ms") >= first_token + 40, "{turn}");
 }

@@ -233,6 +233,15 @@ async fn answers_validate_against_the_document() {
         assert_eq!(files, json!({"object": "list", "data": []}));
         doc.check("get", &format!("{base}/{{id}}/files"), status, &files);
     }
+    // Its model turn, from the admin route the console's trace reads.
+    let (status, turns) = app.get(&format!("/v1/admin/responses/{id}/turns")).await;
+    assert_eq!(turns["data"][0]["usage"]["cached_tokens"], 4, "{turns}");
+    doc.check(
+        "get",
+        "/v1/admin/responses/{response_id}/turns",
+        status,
+        &turns,
+    );
 
     // A function call handed back, with the request's tools echoed.
     app.fake.push(Reply::tool_calls(vec![(

@@ -51,7 +51,7 @@ enum Value {
 
 use Column::{Blob, Int, NullInt, NullText, Text};
 
-/// The tables of the schema (version 8), parents before children, with every column.
+/// The tables of the schema (version 10), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -79,6 +79,7 @@ const TABLES: &[(&str, &[Column])] = &[
             Text("transcript_json"),
             Int("updated_at"),
             NullText("conversation_id"),
+            NullText("turns_json"),
         ],
     ),
     (

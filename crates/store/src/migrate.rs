@@ -61,6 +61,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "oauth_tokens",
         include_str!("../migrations/sqlite/0009_oauth_tokens.sql"),
     ),
+    (
+        10,
+        "model_turns",
+        include_str!("../migrations/sqlite/0010_model_turns.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -104,6 +109,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         9,
         "oauth_tokens",
         include_str!("../migrations/postgres/0009_oauth_tokens.sql"),
+    ),
+    (
+        10,
+        "model_turns",
+        include_str!("../migrations/postgres/0010_model_turns.sql"),
     ),
 ];
 

@@ -74,6 +74,7 @@ fn record(
         conversation_id: None,
         items: Vec::new(),
         append_to: None,
+        turns: Vec::new(),
     })
 }
 

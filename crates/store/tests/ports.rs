@@ -76,6 +76,7 @@ fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, s
         conversation_id: None,
         items: Vec::new(),
         append_to: None,
+        turns: Vec::new(),
     })
 }
 
@@ -590,6 +591,71 @@ async fn workspace_snapshots_keep_generations_within_their_project(db: &TestDb) 
     Ok(())
 }
 
+async fn model_turns_are_stored_with_the_run_and_replaced_with_it(db: &TestDb) -> TestResult {
+    use protocol::listing::{ModelTurn, ModelTurnStatus, ModelTurnUsage};
+    let store = db.open().await?;
+    // The record written when the run starts has no turns yet (NULL column).
+    let mut stored = record("resp_t", "proj_a", true)?;
+    stored.response.status = ResponseStatus::InProgress;
+    store.put_response(&stored).await?;
+    let loaded = store
+        .get_response("proj_a", "resp_t")
+        .await?
+        .ok_or("missing")?;
+    assert!(loaded.turns.is_empty());
+    let column = db
+        .text("SELECT COALESCE(turns_json, 'null') FROM responses WHERE id = 'resp_t'")
+        .await?;
+    assert_eq!(column, "null");
+
+    // The run ends with two turns: a failed one (no usage) and the one that answered.
+    stored.response.status = ResponseStatus::Completed;
+    stored.turns = vec![
+        ModelTurn {
+            step: 1,
+            model: "openai/gpt-test".to_owned(),
+            started_at_ms: 1_700_000_000_100,
+            duration_ms: 40,
+            time_to_first_token_ms: None,
+            status: ModelTurnStatus::Failed,
+            usage: None,
+            error: Some("upstream 500".to_owned()),
+        },
+        ModelTurn {
+            step: 1,
+            model: "openai/gpt-other".to_owned(),
+            started_at_ms: 1_700_000_000_150,
+            duration_ms: 900,
+            time_to_first_token_ms: Some(120),
+            status: ModelTurnStatus::Completed,
+            usage: Some(ModelTurnUsage {
+                input_tokens: 120,
+                output_tokens: 12,
+                cached_tokens: 100,
+                cache_write_tokens: 0,
+                reasoning_tokens: 5,
+            }),
+            error: None,
+        },
+    ];
+    store.end_run(&stored, &events(0..1)).await?;
+    let loaded = store
+        .get_response("proj_a", "resp_t")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(loaded.turns, stored.turns);
+    // Another project never reads them.
+    assert!(store.get_response("proj_b", "resp_t").await?.is_none());
+    // A record written again (as crash recovery does with what it read) keeps them.
+    store.put_response(&loaded).await?;
+    let again = store
+        .get_response("proj_a", "resp_t")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(again.turns, stored.turns);
+    Ok(())
+}
+
 matrix!(
     response_round_trips_with_transcript,
     put_response_replaces_and_updates_status_column,
@@ -610,4 +676,5 @@ matrix!(
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
     workspace_snapshots_keep_generations_within_their_project,
+    model_turns_are_stored_with_the_run_and_replaced_with_it,
 );

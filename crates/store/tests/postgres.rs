@@ -144,6 +144,7 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         conversation_id: Some("resp_1".to_owned()),
         items: vec![item.clone()],
         append_to: None,
+        turns: Vec::new(),
     };
     from.end_run(&record, &events(0..3)).await?;
     from.insert_job(&JobRecord {

@@ -37,6 +37,7 @@ fn record(
         conversation_id: chain.map(str::to_owned),
         items: Vec::new(),
         append_to: None,
+        turns: Vec::new(),
     })
 }
 

@@ -224,6 +224,7 @@ impl Driver {
         request: ModelRequest,
         queue: &mut VecDeque<Effect>,
     ) -> Input {
+        self.machine.turn_sent();
         let mut stream = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Input::Cancelled,

@@ -75,6 +75,7 @@ impl Machine {
             conversation_id: self.plan.conversation.clone(),
             items,
             append_to,
+            turns: std::mem::take(&mut self.turns),
         };
         let finished = Finished {
             response: self.response.clone(),

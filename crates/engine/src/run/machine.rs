@@ -9,6 +9,7 @@
 //! The last step is asked with tools disabled so the run ends with an answer.
 
 use protocol::events::EventData;
+use protocol::listing::ModelTurnStatus;
 use protocol::response::ResponseStatus;
 
 use crate::code::Code;
@@ -29,7 +30,8 @@ impl Machine {
             (Phase::Ended, _) => {}
             (Phase::Created, Input::Start) => self.start(),
             (phase, Input::Cancelled) => {
-                if let Phase::Asking { turn, .. } = phase {
+                if let Phase::Asking { attempt, turn, .. } = phase {
+                    self.record_turn(attempt, &turn, ModelTurnStatus::Cancelled, None);
                     // A turn being streamed keeps what it wrote, marked incomplete.
                     self.abandon_turn(turn);
                 }
@@ -183,7 +185,10 @@ impl Machine {
         self.phase = Phase::Asking {
             attempt,
             request: Box::new(request),
-            turn: TurnState::default(),
+            turn: TurnState {
+                started_ms: self.clock.now_ms(),
+                ..TurnState::default()
+            },
         };
         self.effect(Effect::Ask {
             client,
@@ -194,6 +199,7 @@ impl Machine {
     /// The turn's stream ended: a final answer ends the run (checked against
     /// `response_format`), calls go on to run.
     fn turn_done(&mut self, attempt: usize, turn: TurnState) {
+        self.record_turn(attempt, &turn, ModelTurnStatus::Completed, None);
         match self.end_turn(attempt, turn) {
             TurnEnd::OutOfTokens => self.finish(Outcome::Incomplete("max_output_tokens")),
             TurnEnd::Answer(text) => match self.check_structured_output(text.as_deref()) {
@@ -216,6 +222,12 @@ impl Machine {
         turn: TurnState,
         err: ModelError,
     ) {
+        self.record_turn(
+            attempt,
+            &turn,
+            ModelTurnStatus::Failed,
+            Some(err.to_string()),
+        );
         if !turn.produced_output() && attempt + 1 < self.plan.models.len() {
             if let Some((id, _)) = self.plan.models.get(attempt) {
                 tracing::warn!(response_id = %self.response.id, model = %id, error = %err, "model failed before answering; trying the next model of the chain");

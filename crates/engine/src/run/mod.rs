@@ -12,6 +12,7 @@
 //! - `machine.rs`: the step loop, the only place that decides what comes next (prepare, steps,
 //!   the end of a turn, the end of a step, the `models` fallback chain);
 //! - `turn.rs`: one model turn: text deltas, tool-call pieces, reasoning, usage;
+//! - `turns.rs`: the record of each model turn (times, model, tokens) stored with the response;
 //! - `calls.rs`: where each call of a turn goes (function hand-back, refusal, MCP, built-in,
 //!   tool search);
 //! - `mcp.rs`: approvals before the first turn, discovery, tool lists, MCP call items;
@@ -38,6 +39,7 @@ mod state;
 mod structured;
 mod tool_search;
 mod turn;
+mod turns;
 
 pub(crate) use turn::provider_failure;
 

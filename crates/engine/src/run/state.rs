@@ -13,7 +13,7 @@ use protocol::response::{Response, Usage};
 use crate::clock::Clock;
 use crate::error::RunFailure;
 use crate::hosted::{HostedTool, Source};
-use crate::model::{FinishReason, ModelRequest, Reasoning, TokenLogprob, ToolCall};
+use crate::model::{FinishReason, ModelRequest, Reasoning, TokenLogprob, TokenUsage, ToolCall};
 use crate::plan::RunPlan;
 
 use super::effects::Effect;
@@ -85,6 +85,8 @@ pub(crate) struct Machine {
     pub(super) step: u32,
     /// Tool calls of every kind made so far (`max_tool_calls` caps them).
     pub(super) tool_calls: u32,
+    /// The model turns ended so far, stored with the final record (`turns.rs`).
+    pub(super) turns: Vec<protocol::listing::ModelTurn>,
     pub(super) phase: Phase,
     /// Set when the run failed before the model was asked (a plain request answers it as an
     /// HTTP error).
@@ -105,6 +107,13 @@ pub(super) struct TurnState {
     pub(super) finish: Option<FinishReason>,
     /// Logprobs the upstream sent for the text delta that comes next.
     pub(super) pending_logprobs: Vec<TokenLogprob>,
+    /// When the request went to the model (Unix milliseconds; set again by the driver just
+    /// before it sends the request).
+    pub(super) started_ms: i64,
+    /// When the first text, tool call or reasoning arrived (Unix milliseconds).
+    pub(super) first_ms: Option<i64>,
+    /// The turn's reported tokens, summed (`None`: the upstream reported none).
+    pub(super) usage: Option<TokenUsage>,
 }
 
 /// The turn's `message` item while it streams.
@@ -154,6 +163,7 @@ impl Machine {
             active_model: 0,
             step: 0,
             tool_calls: 0,
+            turns: Vec::new(),
             phase: Phase::Created,
             start_error: None,
             clock,

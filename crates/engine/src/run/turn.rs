@@ -19,6 +19,7 @@ use crate::transcript;
 
 use super::effects::Effect;
 use super::state::{Machine, OpenCall, OpenMessage, PartialCall, TurnState};
+use super::turns::add_usage;
 
 /// What a finished turn asks for.
 pub(super) enum TurnEnd {
@@ -33,7 +34,12 @@ pub(super) enum TurnEnd {
 impl Machine {
     pub(super) fn model_event(&mut self, turn: &mut TurnState, event: ModelEvent) {
         match event {
-            ModelEvent::TextDelta(delta) => self.text_delta(turn, delta),
+            ModelEvent::TextDelta(delta) => {
+                if !delta.is_empty() {
+                    self.first_output(turn);
+                }
+                self.text_delta(turn, delta);
+            }
             ModelEvent::Logprobs(tokens) => {
                 if self.plan.request.wants_logprobs() {
                     turn.pending_logprobs.extend(tokens);
@@ -46,6 +52,7 @@ impl Machine {
                 arguments,
                 thought_signature,
             } => {
+                self.first_output(turn);
                 if turn.calls.len() <= index {
                     turn.calls.resize_with(index + 1, PartialCall::default);
                 }
@@ -63,6 +70,7 @@ impl Machine {
                 self.stream_call(&mut turn.calls[index], &arguments);
             }
             ModelEvent::Usage(usage) => {
+                add_usage(turn, &usage);
                 let total = &mut self.usage;
                 total.input_tokens += usage.input_tokens;
                 total.output_tokens += usage.output_tokens;
@@ -73,7 +81,10 @@ impl Machine {
                 input.cache_write_tokens += usage.cache_write_tokens;
                 total.output_tokens_details.reasoning_tokens += usage.reasoning_tokens;
             }
-            ModelEvent::Reasoning(block) => turn.reasoning.push(block),
+            ModelEvent::Reasoning(block) => {
+                self.first_output(turn);
+                turn.reasoning.push(block);
+            }
             ModelEvent::Finish(reason) => turn.finish = Some(reason),
         }
     }

@@ -1,16 +1,18 @@
-//! `GET /v1/admin/responses` (a page of the project's responses, with filters) and
-//! `GET /v1/admin/approvals` (its pending approvals). Any key of the project may read them,
-//! member keys included (they see their project's runs); a server-owner key may name another
-//! project with `?project=`.
+//! `GET /v1/admin/responses` (a page of the project's responses, with filters),
+//! `GET /v1/admin/approvals` (its pending approvals) and
+//! `GET /v1/admin/responses/{id}/turns` (a response's model turns with their times and tokens,
+//! for the console's trace; never part of the public response object). Any key of the project
+//! may read them, member keys included (they see their project's runs); a server-owner key may
+//! name another project with `?project=`.
 
 use axum::Json;
 use axum::extract::State;
 use engine::ResponseQuery;
-use protocol::listing::{PendingApprovalList, ResponseList};
+use protocol::listing::{ModelTurnList, PendingApprovalList, ResponseList};
 
 use crate::auth::Key;
 use crate::error::ApiError;
-use crate::params::QueryParams;
+use crate::params::{PathParams, QueryParams};
 use crate::state::AppState;
 
 /// The listing's query string.
@@ -71,4 +73,17 @@ pub async fn pending_approvals(
         .project_for(&key.0, query.project.as_deref())
         .await?;
     Ok(Json(state.engine.pending_approvals(&project).await?))
+}
+
+pub async fn response_turns(
+    State(state): State<AppState>,
+    key: Key,
+    QueryParams(query): QueryParams<ApprovalsQuery>,
+    PathParams(id): PathParams<String>,
+) -> Result<Json<ModelTurnList>, ApiError> {
+    let project = state
+        .engine
+        .project_for(&key.0, query.project.as_deref())
+        .await?;
+    Ok(Json(state.engine.response_turns(&project, &id).await?))
 }

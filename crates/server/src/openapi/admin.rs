@@ -276,6 +276,14 @@ pub(super) fn spec(endpoint: AdminEndpoint, schemas: &Schemas) -> Spec {
             ok: json_answer("The pending approvals", s.approval_list.clone()),
             errors: vec![BAD, UNAUTHORIZED, MISSING, INTERNAL],
         },
+        A::ResponseTurns => Spec {
+            summary: "A stored response's model turns in the order they ran (step, model, start, duration, time to first token, tokens, error), for any key of the project; recorded when the run ends (empty before)",
+            authenticated: true,
+            query: project_query(),
+            body: None,
+            ok: json_answer("The model turns", s.turn_list.clone()),
+            errors: vec![BAD, UNAUTHORIZED, MISSING, INTERNAL],
+        },
         A::PublicConnectors => Spec {
             summary: "The project's connectors, for any key of the project (ids, labels, descriptions, status; never credentials)",
             authenticated: true,

@@ -31,6 +31,7 @@ pub struct AdminSchemas {
     pub(super) oauth_started: Value,
     pub(super) response_list: Value,
     pub(super) approval_list: Value,
+    pub(super) turn_list: Value,
 }
 
 impl AdminSchemas {
@@ -59,6 +60,9 @@ impl AdminSchemas {
                 .to_value(),
             approval_list: answers
                 .subschema_for::<protocol::listing::PendingApprovalList>()
+                .to_value(),
+            turn_list: answers
+                .subschema_for::<protocol::listing::ModelTurnList>()
                 .to_value(),
         }
     }

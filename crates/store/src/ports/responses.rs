@@ -12,10 +12,11 @@ use crate::{error, now_secs};
 const UPSERT: &str = "\
 INSERT INTO responses
     (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at,
-     conversation_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     conversation_id, turns_json)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET
     conversation_id = excluded.conversation_id,
+    turns_json = excluded.turns_json,
     created_at = excluded.created_at,
     visible = excluded.visible,
     status = excluded.status,
@@ -25,7 +26,8 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE responses.project_id = excluded.project_id";
 
 const SELECT: &str = "\
-SELECT id, project_id, created_at, visible, response_json, transcript_json, conversation_id
+SELECT id, project_id, created_at, visible, response_json, transcript_json, conversation_id,
+    turns_json
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
@@ -39,6 +41,8 @@ struct Encoded {
     response_json: String,
     transcript_json: String,
     conversation_id: Option<String>,
+    /// The model turns (`None` when there are none).
+    turns_json: Option<String>,
 }
 
 impl Encoded {
@@ -55,6 +59,11 @@ impl Encoded {
             response_json: serde_json::to_string(&record.response).map_err(encode)?,
             transcript_json: serde_json::to_string(&record.transcript).map_err(encode)?,
             conversation_id: record.conversation_id.clone(),
+            turns_json: if record.turns.is_empty() {
+                None
+            } else {
+                Some(serde_json::to_string(&record.turns).map_err(encode)?)
+            },
         })
     }
 
@@ -73,6 +82,7 @@ impl Encoded {
             .bind(self.transcript_json.as_str())
             .bind(now_secs())
             .bind(self.conversation_id.as_deref())
+            .bind(self.turns_json.as_deref())
             .execute(executor)
             .await
             .map_err(error::backend)?;
@@ -184,6 +194,15 @@ fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
         .map_err(|e| error::bad_column(&what, "visible", e))?;
     let response_json = column("response_json")?;
     let transcript_json = column("transcript_json")?;
+    let turns = match row
+        .try_get::<Option<String>, _>("turns_json")
+        .map_err(|e| error::bad_column(&what, "turns_json", e))?
+    {
+        Some(json) => {
+            serde_json::from_str(&json).map_err(|e| error::bad_json(&what, "turns_json", &e))?
+        }
+        None => Vec::new(),
+    };
     Ok(ResponseRecord {
         id: column("id")?,
         project_id: column("project_id")?,
@@ -198,5 +217,6 @@ fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
             .map_err(|e| error::bad_column(&what, "conversation_id", e))?,
         items: Vec::new(),
         append_to: None,
+        turns,
     })
 }
