@@ -6,8 +6,10 @@
 // Covers: sign-in (a wrong key refused, the page under its Content-Security-Policy with no
 // violation), creating a key (the secret shown once), creating a connector after testing the
 // draft (write-only token: "set" badge, never rendered), its tools with read_only, a run that
-// needs approval approved in the console (the continuation really calls the tool), and the
-// trace of the result. Screenshots go to $AGENTD_TEST_ARTIFACTS/console (target/test-artifacts/
+// needs approval approved in the console (the continuation really calls the tool), the trace
+// of the result with its model turns (times and tokens) and those of the response it continues,
+// two approval requests of one response answered together (one approved, one denied, in one
+// continuation). Screenshots go to $AGENTD_TEST_ARTIFACTS/console (target/test-artifacts/
 // console by default); AGENTD_UPDATE_SCREENSHOT=1 also writes docs/console.png.
 
 import assert from 'node:assert/strict';
@@ -116,6 +118,16 @@ async function api(method, urlPath, body, key = ownerKey) {
 async function script(...replies) {
   const response = await fetch(`${fakeControl}/script`, { method: 'POST', body: JSON.stringify(replies), headers: { 'Content-Type': 'application/json' } });
   assert.equal(response.status, 200, await response.text());
+}
+
+/** The tool calls the MCP fixture logged, in order. */
+function mcpCalls() {
+  return fs
+    .readFileSync(mcpLog, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .filter((event) => event.event === 'call');
 }
 
 async function shot(name) {
@@ -258,8 +270,8 @@ let firstId = '';
 
 test('a run that needs approval is approved in the console and continues', async () => {
   await script(
-    { tool_calls: [['call_search_1', 'tool_search', '{"query":"delete a file"}']] },
-    { tool_calls: [['call_delete_1', 'files__delete_file', '{"path":"/tmp/report.txt"}']] },
+    { tool_calls: [['call_search_1', 'tool_search', '{"query":"delete a file"}']], usage: [30, 4], reasoning_tokens: 2 },
+    { tool_calls: [['call_delete_1', 'files__delete_file', '{"path":"/tmp/report.txt"}']], usage: [45, 6], cached_tokens: 20 },
     { text: 'The file /tmp/report.txt is deleted.', usage: [120, 12] },
   );
   const first = await api('POST', '/v1/responses', {
@@ -273,29 +285,33 @@ test('a run that needs approval is approved in the console and continues', async
   assert.ok(request, JSON.stringify(first.body.output));
 
   await page.click('#nav a[data-page=approvals]');
-  const card = page.locator(`[data-approval="${request.id}"]`);
+  const group = page.locator(`[data-response="${firstId}"]`);
+  const card = group.locator(`[data-approval="${request.id}"]`);
   await card.waitFor();
   assert.match(await card.textContent(), /files\.delete_file/);
   assert.match(await card.textContent(), /\/tmp\/report\.txt/);
   await card.locator('input[name=reason]').fill('cleanup approved by ops');
   await shot('approvals');
+  // The response's only request: one click answers it.
   await card.locator('button.approve').click();
-  await card.locator('#open-trace').waitFor();
-  await card.locator('#live-text').getByText('is deleted').waitFor();
+  await group.locator('#open-trace').waitFor();
+  await group.locator('#live-text').getByText('is deleted').waitFor();
   await shot('approved');
   // The tool really ran on the MCP server, once.
-  const calls = fs
-    .readFileSync(mcpLog, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line))
-    .filter((event) => event.event === 'call');
+  const calls = mcpCalls();
   assert.deepEqual(calls.map((c) => [c.tool, c.arguments]), [['delete_file', { path: '/tmp/report.txt' }]]);
   // Nothing waits any more.
   assert.deepEqual((await api('GET', '/v1/admin/approvals')).body.data, []);
-  await card.locator('#open-trace').click();
+  await group.locator('#open-trace').click();
   await page.locator('#trace-steps').waitFor();
 });
+
+/** The rows of the trace's model turns table, each as its cells' text. */
+async function turnRows() {
+  const table = page.locator('#turns-table');
+  await table.waitFor();
+  return table.locator('tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => td.textContent)));
+}
 
 test('the trace shows the steps, the tool call, the approval and the chain', async () => {
   const steps = page.locator('#trace-steps');
@@ -310,6 +326,13 @@ test('the trace shows the steps, the tool call, the approval and the chain', asy
   await input.getByText('Reason: cleanup approved by ops').waitFor();
   await page.locator('#trace-chain').getByRole('link', { name: firstId }).waitFor();
   assert.match(await page.locator('#trace-summary').textContent(), /120 in \/ 12 out/);
+  // The continuation's one model turn: # step started duration TTFT model in out reasoning
+  // cached status.
+  const turns = await turnRows();
+  assert.equal(turns.length, 1, JSON.stringify(turns));
+  assert.deepEqual([turns[0][0], turns[0][1], turns[0][5], ...turns[0].slice(6)], ['1', '1', MODEL, '120', '12', '0', '0', 'completed']);
+  assert.match(turns[0][3], /^\d+\.\d{3} s$/);
+  assert.match(turns[0][4], /^\d+\.\d{3} s$/);
   await page.click('#show-events');
   await page.locator('#trace-events td', { hasText: 'response.completed' }).waitFor();
   await shot('trace');
@@ -318,6 +341,19 @@ test('the trace shows the steps, the tool call, the approval and the chain', asy
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(repo, 'docs', 'console.png') });
   }
+  // The paused response it continues shows its own two turns (tool search, then the call that
+  // waited for approval), each with the tokens the model reported.
+  await page.locator('#trace-chain').getByRole('link', { name: firstId }).click();
+  await page.locator('h1', { hasText: firstId }).waitFor();
+  const paused = await turnRows();
+  assert.deepEqual(
+    paused.map((row) => [row[1], ...row.slice(6)]),
+    [
+      ['1', '30', '4', '2', '0', 'completed'],
+      ['2', '45', '6', '0', '20', 'completed'],
+    ],
+  );
+  await shot('trace-turns');
 });
 
 test('the responses page lists and filters the runs', async () => {
@@ -335,6 +371,60 @@ test('the responses page lists and filters the runs', async () => {
   await list.locator('a.response-link', { hasText: firstId }).waitFor();
   assert.equal(await list.locator('a.response-link').count(), 1);
   await shot('responses');
+});
+
+test('two approval requests of one response are answered together in one continuation', async () => {
+  await script(
+    { tool_calls: [['call_search_2', 'tool_search', '{"query":"delete files"}']] },
+    {
+      tool_calls: [
+        ['call_delete_a', 'files__delete_file', '{"path":"/tmp/a.txt"}'],
+        ['call_delete_b', 'files__delete_file', '{"path":"/tmp/b.txt"}'],
+      ],
+    },
+    { text: 'Deleted /tmp/a.txt and kept /tmp/b.txt.' },
+  );
+  const callsBefore = mcpCalls().length;
+  const first = await api('POST', '/v1/responses', { model: MODEL, input: 'Delete /tmp/a.txt and /tmp/b.txt', tools: [{ type: 'connector', id: connectorId }] });
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  assert.equal(first.body.status, 'requires_action');
+  const requests = first.body.output.filter((item) => item.type === 'mcp_approval_request');
+  assert.equal(requests.length, 2, JSON.stringify(first.body.output));
+  const byPath = (p) => requests.find((r) => r.arguments.includes(p));
+
+  await page.click('#nav a[data-page=approvals]');
+  const group = page.locator(`[data-response="${first.body.id}"]`);
+  await group.waitFor();
+  assert.equal(await group.locator('[data-approval]').count(), 2);
+  const send = group.locator('button.send-decisions');
+  // Nothing is sent until every request has a decision.
+  const a = group.locator(`[data-approval="${byPath('/tmp/a.txt').id}"]`);
+  const b = group.locator(`[data-approval="${byPath('/tmp/b.txt').id}"]`);
+  await a.locator('input[name=reason]').fill('a is scratch');
+  await a.locator('button.approve').click();
+  assert.equal(await send.isDisabled(), true);
+  assert.equal((await api('GET', '/v1/admin/approvals')).body.data.length, 2);
+  await b.locator('input[name=reason]').fill('b is still needed');
+  await b.locator('button.deny').click();
+  assert.equal(await b.getAttribute('data-decision'), 'deny');
+  await shot('approvals-two');
+  await send.click();
+  await group.locator('#live-text').getByText('kept /tmp/b.txt').waitFor();
+  await group.locator('#live-status').getByText('completed').waitFor();
+  // One continuation answered both: only the approved call ran, nothing waits any more.
+  assert.deepEqual(mcpCalls().slice(callsBefore).map((c) => [c.tool, c.arguments]), [['delete_file', { path: '/tmp/a.txt' }]]);
+  assert.deepEqual((await api('GET', '/v1/admin/approvals')).body.data, []);
+  const listed = await api('GET', `/v1/admin/responses?limit=5`);
+  const continuations = listed.body.data.filter((r) => r.previous_response_id === first.body.id);
+  assert.equal(continuations.length, 1, JSON.stringify(listed.body.data.map((r) => [r.id, r.previous_response_id])));
+  const input = await api('GET', `/v1/responses/${continuations[0].id}/input_items?order=asc`);
+  assert.deepEqual(
+    input.body.data.map((item) => [item.approval_request_id, item.approve, item.reason]),
+    [
+      [byPath('/tmp/a.txt').id, true, 'a is scratch'],
+      [byPath('/tmp/b.txt').id, false, 'b is still needed'],
+    ],
+  );
 });
 
 test('the live view follows a running response to its end', async () => {
