@@ -4,7 +4,8 @@
 //! scoping for admin and member keys), the pending approvals (`GET /v1/admin/approvals`,
 //! until a continuation answers) and a response's model turns
 //! (`GET /v1/admin/responses/{id}/turns`: times and tokens of each call to the model, for
-//! plain, paused, continued, streamed, background and failed runs). The browser tests are in
+//! plain, paused, continued, streamed, background, failed and cancelled runs, and the
+//! `models` chain). The browser tests are in
 //! tests/console/.
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
@@ -684,4 +685,82 @@ async fn a_failed_turn_of_a_background_run_is_recorded_with_its_error() {
     // It failed after its first text, 50 ms before the second piece at least.
     let first_token = ms(turn, "time_to_first_token_ms");
     assert!(ms(turn, "duration_ms") >= first_token + 40, "{turn}");
+}
+
+#[tokio::test]
+async fn a_model_of_the_chain_taking_a_failed_turn_over_is_a_turn_of_its_own() {
+    let app = TestApp::spawn().await;
+    app.fake.push(Reply::error(400, "the first model refused"));
+    app.fake
+        .push(Reply::text("the second model answered").usage(20, 3));
+    let (status, run) = app
+        .post(
+            "/v1/responses",
+            json!({"models": [MODEL, OTHER_MODEL], "input": "hello"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "completed", "{run:#}");
+    let id = run["id"].as_str().unwrap();
+    let (status, body) = app.get(&format!("/v1/admin/responses/{id}/turns")).await;
+    assert_eq!(status, 200, "{body}");
+    let list = body["data"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "{body:#}");
+    let (failed, answered) = (&list[0], &list[1]);
+    assert_eq!(
+        (&failed["step"], &failed["model"], &failed["status"]),
+        (&json!(1), &json!(MODEL), &json!("failed"))
+    );
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("the first model refused"),
+        "{failed}"
+    );
+    assert!(failed.get("usage").is_none(), "{failed}");
+    assert!(failed.get("time_to_first_token_ms").is_none(), "{failed}");
+    assert_eq!(
+        (&answered["step"], &answered["model"], &answered["status"]),
+        (&json!(1), &json!(OTHER_MODEL), &json!("completed"))
+    );
+    assert_eq!(tokens(answered), json!([20, 3, 0, 0]));
+    assert!(
+        ms(answered, "started_at_ms") >= ms(failed, "started_at_ms") + ms(failed, "duration_ms"),
+        "{body:#}"
+    );
+}
+
+#[tokio::test]
+async fn a_turn_cut_short_by_a_cancel_is_recorded_cancelled() {
+    let app = TestApp::spawn().await;
+    app.fake
+        .push(Reply::text_chunks(["thinking ", "aloud"]).then_hang());
+    let (status, queued) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "hello", "background": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{queued}");
+    let id = queued["id"].as_str().unwrap();
+    // Wait (bounded) until the model is streaming, then cancel.
+    for _ in 0..200 {
+        if !app.fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(app.fake.requests().len(), 1, "the model was never asked");
+    let (status, body) = app
+        .post(&format!("/v1/responses/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let ended = app.wait_terminal(id).await;
+    assert_eq!(ended["status"], "cancelled", "{ended:#}");
+    let (_, body) = app.get(&format!("/v1/admin/responses/{id}/turns")).await;
+    let list = body["data"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{body:#}");
+    assert_eq!(list[0]["status"], "cancelled", "{body:#}");
+    assert!(list[0].get("error").is_none(), "{body:#}");
 }
