@@ -144,7 +144,21 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         conversation_id: Some("resp_1".to_owned()),
         items: vec![item.clone()],
         append_to: None,
-        turns: Vec::new(),
+        // The model turns travel with the response row.
+        turns: vec![protocol::listing::ModelTurn {
+            step: 1,
+            model: "openai/gpt-test".to_owned(),
+            started_at_ms: 1_700_000_000_000,
+            duration_ms: 250,
+            time_to_first_token_ms: Some(80),
+            status: protocol::listing::ModelTurnStatus::Completed,
+            usage: Some(protocol::listing::ModelTurnUsage {
+                input_tokens: 12,
+                output_tokens: 3,
+                ..Default::default()
+            }),
+            error: None,
+        }],
     };
     from.end_run(&record, &events(0..3)).await?;
     from.insert_job(&JobRecord {
