@@ -24,8 +24,9 @@ export function livePanel() {
   const panel = h('div', { class: 'live' }, status, items, h('div', { class: 'label' }, 'Text'), textBox, done);
   const lines = new Map();
   let responseId = null;
-  // When each item started and ended as this page saw the stream (the API keeps no per-step
-  // times): seconds since the first event.
+  // When each item started and ended as this page saw the stream (events carry no times; the
+  // model turns' stored times are in the trace once the run ended): seconds since the first
+  // event.
   let started = null;
   const elapsed = () => `+${((performance.now() - started) / 1000).toFixed(2)} s`;
   /** @param {any} event */
