@@ -85,7 +85,7 @@ pub enum ConnectorsCommand {
         /// Offer the tools up front instead of through tool search.
         #[arg(long)]
         eager: bool,
-        /// Bound of connecting and listing, in seconds.
+        /// Bound of connecting, listing and each call of a tool, in seconds.
         #[arg(long)]
         timeout: Option<u32>,
         /// Lend a credential to the sandbox: VAR=authorization or VAR=headers.NAME (repeatable).
