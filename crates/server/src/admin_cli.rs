@@ -35,7 +35,8 @@ pub enum ProjectsCommand {
         #[command(flatten)]
         common: Common,
     },
-    /// Delete a project with everything it owns (keys, responses, files, connectors).
+    /// Delete a project with everything it owns (keys, responses, files, connectors, the people
+    /// imported into it).
     Rm {
         name: String,
         #[command(flatten)]
