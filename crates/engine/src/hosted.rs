@@ -140,6 +140,16 @@ pub trait HostedTools: Send + Sync {
         let _ = (project_id, index, tool);
         Box::pin(async { Ok(()) })
     }
+
+    /// Removes what the tools' back ends hold for a project being deleted (the people
+    /// directory's imported people); the message says what failed. Default: nothing held.
+    fn forget_project<'a>(
+        &'a self,
+        project_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        let _ = project_id;
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Variables lent to the sandbox by a request's connectors: name -> secret value.

@@ -200,6 +200,24 @@ impl LocalDirectory {
         Ok(u64::try_from(count).unwrap_or_default())
     }
 
+    /// Removes every person of `project` (the project is being deleted); how many there were.
+    pub async fn delete_project(&self, project: &str) -> Result<u64, DirectoryError> {
+        let sql = "DELETE FROM people WHERE project = $1";
+        match &self.db {
+            Db::Sqlite(pool) => sqlx::query(sql)
+                .bind(project)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected()),
+            Db::Postgres(directory) => sqlx::query(sql)
+                .bind(project)
+                .execute(directory.pool())
+                .await
+                .map(|done| done.rows_affected()),
+        }
+        .map_err(store_error)
+    }
+
     /// Whether `project` holds anyone (cheap: one index probe).
     pub async fn has_people(&self, project: &str) -> Result<bool, DirectoryError> {
         let sql = "SELECT EXISTS (SELECT 1 FROM people WHERE project = $1)";

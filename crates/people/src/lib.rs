@@ -99,7 +99,9 @@ pub use pdl::Pdl;
 pub use query::{Hints, MAX_LIMIT, MAX_QUERIES, Search};
 pub use record::Person;
 pub use scim::Scim;
-pub use select::{HOW_TO_CONFIGURE, People, PeopleSettings, ScimSettings, open_directory};
+pub use select::{
+    HOW_TO_CONFIGURE, People, PeopleSettings, ScimSettings, forget_project, open_directory,
+};
 pub use tool::{BILLING_KEY, PeopleSearch, TOOL_NAME};
 
 /// The public endpoints' bases, for operators' documentation and overrides.

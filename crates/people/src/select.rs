@@ -101,6 +101,22 @@ pub async fn open_directory(settings: &PeopleSettings) -> Result<LocalDirectory,
     }
 }
 
+/// Removes the people of `project` from the embedded directory the settings name, when it
+/// exists (a file not created yet holds nobody: it is not created); how many there were.
+/// `agentd projects rm` uses it; a server uses [`People::forget_project`].
+pub async fn forget_project(
+    settings: &PeopleSettings,
+    project: &str,
+) -> Result<u64, DirectoryError> {
+    if set(&settings.directory_url).is_none() && !settings.directory_path.is_file() {
+        return Ok(0);
+    }
+    let directory = open_directory(settings).await?;
+    let removed = directory.delete_project(project).await;
+    directory.close().await;
+    removed
+}
+
 /// What to set to make people_search work, for the refusal message.
 pub const HOW_TO_CONFIGURE: &str = "import a directory for this project with \
 `agentd people import FILE.csv|FILE.jsonl --project NAME`, \
@@ -300,6 +316,20 @@ impl People {
                 }
             })
             .await
+    }
+
+    /// Removes the people of `project` from the embedded directory, when it exists (the
+    /// project is being deleted); how many there were.
+    pub async fn forget_project(&self, project: &str) -> Result<u64, DirectoryError> {
+        self.local
+            .projects
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(project);
+        if !self.has_local() {
+            return Ok(0);
+        }
+        self.local_directory().await?.delete_project(project).await
     }
 
     /// The names of the back ends that answer now, in order (`directory` first when it

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use engine::hosted::{CallContext, EventSink, HostedError, HostedTool, NoFiles, ToolOutcome};
 use netguard::Policy;
 use people::{LocalDirectory, People, PeopleSearch, PeopleSettings};
+use pgschema::testdb::TestDatabase;
 use protocol::events::EventData;
 use serde_json::{Value, json};
 use sqlx::Connection as _;
@@ -50,28 +51,6 @@ matrix!(
     a_project_with_nobody_imported_is_refused_when_validated,
 );
 
-fn admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-async fn admin(sql: &str) {
-    let url = admin_url();
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
-        unreachable!(
-            "PostgreSQL is not reachable at {url} ({e}): these tests need it (start it, e.g. \
-             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
-        )
-    });
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
     Sqlite,
@@ -82,7 +61,7 @@ enum Backend {
 struct TestDb {
     backend: Backend,
     dir: PathBuf,
-    postgres: Option<(String, String)>,
+    postgres: Option<TestDatabase>,
 }
 
 impl TestDb {
@@ -97,14 +76,7 @@ impl TestDb {
         std::fs::create_dir_all(&dir).unwrap();
         let postgres = match backend {
             Backend::Sqlite => None,
-            Backend::Postgres => {
-                let name = format!("agentd_people_{}_{n}", std::process::id());
-                admin(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-                admin(&format!("CREATE DATABASE {name}")).await;
-                let mut url = url::Url::parse(&admin_url()).unwrap();
-                url.set_path(&format!("/{name}"));
-                Some((name, url.to_string()))
-            }
+            Backend::Postgres => Some(TestDatabase::create("agentd_people").await.unwrap()),
         };
         TestDb {
             backend,
@@ -118,7 +90,7 @@ impl TestDb {
     fn settings(&self) -> PeopleSettings {
         PeopleSettings {
             directory_path: self.dir.join("people.sqlite"),
-            directory_url: self.postgres.as_ref().map(|(_, url)| url.clone()),
+            directory_url: self.postgres.as_ref().map(|db| db.url().to_owned()),
             ..PeopleSettings::default()
         }
     }
@@ -130,7 +102,7 @@ impl TestDb {
 
     /// Rows of the PostgreSQL table (`None` on SQLite).
     async fn postgres_rows(&self) -> Option<i64> {
-        let (_, url) = self.postgres.as_ref()?;
+        let url = self.postgres.as_ref()?.url();
         let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
         let sql = format!("SELECT COUNT(*) FROM {}.people", people::POSTGRES_SCHEMA);
         let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
@@ -145,18 +117,6 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        if let Some((name, _)) = self.postgres.take() {
-            let _ = std::thread::spawn(move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap()
-                    .block_on(admin(&format!(
-                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                    )));
-            })
-            .join();
-        }
     }
 }
 

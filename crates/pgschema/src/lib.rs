@@ -3,6 +3,9 @@
 //! create its tables under a transaction-level advisory lock, so replicas starting together
 //! do not race. The URL is never quoted back in an error: it may hold a password.
 
+#[cfg(feature = "test-support")]
+pub mod testdb;
+
 use std::str::FromStr;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};

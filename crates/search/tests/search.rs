@@ -1049,8 +1049,11 @@ async fn the_local_index_ranks_and_filters() {
 /// answers, ranks and filters, and it persists in the database.
 #[tokio::test]
 async fn the_local_index_ranks_and_filters_on_postgres() {
-    let db = PgDatabase::create().await;
-    let index = LocalIndex::open_postgres(&db.url).await.unwrap();
+    // A database of its own on `AGENTD_TEST_POSTGRES_URL`, dropped at the end.
+    let db = pgschema::testdb::TestDatabase::create("agentd_search")
+        .await
+        .unwrap();
+    let index = LocalIndex::open_postgres(db.url()).await.unwrap();
     ranks_and_filters(&index).await;
     // A page's images, searched by alt text.
     let dir = temp_dir("pg-images");
@@ -1080,72 +1083,11 @@ async fn the_local_index_ranks_and_filters_on_postgres() {
     index.close().await;
     // Two replicas opening it at once find the tables made once, and the documents.
     let (a, b) = tokio::join!(
-        LocalIndex::open_postgres(&db.url),
-        LocalIndex::open_postgres(&db.url)
+        LocalIndex::open_postgres(db.url()),
+        LocalIndex::open_postgres(db.url())
     );
     assert_eq!(a.unwrap().count().await.unwrap(), 4);
     assert_eq!(b.unwrap().count().await.unwrap(), 4);
-}
-
-/// A PostgreSQL database of one test, dropped at the end. The server is
-/// `AGENTD_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`); when it
-/// is unreachable the test fails saying so.
-struct PgDatabase {
-    name: String,
-    url: String,
-}
-
-fn postgres_admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-async fn postgres_admin(sql: String) {
-    use sqlx::Connection as _;
-    let url = postgres_admin_url();
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
-        panic!(
-            "PostgreSQL is not reachable at {url} ({e}): start it or set AGENTD_TEST_POSTGRES_URL"
-        )
-    });
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
-
-impl PgDatabase {
-    async fn create() -> PgDatabase {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let name = format!("agentd_search_{}_{nanos}", std::process::id());
-        postgres_admin(format!("CREATE DATABASE {name}")).await;
-        let mut url = url::Url::parse(&postgres_admin_url()).unwrap();
-        url.set_path(&format!("/{name}"));
-        PgDatabase {
-            name,
-            url: url.to_string(),
-        }
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(postgres_admin(sql));
-        })
-        .join();
-    }
 }
 
 async fn ranks_and_filters(index: &LocalIndex) {

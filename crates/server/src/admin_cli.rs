@@ -35,7 +35,8 @@ pub enum ProjectsCommand {
         #[command(flatten)]
         common: Common,
     },
-    /// Delete a project with everything it owns (keys, responses, files, connectors).
+    /// Delete a project with everything it owns (keys, responses, files, connectors, the people
+    /// imported into it).
     Rm {
         name: String,
         #[command(flatten)]
@@ -85,7 +86,7 @@ pub enum ConnectorsCommand {
         /// Offer the tools up front instead of through tool search.
         #[arg(long)]
         eager: bool,
-        /// Bound of connecting and listing, in seconds.
+        /// Bound of connecting, listing and each call of a tool, in seconds.
         #[arg(long)]
         timeout: Option<u32>,
         /// Lend a credential to the sandbox: VAR=authorization or VAR=headers.NAME (repeatable).

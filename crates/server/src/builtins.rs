@@ -382,6 +382,30 @@ impl HostedTools for Builtins {
             }
         })
     }
+
+    /// A deleted project's people leave the embedded directory.
+    fn forget_project<'a>(
+        &'a self,
+        project_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(forget_people(&self.people, project_id))
+    }
+}
+
+/// Removes a deleted project's people from the embedded directory.
+async fn forget_people(people: &people::People, project_id: &str) -> Result<(), String> {
+    let removed = people
+        .forget_project(project_id)
+        .await
+        .map_err(|err| format!("people directory: {err}"))?;
+    if removed > 0 {
+        tracing::info!(
+            project = project_id,
+            removed,
+            "removed a deleted project's people"
+        );
+    }
+    Ok(())
 }
 
 /// The people_search back ends. The operator's SCIM service may sit on a private address:

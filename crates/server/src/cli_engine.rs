@@ -1,11 +1,14 @@
 //! The engine the administration commands (`agentd projects|keys|connectors|secrets …`) run
 //! against: the configured store directly (no server needed), the secret key ring as `serve`
 //! loads it, and an MCP client behind the network guard for `connectors test`. No model
-//! provider, no built-in tool, no worker.
+//! provider, no built-in tool, no worker; of the built-in tools' data only what a deleted
+//! project leaves (its people in the embedded directory) is reached.
 
 use std::sync::Arc;
 
 use engine::Engine;
+use engine::hosted::{HostedError, HostedTool, HostedTools};
+use protocol::request::Tool;
 
 use crate::config::Config;
 use crate::start::{ServerError, open_store};
@@ -28,11 +31,37 @@ pub async fn engine_for_cli(config: &Config) -> Result<Engine, ServerError> {
             models: Arc::new(registry),
             store: store.clone(),
             mcp: Arc::new(mcp),
-            hosted: Arc::new(engine::hosted::NoHostedTools),
+            hosted: Arc::new(ProjectData {
+                people: config.people_search.clone(),
+            }),
             clock: Arc::new(engine::SystemClock),
             sealer,
             admin: Some(store),
         },
         engine::EngineConfig::default(),
     ))
+}
+
+/// No tool to build; removes a deleted project's people from the embedded directory (opened
+/// only then, and only when it exists).
+struct ProjectData {
+    people: people::PeopleSettings,
+}
+
+impl HostedTools for ProjectData {
+    fn build(&self, _index: usize, _tool: &Tool) -> Result<Vec<Arc<dyn HostedTool>>, HostedError> {
+        Ok(Vec::new())
+    }
+
+    fn forget_project<'a>(
+        &'a self,
+        project_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            people::forget_project(&self.people, project_id)
+                .await
+                .map(|_| ())
+                .map_err(|err| format!("people directory: {err}"))
+        })
+    }
 }

@@ -331,6 +331,9 @@ pub struct RawHttp {
     /// How long a WebSocket-mode connection may stay open, in seconds (default 3600): then the
     /// server sends `websocket_connection_limit_reached` and closes it.
     pub websocket_lifetime_secs: Option<u64>,
+    /// A WebSocket-mode connection with no response in progress and no message from the client
+    /// for this long is closed, in seconds (default 300).
+    pub websocket_idle_timeout_secs: Option<u64>,
 }
 
 /// `[limits]`: what one request may hold.
@@ -458,6 +461,9 @@ pub struct Config {
     pub sse_keep_alive: std::time::Duration,
     /// How long a WebSocket-mode connection may stay open (`http.websocket_lifetime_secs`).
     pub websocket_lifetime: std::time::Duration,
+    /// How long a WebSocket-mode connection may stay idle
+    /// (`http.websocket_idle_timeout_secs`).
+    pub websocket_idle_timeout: std::time::Duration,
     /// Connection handling (`[http]`): timeouts and the connection cap.
     pub connections: ConnectionSettings,
     /// How long a request body may take to arrive (`http.body_timeout_ms`).
@@ -515,6 +521,8 @@ impl Default for ConnectionSettings {
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
 /// Default of `http.body_timeout_ms`.
 pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 60_000;
+/// Default of `http.websocket_idle_timeout_secs`.
+pub const DEFAULT_WEBSOCKET_IDLE_TIMEOUT_SECS: u64 = 300;
 
 /// The sandbox (`[tools.sandbox]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -719,6 +727,16 @@ impl Config {
                 message: "must be within 1..=86400".to_owned(),
             });
         }
+        let websocket_idle_timeout_secs = file
+            .http
+            .websocket_idle_timeout_secs
+            .unwrap_or(DEFAULT_WEBSOCKET_IDLE_TIMEOUT_SECS);
+        if !(1..=86_400).contains(&websocket_idle_timeout_secs) {
+            return Err(ConfigError::Invalid {
+                name: "http.websocket_idle_timeout_secs".to_owned(),
+                message: "must be within 1..=86400".to_owned(),
+            });
+        }
         let model_lists = ModelListSettings {
             disabled: file
                 .providers
@@ -869,6 +887,7 @@ impl Config {
             log_format,
             sse_keep_alive: std::time::Duration::from_millis(keep_alive_ms),
             websocket_lifetime: std::time::Duration::from_secs(websocket_lifetime_secs),
+            websocket_idle_timeout: std::time::Duration::from_secs(websocket_idle_timeout_secs),
             connections,
             body_timeout,
             allowed_hosts,

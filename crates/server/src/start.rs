@@ -140,6 +140,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, ServerError> {
         auth: Arc::new(AuthCache::new(default_project, has_keys)),
         sse_keep_alive: config.sse_keep_alive,
         websocket_lifetime: config.websocket_lifetime,
+        websocket_idle_timeout: config.websocket_idle_timeout,
         requests: RequestSettings {
             body_timeout: config.body_timeout,
             limits: config.request_limits,

@@ -22,6 +22,9 @@ pub struct AppState {
     pub sse_keep_alive: std::time::Duration,
     /// How long a WebSocket-mode connection may stay open.
     pub websocket_lifetime: std::time::Duration,
+    /// How long a WebSocket-mode connection may stay idle (no message, no response in
+    /// progress).
+    pub websocket_idle_timeout: std::time::Duration,
     /// What a request body may be: how long it may take to arrive, and the operator's limits
     /// on what it holds (the strict extractor checks both).
     pub requests: RequestSettings,

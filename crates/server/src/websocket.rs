@@ -13,13 +13,21 @@
 //!   those. A continuation that fails evicts its `previous_response_id` from the memory.
 //! - After `http.websocket_lifetime_secs` the server sends `websocket_connection_limit_reached`
 //!   and closes the connection.
+//! - The connection keeps its slot among the server's connections (`http.max_connections`,
+//!   [`ConnectionSlot`]) until it closes. With no response in progress it is closed after
+//!   `http.websocket_idle_timeout_secs` without a message from the client (close code 1000), or
+//!   at once when the server is full and it is the idlest connection (close code 1013, "try
+//!   again later"). A message the client does not read within `http.idle_timeout_ms` ends the
+//!   connection.
 //!
 //! A run does not depend on its connection: a client that goes away leaves it running (and a
 //! stored response can be retrieved or resumed over HTTP).
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
@@ -29,6 +37,7 @@ use protocol::request::CreateRequest;
 use serde_json::{Map, Value, json};
 
 use crate::auth::Project;
+use crate::connections::{ConnectionSlot, RequestGuard};
 use crate::error::ApiError;
 use crate::json::MAX_BODY_BYTES;
 use crate::state::AppState;
@@ -38,14 +47,56 @@ const HTTP_ONLY: [&str; 3] = ["stream", "stream_options", "background"];
 
 /// `GET /v1/{responses|agent}` with `Upgrade: websocket`: authenticated like any request, then
 /// served by [`serve`].
-pub async fn upgrade(
+pub(crate) async fn upgrade(
     State(state): State<AppState>,
     Project(project): Project,
+    slot: Option<Extension<ConnectionSlot>>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
+    let slot = slot.map(|Extension(slot)| slot);
     upgrade
         .max_message_size(MAX_BODY_BYTES)
-        .on_upgrade(move |socket| serve(socket, state, project))
+        .on_upgrade(move |socket| serve(Socket::new(socket, slot), state, project))
+}
+
+/// The WebSocket with its connection's slot (none when the app is driven without the accept
+/// loop).
+struct Socket {
+    inner: WebSocket,
+    slot: Option<ConnectionSlot>,
+}
+
+impl Socket {
+    fn new(inner: WebSocket, slot: Option<ConnectionSlot>) -> Socket {
+        Socket { inner, slot }
+    }
+
+    /// Sends one message; `false` when the connection is gone, or the client did not read for
+    /// `http.idle_timeout_ms`.
+    async fn send(&mut self, message: Message) -> bool {
+        let send = self.inner.send(message);
+        match self.slot.as_ref().map(ConnectionSlot::write_timeout) {
+            Some(bound) => matches!(tokio::time::timeout(bound, send).await, Ok(Ok(()))),
+            None => send.await.is_ok(),
+        }
+    }
+
+    /// Sends a close frame (best effort).
+    async fn close(&mut self, code: u16, reason: String) {
+        let frame = CloseFrame {
+            code,
+            reason: reason.into(),
+        };
+        let _ = self.send(Message::Close(Some(frame))).await;
+    }
+}
+
+/// Resolves when the server wants this connection's slot for a new one.
+async fn evicted(slot: Option<&ConnectionSlot>) {
+    match slot {
+        Some(slot) => slot.evicted().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The `store: false` responses a connection made: only it may continue them.
@@ -60,11 +111,17 @@ struct InFlight {
     events: EventStream,
     store: bool,
     previous: Option<String>,
+    /// Keeps the connection busy (not idle, not evicted) while the response is in progress.
+    _busy: Option<RequestGuard>,
 }
 
-/// Serves one connection until the client closes it, it fails, or its lifetime ends.
-async fn serve(mut socket: WebSocket, state: AppState, project: String) {
+/// Serves one connection until the client closes it, it fails, it is idle too long, its slot is
+/// wanted, or its lifetime ends.
+async fn serve(mut socket: Socket, state: AppState, project: String) {
     let deadline = tokio::time::Instant::now() + state.websocket_lifetime;
+    let idle_timeout = state.websocket_idle_timeout;
+    let mut idle_until = tokio::time::Instant::now() + idle_timeout;
+    let slot = socket.slot.clone();
     let mut memory = Memory::default();
     let mut current: Option<InFlight> = None;
     loop {
@@ -78,28 +135,46 @@ async fn serve(mut socket: WebSocket, state: AppState, project: String) {
                         state.websocket_lifetime.as_secs()
                     ),
                 );
-                let _ = socket.send(error).await;
-                let _ = socket
-                    .send(Message::Close(Some(CloseFrame {
-                        code: close_code::NORMAL,
-                        reason: "websocket_connection_limit_reached".into(),
-                    })))
+                if socket.send(error).await {
+                    socket
+                        .close(close_code::NORMAL, "websocket_connection_limit_reached".to_owned())
+                        .await;
+                }
+                break;
+            }
+            () = tokio::time::sleep_until(idle_until), if current.is_none() => {
+                socket.close(close_code::NORMAL, idle_reason(idle_timeout)).await;
+                break;
+            }
+            () = evicted(slot.as_ref()), if current.is_none() => {
+                socket
+                    .close(
+                        close_code::AGAIN,
+                        "the server is at its connection limit: reconnect later".to_owned(),
+                    )
                     .await;
                 break;
             }
             event = next_event(&mut current) => {
                 let Some(line) = event else {
+                    // The response is over: idle from now.
                     current = None;
+                    idle_until = tokio::time::Instant::now() + idle_timeout;
                     continue;
                 };
                 if let Some(flight) = &current {
                     settle(&mut memory, flight, &line);
                 }
-                if socket.send(Message::Text(line.as_ref().into())).await.is_err() {
+                if !socket.send(Message::Text(line.as_ref().into())).await {
                     break;
                 }
             }
-            message = socket.recv() => {
+            message = socket.inner.recv() => {
+                // Any frame from the client (pings included) is activity.
+                idle_until = tokio::time::Instant::now() + idle_timeout;
+                if let Some(slot) = &slot {
+                    slot.touch();
+                }
                 let text = match message {
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
                     Some(Ok(Message::Text(text))) => text,
@@ -109,7 +184,7 @@ async fn serve(mut socket: WebSocket, state: AppState, project: String) {
                             None,
                             "send response.create events as JSON text messages".to_owned(),
                         );
-                        if socket.send(error).await.is_err() {
+                        if !socket.send(error).await {
                             break;
                         }
                         continue;
@@ -123,19 +198,22 @@ async fn serve(mut socket: WebSocket, state: AppState, project: String) {
                         None,
                         "a response is already in progress on this connection: send the next response.create after its terminal event".to_owned(),
                     );
-                    if socket.send(error).await.is_err() {
+                    if !socket.send(error).await {
                         break;
                     }
                     continue;
                 }
                 match start(&state, &project, &memory, text.as_str()).await {
-                    Ok(flight) => current = Some(flight),
+                    Ok(mut flight) => {
+                        flight._busy = slot.as_ref().map(ConnectionSlot::busy);
+                        current = Some(flight);
+                    }
                     Err((refusal, previous)) => {
                         if let Some(previous) = previous {
                             memory.unstored.remove(&previous);
                         }
                         let (code, param, message) = refusal;
-                        if socket.send(error_message(code, param, message)).await.is_err() {
+                        if !socket.send(error_message(code, param, message)).await {
                             break;
                         }
                     }
@@ -143,6 +221,14 @@ async fn serve(mut socket: WebSocket, state: AppState, project: String) {
             }
         }
     }
+}
+
+/// The close reason of an idle connection.
+fn idle_reason(timeout: Duration) -> String {
+    format!(
+        "idle timeout: no message and no response in progress for {} s",
+        timeout.as_secs_f64()
+    )
 }
 
 /// The next event of the response in flight; pending while there is none.
@@ -210,6 +296,7 @@ async fn start(
             events: Box::pin(handle.events()),
             store,
             previous,
+            _busy: None,
         }),
         Err(err) => Err((ApiError::Engine(err).parts(), previous)),
     }

@@ -619,3 +619,74 @@ async fn sandbox_env_reaches_execute_only_with_the_connector_and_is_scrubbed() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_connectors_timeout_bounds_each_call_and_the_run_goes_on() {
+    let dir = Dir::new("call-timeout");
+    let app = app_in(&dir.0).await;
+    let seen = Seen::default();
+    let fixture = McpFixture::start("basic", Transport::StreamableHttp).await;
+    let (status, owner) = seen
+        .send(
+            &app,
+            reqwest::Method::POST,
+            "/v1/admin/keys",
+            None,
+            Some(json!({"role": "owner", "name": "root"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{owner}");
+    let key = owner["key"].as_str().unwrap().to_owned();
+    let (status, created) = seen
+        .post(
+            &app,
+            "/v1/admin/connectors",
+            &key,
+            json!({"id": "connector_slow", "server_label": "slow", "server_url": fixture.url, "timeout_s": 1}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+
+    // The call takes 30 s; the connector allows 1 s: that call fails, the run goes on.
+    app.fake.push(Reply::tool_calls(vec![(
+        "call_1",
+        "slow__slow",
+        r#"{"seconds":30}"#,
+    )]));
+    app.fake.push(Reply::text("the tool was too slow"));
+    let started = std::time::Instant::now();
+    let (status, response) = seen
+        .post(
+            &app,
+            "/v1/responses",
+            &key,
+            json!({"model": MODEL, "input": "slow", "tools": [
+                {"type": "connector", "id": "connector_slow", "defer_loading": false}
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "the call was not cut at the connector's timeout: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(response["status"], "completed", "{response}");
+    let calls = items(&response, "mcp_call");
+    assert_eq!(calls.len(), 1, "{response}");
+    assert_eq!(calls[0]["connector_id"], "connector_slow");
+    let error = calls[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("connector_slow") && error.contains("timeout_s (1 s)"),
+        "{error}"
+    );
+    assert!(
+        response["output"]
+            .to_string()
+            .contains("the tool was too slow"),
+        "{response}"
+    );
+    // The model was told why.
+    let last = app.fake.requests().pop().unwrap();
+    assert!(last.to_string().contains("timeout_s (1 s)"), "{last}");
+}

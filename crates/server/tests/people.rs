@@ -353,3 +353,125 @@ async fn on_postgresql_the_directory_lives_in_the_shared_database() {
     assert!(!app.data_dir.join("people.sqlite").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `agentd ARGS… --data-dir DIR` or `--database-url URL`; fails the test when it fails.
+fn agentd(args: &[&str], place: &[&str]) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(args)
+        .args(place)
+        .env_remove("AGENTD_CONFIG")
+        .env_remove("AGENTD_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "agentd {args:?}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Projects alpha and beta made with the owner key; their ids.
+async fn two_projects(app: &TestApp, owner: &str) -> (String, String) {
+    let mut ids = Vec::new();
+    for name in ["alpha", "beta"] {
+        let (status, body) = post_as(
+            app,
+            Some(owner),
+            "/v1/admin/projects",
+            json!({"name": name}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        ids.push(body["id"].as_str().unwrap().to_owned());
+    }
+    (ids[0].clone(), ids[1].clone())
+}
+
+/// The owner key made in open mode.
+async fn owner_key(app: &TestApp) -> String {
+    let (status, owner) = post_as(
+        app,
+        None,
+        "/v1/admin/keys",
+        json!({"role": "owner", "name": "root"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{owner}");
+    owner["key"].as_str().unwrap().to_owned()
+}
+
+async fn delete_project(app: &TestApp, owner: &str, id: &str) {
+    let response = app
+        .client
+        .delete(app.url(&format!("/v1/admin/projects/{id}")))
+        .bearer_auth(owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+}
+
+/// A deleted project's people are gone from the directory; the other project's stay. By the
+/// admin API (the server) and by `agentd projects rm` (the command line).
+async fn deleting_projects_removes_their_people(
+    app: &TestApp,
+    place: &[&str],
+    settings: &people::PeopleSettings,
+) {
+    let owner = owner_key(app).await;
+    let (alpha, beta) = two_projects(app, &owner).await;
+    let file = app.data_dir.join("staff.csv");
+    std::fs::write(&file, CSV).unwrap();
+    let file = file.to_str().unwrap();
+    for project in ["alpha", "beta"] {
+        agentd(&["people", "import", file, "--project", project], place);
+    }
+    let directory = people::open_directory(settings).await.unwrap();
+    assert_eq!(directory.count(&alpha).await.unwrap(), 2);
+    assert_eq!(directory.count(&beta).await.unwrap(), 2);
+
+    delete_project(app, &owner, &alpha).await;
+    assert_eq!(directory.count(&alpha).await.unwrap(), 0);
+    assert_eq!(directory.count(&beta).await.unwrap(), 2);
+
+    agentd(&["projects", "rm", "beta"], place);
+    assert_eq!(directory.count(&beta).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn deleting_a_project_removes_its_people_from_the_directory_file() {
+    let app = TestApp::spawn_with(|config| {
+        config.store = StoreLocation::DataDir(config.data_dir.clone());
+    })
+    .await;
+    let data_dir = app.data_dir.to_str().unwrap().to_owned();
+    let settings = people::PeopleSettings {
+        directory_path: app.data_dir.join("people.sqlite"),
+        ..people::PeopleSettings::default()
+    };
+    deleting_projects_removes_their_people(&app, &["--data-dir", &data_dir], &settings).await;
+}
+
+#[tokio::test]
+async fn deleting_a_project_removes_its_people_from_postgresql() {
+    let db = PgDatabase::create("agentd_pdel").await;
+    let url = db.url.clone();
+    let app = TestApp::spawn_with(move |config| {
+        config.store = StoreLocation::Postgres(url.clone());
+        config.people_search.directory_url = Some(url);
+    })
+    .await;
+    let settings = people::PeopleSettings {
+        directory_url: Some(db.url.clone()),
+        ..people::PeopleSettings::default()
+    };
+    let data_dir = app.data_dir.to_str().unwrap().to_owned();
+    deleting_projects_removes_their_people(
+        &app,
+        &["--database-url", &db.url, "--data-dir", &data_dir],
+        &settings,
+    )
+    .await;
+    assert_eq!(db.count("agentd_people.people").await, 0);
+}

@@ -2,7 +2,8 @@
 //! (tokio-tungstenite): the same events as the SSE stream one JSON object per message, one
 //! response in flight, sequential responses and `previous_response_id` across turns, error
 //! messages that keep the connection open, `store: false` responses remembered per connection,
-//! eviction after a failed continuation, the connection's lifetime, authentication.
+//! eviction after a failed continuation, the connection's lifetime and idle timeout, its
+//! connection slot (`http.max_connections`), authentication.
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
@@ -361,6 +362,113 @@ async fn the_connection_lifetime_is_bounded() {
     assert_eq!(event["type"], "error");
     assert_eq!(event["error"]["code"], "websocket_connection_limit_reached");
     assert!(next(&mut socket).await.is_none(), "then the server closes");
+}
+
+/// The close frame the server sends next (any other message is a failure): code and reason.
+async fn close_frame(socket: &mut Socket) -> (u16, String) {
+    let message = tokio::time::timeout(WAIT, socket.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    match message {
+        Message::Close(Some(frame)) => (u16::from(frame.code), frame.reason.to_string()),
+        other => unreachable!("expected a close frame, got {other:?}"),
+    }
+}
+
+fn create_message(input: &str) -> Value {
+    json!({"type": "response.create", "model": MODEL, "input": input})
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_but_not_while_a_response_or_messages_go_on() {
+    let idle = Duration::from_millis(600);
+    let app = TestApp::spawn_with(|config| config.websocket_idle_timeout = idle).await;
+    let mut socket = connect(&app).await;
+    // Messages keep the connection open, however long it lasts.
+    for _ in 0..5 {
+        socket.send(Message::Binary(vec![1].into())).await.unwrap();
+        assert_eq!(error(&mut socket).await["code"], "invalid_request");
+        tokio::time::sleep(idle / 4).await;
+    }
+    // So does a response in progress for longer than the idle timeout.
+    let gate = Gate::new();
+    app.fake.push(Reply::text("slow answer").wait_for(&gate));
+    send(&mut socket, create_message("hi")).await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "response.created");
+    tokio::time::sleep(idle * 3).await;
+    gate.open();
+    let events = until_terminal(&mut socket).await;
+    assert_eq!(events.last().unwrap()["type"], "response.completed");
+    // Then, with nothing going on, the server closes it, saying why.
+    let quiet_since = std::time::Instant::now();
+    let (code, reason) = close_frame(&mut socket).await;
+    assert_eq!(code, 1000, "{reason}");
+    assert!(reason.contains("idle timeout"), "{reason}");
+    assert!(
+        quiet_since.elapsed() >= idle / 2,
+        "closed after {:?}",
+        quiet_since.elapsed()
+    );
+}
+
+/// `GET /health` on a connection of its own; its status.
+async fn health(app: &TestApp) -> u16 {
+    testkit::http_client()
+        .get(app.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_websocket_takes_a_connection_slot_until_it_closes() {
+    let app = TestApp::spawn_with(|config| config.connections.max_connections = Some(1)).await;
+    let mut socket = connect(&app).await;
+    let gate = Gate::new();
+    app.fake.push(Reply::text("slow answer").wait_for(&gate));
+    send(&mut socket, create_message("hi")).await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "response.created");
+    // The only slot is the WebSocket's, busy with a response: a new connection waits.
+    let mut waiting = tokio::spawn({
+        let app_url = app.url("/health");
+        async move {
+            testkit::http_client()
+                .get(app_url)
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        }
+    });
+    assert!(
+        tokio::time::timeout(Duration::from_millis(800), &mut waiting)
+            .await
+            .is_err(),
+        "a new connection was served while the WebSocket held the only slot"
+    );
+    gate.open();
+    let events = until_terminal(&mut socket).await;
+    assert_eq!(events.last().unwrap()["type"], "response.completed");
+    // Idle now, the WebSocket is closed for the waiting connection ("try again later").
+    let (code, reason) = close_frame(&mut socket).await;
+    assert_eq!(code, 1013, "{reason}");
+    assert_eq!(waiting.await.unwrap().unwrap(), 200);
+}
+
+#[tokio::test]
+async fn an_idle_websocket_makes_room_for_a_new_connection() {
+    let app = TestApp::spawn_with(|config| config.connections.max_connections = Some(1)).await;
+    let mut socket = connect(&app).await;
+    app.fake.push(Reply::text("hello"));
+    let done = create(&mut socket, json!({"model": MODEL, "input": "hi"})).await;
+    assert_eq!(done.terminal()["type"], "response.completed");
+    assert_eq!(health(&app).await, 200);
+    let (code, reason) = close_frame(&mut socket).await;
+    assert_eq!(code, 1013, "{reason}");
+    assert!(reason.contains("connection limit"), "{reason}");
 }
 
 #[tokio::test]

@@ -126,11 +126,19 @@ impl Engine {
         Ok(answer(record))
     }
 
-    /// Deletes a project with its keys, responses, files, conversations and connectors.
+    /// Deletes a project with its keys, responses, files, conversations and connectors, and
+    /// what the built-in tools hold for it (the people imported into it) — that first, so a
+    /// failure leaves the project there to delete again.
     pub async fn delete_project(&self, caller: &Caller, id: &str) -> Result<(), EngineError> {
         caller.require_owner("deleting a project")?;
         let id = self.project_for(caller, Some(id)).await?;
-        if !store(&self.core)?.delete_project(&id).await? {
+        let admin = store(&self.core)?;
+        self.core.hosted.forget_project(&id).await.map_err(|err| {
+            EngineError::Internal(format!(
+                "cannot delete project \"{id}\": removing its tools' data failed: {err}"
+            ))
+        })?;
+        if !admin.delete_project(&id).await? {
             return Err(EngineError::NotFound(format!("project \"{id}\" not found")));
         }
         Ok(())

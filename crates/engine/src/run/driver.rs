@@ -271,10 +271,23 @@ impl Driver {
                     let Some(session) = session else {
                         return Err("the MCP session is closed".to_owned());
                     };
-                    session
-                        .call_tool(&job.tool, job.arguments?)
-                        .await
-                        .map_err(|err| err.to_string())
+                    let call = session.call_tool(&job.tool, job.arguments?);
+                    let result = match &job.bound {
+                        // A saved connector's `timeout_s` bounds each call too.
+                        Some(bound) => match tokio::time::timeout(bound.timeout, call).await {
+                            Ok(result) => result,
+                            Err(_) => {
+                                return Err(format!(
+                                    "connector \"{}\" did not answer the call of \"{}\" within its timeout_s ({} s)",
+                                    bound.connector,
+                                    job.tool,
+                                    bound.timeout.as_secs()
+                                ));
+                            }
+                        },
+                        None => call.await,
+                    };
+                    result.map_err(|err| err.to_string())
                 }
             })
             .collect();

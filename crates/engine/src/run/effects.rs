@@ -84,6 +84,15 @@ pub(crate) struct McpJob {
     pub(crate) tool: String,
     /// The model's arguments as the object a call takes, or why they are not one.
     pub(crate) arguments: Result<serde_json::Map<String, serde_json::Value>, String>,
+    /// A saved connector's bound of the call (its `timeout_s`).
+    pub(crate) bound: Option<CallBound>,
+}
+
+/// A saved connector's bound of each of its calls.
+pub(crate) struct CallBound {
+    /// The connector's id, for the error.
+    pub(crate) connector: String,
+    pub(crate) timeout: std::time::Duration,
 }
 
 /// One built-in tool call.

@@ -17,7 +17,7 @@ use crate::mcp::{McpCallResult, McpError, McpToolInfo};
 use crate::model::ToolCall;
 use crate::tools::ServerDef;
 
-use super::effects::{DiscoverJob, McpJob};
+use super::effects::{CallBound, DiscoverJob, McpJob};
 use super::state::{Machine, StepCalls};
 
 /// What `prepare` found: the approved calls to run, and the discovery to do first.
@@ -341,6 +341,18 @@ impl Machine {
                     server: *server,
                     tool: item.name.clone(),
                     arguments: parse_arguments(&item.arguments),
+                    bound: self
+                        .plan
+                        .registry
+                        .servers()
+                        .get(*server)
+                        .and_then(|def| def.connector.as_ref())
+                        .and_then(|connector| {
+                            connector.timeout.map(|timeout| CallBound {
+                                connector: connector.id.clone(),
+                                timeout,
+                            })
+                        }),
                 }),
                 _ => None,
             })

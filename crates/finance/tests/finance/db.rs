@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use finance::{LocalStore, Settings};
+use pgschema::testdb::TestDatabase;
 use sqlx::Connection as _;
 
 /// Runs each listed test on both back ends: `sqlite::name` and `postgres::name`.
@@ -36,28 +37,6 @@ macro_rules! matrix {
 }
 pub(crate) use matrix;
 
-fn admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-async fn admin(sql: &str) {
-    let url = admin_url();
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
-        unreachable!(
-            "PostgreSQL is not reachable at {url} ({e}): these tests need it (start it, e.g. \
-             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
-        )
-    });
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Sqlite,
@@ -68,7 +47,7 @@ pub enum Backend {
 pub struct TestDb {
     pub backend: Backend,
     pub dir: PathBuf,
-    postgres: Option<(String, String)>,
+    postgres: Option<TestDatabase>,
 }
 
 impl TestDb {
@@ -76,21 +55,7 @@ impl TestDb {
         let dir = crate::common::temp_dir(test);
         let postgres = match backend {
             Backend::Sqlite => None,
-            Backend::Postgres => {
-                let name = format!(
-                    "agentd_finance_{}_{}",
-                    std::process::id(),
-                    dir.file_name()
-                        .and_then(|n| n.to_str())
-                        .and_then(|n| n.rsplit('-').next())
-                        .unwrap_or_default()
-                );
-                admin(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-                admin(&format!("CREATE DATABASE {name}")).await;
-                let mut url = url::Url::parse(&admin_url()).unwrap();
-                url.set_path(&format!("/{name}"));
-                Some((name, url.to_string()))
-            }
+            Backend::Postgres => Some(TestDatabase::create("agentd_finance").await.unwrap()),
         };
         TestDb {
             backend,
@@ -104,7 +69,7 @@ impl TestDb {
     pub fn settings(&self) -> Settings {
         Settings {
             store_path: self.dir.join("finance.sqlite"),
-            store_url: self.postgres.as_ref().map(|(_, url)| url.clone()),
+            store_url: self.postgres.as_ref().map(|db| db.url().to_owned()),
             ..Settings::default()
         }
     }
@@ -116,7 +81,7 @@ impl TestDb {
 
     /// How many rows a table of the PostgreSQL schema holds (`None` on SQLite).
     pub async fn postgres_rows(&self, table: &str) -> Option<i64> {
-        let (_, url) = self.postgres.as_ref()?;
+        let url = self.postgres.as_ref()?.url();
         let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
         let sql = format!("SELECT COUNT(*) FROM {}.{table}", finance::POSTGRES_SCHEMA);
         let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
@@ -135,17 +100,5 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        if let Some((name, _)) = self.postgres.take() {
-            let _ = std::thread::spawn(move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap()
-                    .block_on(admin(&format!(
-                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                    )));
-            })
-            .join();
-        }
     }
 }

@@ -64,13 +64,25 @@ impl Conn {
 
     /// Tells the connection to close now (its slot is wanted).
     pub fn evict(&self) {
-        self.evicted.store(true, Ordering::Relaxed);
-        self.evict.notify_one();
+        self.evicted.store(true, Ordering::Release);
+        self.evict.notify_waiters();
     }
 
-    /// Resolves once [`Conn::evict`] was called.
+    /// Whether the connection was told to close.
+    pub fn is_evicted(&self) -> bool {
+        self.evicted.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`Conn::evict`] was called (at once if it was already: whoever serves
+    /// the connection now — its HTTP task, or the WebSocket that took it over — hears it).
     pub async fn evicted(&self) {
-        self.evict.notified().await;
+        let notified = self.evict.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.evicted.load(Ordering::Acquire) {
+            return;
+        }
+        notified.await;
     }
 
     /// A write could not go on (the client's window is full) or went on again.

@@ -6,7 +6,8 @@
 //!   all are taken, the connection that has waited longest without a request in progress
 //!   (idle, or still sending its head) is closed to make room; with none such, the new one
 //!   waits for a slot (in the kernel's accept queue behind it, connections wait without a
-//!   descriptor of ours). A client with a request in progress is never closed for another.
+//!   descriptor of ours) until a connection ends or becomes idle (it is then closed for the
+//!   new one). A client with a request in progress is never closed for another.
 //! - A watchdog per connection ([`task`]): a connection with no request in progress for
 //!   `idle_timeout` — between requests, or since it connected without finishing a request head —
 //!   is closed, and so is one whose answer could not be written for `idle_timeout` (a client
@@ -14,12 +15,17 @@
 //! - Request bodies are bounded elsewhere: the strict JSON extractor reads a body within
 //!   `http.body_timeout_ms` (`crate::json`).
 //!
+//! - A connection upgraded to a WebSocket keeps its slot until the WebSocket closes
+//!   ([`ConnectionSlot`]): it counts against `max_connections`, may be closed to make room
+//!   while no response is in progress on it, and closes itself when idle (`crate::websocket`).
+//!
 //! A request is in progress from the moment its head has arrived until its answer has been
 //! written out whole (or the connection dropped it), streams included.
 
 mod body;
 mod conn;
 mod io;
+mod slot;
 pub(crate) mod task;
 
 use std::collections::HashMap;
@@ -29,7 +35,11 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub(crate) use conn::Conn;
+pub(crate) use conn::{Conn, RequestGuard};
+pub(crate) use slot::ConnectionSlot;
+
+/// How often a connection waiting for a slot looks for one that has become idle.
+const RECHECK: Duration = Duration::from_millis(100);
 
 /// The limits [`Connections`] enforces (resolved: a number of connections, not "derived").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,24 +94,28 @@ impl Connections {
 
     /// A slot for a connection just accepted: a free one, else the one of the connection that
     /// has gone longest without a request in progress (closed for it), else the first one
-    /// freed.
+    /// freed or the one of the first connection to become idle meanwhile (closed for it).
     pub async fn admit(self: &Arc<Self>) -> Option<Admitted> {
         let slot = match self.slots.clone().try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => {
-                if let Some(victim) = self.longest_idle() {
-                    tracing::debug!(
-                        connection = victim.id,
-                        "all connection slots taken: closing the longest idle connection"
-                    );
-                    victim.evict();
-                } else {
+                if !self.evict_longest_idle() {
                     tracing::warn!(
                         max_connections = self.limits.max_connections,
                         "all connection slots are busy with requests: new connections wait"
                     );
                 }
-                self.slots.clone().acquire_owned().await.ok()?
+                loop {
+                    tokio::select! {
+                        biased;
+                        slot = self.slots.clone().acquire_owned() => break slot.ok()?,
+                        () = tokio::time::sleep(RECHECK) => {
+                            if !self.eviction_pending() {
+                                self.evict_longest_idle();
+                            }
+                        }
+                    }
+                }
             }
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -115,6 +129,29 @@ impl Connections {
             connections: self.clone(),
             _slot: slot,
         })
+    }
+
+    /// Tells the connection without a request in progress for the longest time to close;
+    /// `false` when there is none.
+    fn evict_longest_idle(&self) -> bool {
+        let Some(victim) = self.longest_idle() else {
+            return false;
+        };
+        tracing::debug!(
+            connection = victim.id,
+            "all connection slots taken: closing the longest idle connection"
+        );
+        victim.evict();
+        true
+    }
+
+    /// Whether a connection was told to close and has not closed yet.
+    fn eviction_pending(&self) -> bool {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .any(|conn| conn.is_evicted())
     }
 
     /// The open connection without a request in progress for the longest time, not already
@@ -204,5 +241,28 @@ mod tests {
         assert!(admitted.is_some());
         assert_eq!(connections.open_count(), 3);
         assert!(newer.conn.idle_since().is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_connection_takes_the_slot_of_one_that_became_idle() {
+        let connections = Connections::new(limits(2));
+        let first = connections.admit().await.unwrap();
+        let first_request = first.conn.request_started();
+        let second = connections.admit().await.unwrap();
+        let _second_request = second.conn.request_started();
+        let waiting = tokio::spawn({
+            let connections = connections.clone();
+            async move { connections.admit().await }
+        });
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert!(!waiting.is_finished(), "both connections are busy");
+        // The first one's answer ends: it is closed for the waiting one, the busy one is not.
+        drop(first_request);
+        tokio::time::timeout(Duration::from_secs(1), first.conn.evicted())
+            .await
+            .unwrap();
+        assert_eq!(second.conn.idle_since(), None);
+        drop(first);
+        assert!(waiting.await.unwrap().is_some());
     }
 }

@@ -17,7 +17,7 @@ use tower::ServiceExt as _;
 
 use super::body::TrackedBody;
 use super::io::TrackedIo;
-use super::{Admitted, Limits};
+use super::{Admitted, ConnectionSlot, Limits};
 
 /// Serves `tcp` until the client or the watchdog ends it.
 pub(crate) async fn serve(
@@ -28,10 +28,13 @@ pub(crate) async fn serve(
     shutdown: CancellationToken,
 ) {
     let conn = admitted.conn.clone();
+    // The slot is freed once this task and every upgraded side holding it have ended.
+    let slot = ConnectionSlot::new(std::sync::Arc::new(admitted), limits);
     let io = TokioIo::new(TrackedIo::new(tcp, conn.clone()));
     let per_request = conn.clone();
-    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+    let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         let guard = per_request.request_started();
+        request.extensions_mut().insert(slot.clone());
         let app = app.clone();
         async move {
             let response = app.oneshot(request.map(Body::new)).await?;
@@ -40,7 +43,8 @@ pub(crate) async fn serve(
     });
     let builder = auto::Builder::new(TokioExecutor::new());
     // With upgrades: WebSocket mode (`crate::websocket`) takes the connection over after its
-    // 101 answer; from then on it is the WebSocket's, outside the watchdog below.
+    // 101 answer; from then on it is the WebSocket's, which keeps the slot (the request's
+    // `ConnectionSlot`) and closes itself when idle, when evicted or after its lifetime.
     let connection = builder.serve_connection_with_upgrades(io, service);
     tokio::pin!(connection);
     let mut tick = tokio::time::interval(tick_of(limits.idle_timeout));
@@ -67,7 +71,6 @@ pub(crate) async fn serve(
             }
         }
     }
-    drop(admitted);
 }
 
 /// How often the watchdog looks: a tenth of the timeout, within 10 ms ..= 1 s.

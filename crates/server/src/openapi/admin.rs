@@ -121,7 +121,7 @@ pub(super) fn spec(endpoint: AdminEndpoint, schemas: &Schemas) -> Spec {
             json_answer("The project", s.project.clone()),
         ),
         A::DeleteProject => spec(
-            "Delete a project with everything it owns: keys, responses, files, conversations, connectors (server-owner keys)",
+            "Delete a project with everything it owns: keys, responses, files, conversations, connectors, the people imported into it (server-owner keys)",
             Vec::new(),
             None,
             json_answer("Deleted", s.deleted.clone()),

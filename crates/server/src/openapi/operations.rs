@@ -255,7 +255,7 @@ fn spec(endpoint: Endpoint, schemas: &Schemas) -> Spec {
             ],
         },
         Endpoint::WebSocket => Spec {
-            summary: "WebSocket mode: upgrade (`Upgrade: websocket`, the same `Authorization` header), then send `{\"type\": \"response.create\", …the create body}` text messages without `stream`, `stream_options` or `background`; each is answered with the run's events, one JSON object per message, ending with the terminal event. One response in flight per connection; errors are `{\"type\": \"error\", \"status\", \"error\": {type, code, message, param}}` and leave the connection open; `store: false` responses can be continued on the connection that made them only; the connection closes after `http.websocket_lifetime_secs` with `websocket_connection_limit_reached`",
+            summary: "WebSocket mode: upgrade (`Upgrade: websocket`, the same `Authorization` header), then send `{\"type\": \"response.create\", …the create body}` text messages without `stream`, `stream_options` or `background`; each is answered with the run's events, one JSON object per message, ending with the terminal event. One response in flight per connection; errors are `{\"type\": \"error\", \"status\", \"error\": {type, code, message, param}}` and leave the connection open; `store: false` responses can be continued on the connection that made them only; the connection closes after `http.websocket_lifetime_secs` with `websocket_connection_limit_reached`, and with no response in progress after `http.websocket_idle_timeout_secs` without a message (close code 1000) or when the server needs its slot (close code 1013)",
             authenticated: true,
             query: Vec::new(),
             body: None,

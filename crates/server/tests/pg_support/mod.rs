@@ -1,58 +1,32 @@
 //! A PostgreSQL database per test, for the server tests that run agentd on PostgreSQL (replicas,
-//! people and finance imports).
-//!
-//! PostgreSQL is found at `AGENTD_TEST_POSTGRES_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/postgres`); each test creates its own database and drops
+//! people and finance imports): `pgschema::testdb` (the server is `AGENTD_TEST_POSTGRES_URL`,
+//! default `postgres://postgres@127.0.0.1:5432/postgres`), with the queries these tests ask of
 //! it. An unreachable server fails the test with a message saying so.
 
 #![allow(dead_code, reason = "each test binary uses its part")]
 
+use pgschema::testdb::TestDatabase;
 use sqlx::Connection as _;
-
-pub fn admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-pub async fn admin(sql: &str) {
-    let url = admin_url();
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
-        unreachable!(
-            "PostgreSQL is not reachable at {url} ({e}): these tests need it (start it, e.g. \
-             `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
-        )
-    });
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
 
 /// A database of one test, dropped (connections and all) with this value.
 pub struct PgDatabase {
-    name: String,
+    database: TestDatabase,
     pub url: String,
 }
 
 impl PgDatabase {
-    /// A new empty database named `<prefix>_<random>`.
+    /// A new empty database named `<prefix>_<unique>`.
     pub async fn create(prefix: &str) -> PgDatabase {
-        let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
-        admin(&format!("CREATE DATABASE {name}")).await;
-        let mut url = url::Url::parse(&admin_url()).unwrap();
-        url.set_path(&format!("/{name}"));
+        let database = TestDatabase::create(prefix).await.unwrap();
         PgDatabase {
-            name,
-            url: url.to_string(),
+            url: database.url().to_owned(),
+            database,
         }
     }
 
     /// The database's name.
     pub fn name(&self) -> &str {
-        &self.name
+        self.database.name()
     }
 
     /// The one integer `sql` answers.
@@ -69,21 +43,5 @@ impl PgDatabase {
     /// The number of rows of `table`.
     pub async fn count(&self, table: &str) -> i64 {
         self.scalar(&format!("SELECT COUNT(*) FROM {table}")).await
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(admin(&format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )));
-        })
-        .join();
     }
 }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use agentd_store::{PgStore, PoolSettings, SqliteStore};
 use engine::store::{EventRecord, Store, StoreError};
-use sqlx::Connection;
+use pgschema::testdb::TestDatabase;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -47,41 +47,6 @@ pub async fn memory_store() -> Result<SqliteStore, StoreError> {
     SqliteStore::connect("sqlite::memory:").await
 }
 
-/// The server the PostgreSQL half of the matrix creates its databases on.
-pub fn postgres_admin_url() -> String {
-    std::env::var("AGENTD_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// The URL of database `name` on the admin URL's server.
-fn database_url(name: &str) -> Result<String, Box<dyn std::error::Error>> {
-    let mut url = url_of(&postgres_admin_url())?;
-    url.set_path(&format!("/{name}"));
-    Ok(url.to_string())
-}
-
-fn url_of(text: &str) -> Result<url::Url, Box<dyn std::error::Error>> {
-    Ok(url::Url::parse(text)?)
-}
-
-/// Runs one statement on the admin database.
-async fn admin(sql: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let admin_url = postgres_admin_url();
-    let mut conn = sqlx::PgConnection::connect(&admin_url).await.map_err(|e| {
-        format!(
-            "PostgreSQL is not reachable at {admin_url} ({e}): the store tests need it \
-             (start it, e.g. `pg_ctlcluster 15 main start`, or set AGENTD_TEST_POSTGRES_URL)"
-        )
-    })?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(&mut conn)
-        .await?;
-    conn.close().await?;
-    Ok(())
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Sqlite,
@@ -93,7 +58,7 @@ pub enum Backend {
 pub struct TestDb {
     pub backend: Backend,
     dir: TempDir,
-    postgres: Option<String>,
+    postgres: Option<TestDatabase>,
 }
 
 impl TestDb {
@@ -101,11 +66,7 @@ impl TestDb {
         let dir = TempDir::new();
         let postgres = match backend {
             Backend::Sqlite => None,
-            Backend::Postgres => {
-                let name = format!("agentd_test_{}", uuid::Uuid::new_v4().simple());
-                admin(&format!("CREATE DATABASE {name}")).await?;
-                Some(name)
-            }
+            Backend::Postgres => Some(TestDatabase::create("agentd_test").await?),
         };
         Ok(TestDb {
             backend,
@@ -117,7 +78,7 @@ impl TestDb {
     /// The URL `agentd` would be given for this database.
     pub fn url(&self) -> Result<String, Box<dyn std::error::Error>> {
         match &self.postgres {
-            Some(name) => database_url(name),
+            Some(database) => Ok(database.url().to_owned()),
             None => Ok(format!(
                 "sqlite://{}?mode=rwc",
                 self.dir.0.join(agentd_store::DATABASE_FILE).display()
@@ -129,8 +90,8 @@ impl TestDb {
     /// would have.
     pub async fn open(&self) -> Result<TestStore, Box<dyn std::error::Error>> {
         Ok(match &self.postgres {
-            Some(name) => TestStore::Postgres(
-                PgStore::connect(&database_url(name)?, PoolSettings::default()).await?,
+            Some(database) => TestStore::Postgres(
+                PgStore::connect(database.url(), PoolSettings::default()).await?,
             ),
             None => TestStore::Sqlite(SqliteStore::open(&self.dir.0).await?),
         })
@@ -162,30 +123,6 @@ impl TestDb {
             TestStore::Sqlite(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await?,
             TestStore::Postgres(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await?,
         })
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        let Some(name) = self.postgres.take() else {
-            return;
-        };
-        // Drop runs inside the test's runtime: drop the database from a thread of its own.
-        let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            runtime
-                .block_on(admin(&format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )))
-                .map_err(|e| e.to_string())?;
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
-        })
-        .join();
-        if let Ok(Err(e)) = dropped {
-            eprintln!("cannot drop the test database: {e}");
-        }
     }
 }
 

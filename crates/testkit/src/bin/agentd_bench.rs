@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use agentd_testkit::sse::Transcript;
 use agentd_testkit::{FAKE_PROVIDER_KEY, Reply, TestApp};
 use bytes::Bytes;
+use pgschema::testdb::TestDatabase;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::json;
 use server::config::StoreLocation;
@@ -392,7 +393,7 @@ async fn bench(args: Args) -> ExitCode {
                 .clone()
                 .or_else(|| std::env::var("AGENTD_BENCH_POSTGRES_URL").ok())
                 .unwrap_or_else(|| DEFAULT_POSTGRES_URL.to_owned());
-            match PgDatabase::create(&admin).await {
+            match create_database(&admin).await {
                 Ok(database) => Some(database),
                 Err(message) => {
                     eprintln!("agentd-bench: --store postgres: {message}");
@@ -412,7 +413,7 @@ async fn bench(args: Args) -> ExitCode {
     };
     let location = match (&data_dir, &postgres) {
         (Some(dir), _) => Some(StoreLocation::DataDir(dir.clone())),
-        (None, Some(database)) => Some(StoreLocation::Postgres(database.url.clone())),
+        (None, Some(database)) => Some(StoreLocation::Postgres(database.url().to_owned())),
         (None, None) => None,
     };
     let app = TestApp::spawn_with(move |config| {
@@ -436,7 +437,7 @@ async fn bench(args: Args) -> ExitCode {
         let _ = std::fs::remove_dir_all(dir);
     }
     if let Some(database) = postgres {
-        database.drop_database().await;
+        drop_database(database).await;
     }
     status
 }
@@ -525,60 +526,25 @@ fn unix_millis() -> u128 {
         .unwrap_or(0)
 }
 
-/// A PostgreSQL database created for the run on the server of an administration URL, dropped
-/// at the end.
-struct PgDatabase {
-    admin_url: String,
-    name: String,
-    /// The URL of the new database.
-    url: String,
+/// The run's PostgreSQL database on the server of an administration URL (announced on stderr;
+/// the URL is never quoted: it may hold a password).
+async fn create_database(admin_url: &str) -> Result<TestDatabase, String> {
+    let database = TestDatabase::create_on(admin_url, "agentd_bench")
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "agentd-bench: created PostgreSQL database {}",
+        database.name()
+    );
+    Ok(database)
 }
 
-impl PgDatabase {
-    async fn create(admin_url: &str) -> Result<PgDatabase, String> {
-        use sqlx::Connection as _;
-        let name = format!("agentd_bench_{}_{}", std::process::id(), unix_millis());
-        let mut url = url::Url::parse(admin_url)
-            .map_err(|e| format!("the database URL does not parse: {e}"))?;
-        url.set_path(&format!("/{name}"));
-        // The URL may carry a password: never quote it.
-        let mut connection = sqlx::PgConnection::connect(admin_url)
-            .await
-            .map_err(|e| format!("cannot connect to the PostgreSQL server: {e}"))?;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut connection)
-            .await
-            .map_err(|e| format!("cannot create database {name}: {e}"))?;
-        let _ = connection.close().await;
-        eprintln!("agentd-bench: created PostgreSQL database {name}");
-        Ok(PgDatabase {
-            admin_url: admin_url.to_owned(),
-            name,
-            url: url.to_string(),
-        })
-    }
-
-    /// Drops the database (best effort: a failure is reported, not fatal).
-    async fn drop_database(self) {
-        use sqlx::Connection as _;
-        let dropped = async {
-            let mut connection = sqlx::PgConnection::connect(&self.admin_url).await?;
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            )))
-            .execute(&mut connection)
-            .await?;
-            connection.close().await
-        }
-        .await;
-        match dropped {
-            Ok(()) => eprintln!("agentd-bench: dropped PostgreSQL database {}", self.name),
-            Err(e) => eprintln!(
-                "agentd-bench: could not drop PostgreSQL database {}: {e}",
-                self.name
-            ),
-        }
+/// Drops the run's database (best effort: a failure is reported, not fatal).
+async fn drop_database(database: TestDatabase) {
+    let name = database.name().to_owned();
+    match database.drop_database().await {
+        Ok(()) => eprintln!("agentd-bench: dropped PostgreSQL database {name}"),
+        Err(e) => eprintln!("agentd-bench: could not drop PostgreSQL database {name}: {e}"),
     }
 }
 
