@@ -22,6 +22,7 @@
 //!   one transaction).
 //! - `migrate.rs`: the schema migrations, embedded from `migrations/sqlite/*.sql` and
 //!   `migrations/postgres/*.sql`.
+//! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
@@ -49,6 +50,7 @@
 //! # }
 //! ```
 
+mod checkpoint;
 mod copy;
 mod error;
 mod group_commit;

@@ -656,6 +656,46 @@ async fn model_turns_are_stored_with_the_run_and_replaced_with_it(db: &TestDb) -
     Ok(())
 }
 
+/// Many runs' writes arriving together (which the store commits in shared transactions), one
+/// of them refused (an id of another project): that one fails with its own error, and every
+/// other run's response and events are stored all the same.
+async fn a_refused_write_among_concurrent_ones_fails_alone(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    store
+        .put_response(&record("resp_taken", "proj_a", true)?)
+        .await?;
+    let mut writes = Vec::new();
+    for n in 0..40 {
+        let store = store.clone();
+        let id = if n == 20 {
+            "resp_taken".to_owned()
+        } else {
+            format!("resp_{n}")
+        };
+        let ending = record(&id, "proj_b", true)?;
+        writes.push(tokio::spawn(async move {
+            store.end_run(&ending, &events(0..5)).await
+        }));
+    }
+    for (n, write) in writes.into_iter().enumerate() {
+        let outcome = write.await?;
+        if n == 20 {
+            assert!(
+                matches!(outcome, Err(StoreError::Conflict(_))),
+                "{outcome:?}"
+            );
+        } else {
+            assert!(outcome.is_ok(), "write {n}: {outcome:?}");
+            let id = format!("resp_{n}");
+            assert!(store.get_response("proj_b", &id).await?.is_some(), "{id}");
+            assert_eq!(store.events_after(&id, None).await?, events(0..5), "{id}");
+        }
+    }
+    assert_eq!(store.events_after("resp_taken", None).await?, Vec::new());
+    assert!(store.get_response("proj_b", "resp_taken").await?.is_none());
+    Ok(())
+}
+
 matrix!(
     response_round_trips_with_transcript,
     put_response_replaces_and_updates_status_column,
@@ -677,4 +717,5 @@ matrix!(
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
     workspace_snapshots_keep_generations_within_their_project,
     model_turns_are_stored_with_the_run_and_replaced_with_it,
+    a_refused_write_among_concurrent_ones_fails_alone,
 );

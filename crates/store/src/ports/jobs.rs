@@ -67,26 +67,39 @@ where
     Ok(())
 }
 
+/// Adds a job row through any executor; a row already there for the response is a conflict.
+pub(crate) async fn insert<'e, E>(job: &JobRecord, executor: E) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = Db>,
+{
+    sqlx::query(INSERT)
+        .bind(job.response_id.as_str())
+        .bind(job.project_id.as_str())
+        .bind(job.payload.as_str())
+        .bind(state_text(job.state))
+        .bind(job.lease_owner.as_deref())
+        .bind(job.lease_until_ms)
+        .bind(job.created_at_ms)
+        .execute(executor)
+        .await
+        .map_err(|e| match e.as_database_error().map(|d| d.kind()) {
+            Some(ErrorKind::UniqueViolation) => {
+                StoreError::Conflict(format!("job {}", job.response_id))
+            }
+            _ => error::backend(e),
+        })?;
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl JobStore for Store {
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
-        sqlx::query(INSERT)
-            .bind(job.response_id.as_str())
-            .bind(job.project_id.as_str())
-            .bind(job.payload.as_str())
-            .bind(state_text(job.state))
-            .bind(job.lease_owner.as_deref())
-            .bind(job.lease_until_ms)
-            .bind(job.created_at_ms)
-            .execute(&self.writer)
-            .await
-            .map_err(|e| match e.as_database_error().map(|d| d.kind()) {
-                Some(ErrorKind::UniqueViolation) => {
-                    StoreError::Conflict(format!("job {}", job.response_id))
-                }
-                _ => error::backend(e),
-            })?;
-        Ok(())
+        let job = std::sync::Arc::new(job.clone());
+        self.write(super::write_op(move |tx| {
+            let job = std::sync::Arc::clone(&job);
+            Box::pin(async move { insert(&job, &mut **tx).await })
+        }))
+        .await
     }
 
     async fn claim_job(

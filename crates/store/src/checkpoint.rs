@@ -1,0 +1,274 @@
+//! WAL checkpoints off the commit path (file-backed SQLite only).
+//!
+//! By default SQLite checkpoints from inside a commit: the transaction that takes the WAL past
+//! 1000 pages copies the whole WAL into the database file and `fsync`s both, on the writer
+//! connection, while every other write waits behind it. With agentd's event log that happened
+//! every hundred or so requests and cost that request (and those queued behind it) ~10 ms: the
+//! p99 stall at C = 1 (docs/benchmarks.md).
+//!
+//! Here the store's connections open with `wal_autocheckpoint = 0` (no connection checkpoints
+//! on commit), and a task of its own, on a connection of its own (so on sqlx's worker thread of
+//! that connection), runs `PRAGMA wal_checkpoint(PASSIVE)` every [`Settings::every`]. A passive
+//! checkpoint never takes the write lock: commits go on while it copies and `fsync`s. Once the
+//! WAL is fully copied, the next commit starts it again from its beginning (and
+//! `journal_size_limit` truncates the file), so the WAL stays about as large as the writes of
+//! one tick.
+//!
+//! The bound: readers pin the WAL frames of their snapshot, so under a steady stream of reads
+//! a passive checkpoint may not get to the end. When the WAL still holds more than
+//! [`Settings::max_wal_pages`] after one, the task runs `wal_checkpoint(RESTART)`, which waits
+//! (up to the busy timeout) for those readers and blocks writers meanwhile: a stall, but only
+//! when the WAL would otherwise grow without bound.
+//!
+//! Durability does not change: a commit is in the WAL (written, in the OS's page cache) when it
+//! returns, whoever checkpoints it later.
+
+use std::time::Duration;
+
+use sqlx::sqlite::SqliteConnection;
+use sqlx::{Connection, Row};
+use tokio::sync::mpsc;
+
+/// How often the checkpointer runs and how large the WAL may get.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    /// Between two passive checkpoints.
+    pub(crate) every: Duration,
+    /// WAL pages left after a passive checkpoint beyond which a RESTART checkpoint runs.
+    pub(crate) max_wal_pages: i64,
+    /// Bytes the WAL file is truncated back to when it restarts from its beginning
+    /// (`journal_size_limit`).
+    pub(crate) journal_size_limit: i64,
+}
+
+/// The store's settings: four checkpoints a second; a RESTART beyond 8,192 pages (32 MiB with
+/// 4 KiB pages); the file kept under 64 MiB.
+pub(crate) const DEFAULT: Settings = Settings {
+    every: Duration::from_millis(250),
+    max_wal_pages: 8_192,
+    journal_size_limit: 64 * 1024 * 1024,
+};
+
+/// Keeps the checkpointer running; it stops (after one last passive checkpoint) when the last
+/// clone of this handle is dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct Checkpointer {
+    _alive: mpsc::Sender<()>,
+}
+
+impl Checkpointer {
+    /// Starts the task on the current runtime, checkpointing through `connection`.
+    pub(crate) fn spawn(connection: SqliteConnection, settings: Settings) -> Checkpointer {
+        let (alive, stopped) = mpsc::channel(1);
+        tokio::spawn(run(connection, settings, stopped));
+        Checkpointer { _alive: alive }
+    }
+}
+
+/// What one `PRAGMA wal_checkpoint` reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// Whether the checkpoint could not finish (a lock was held).
+    pub(crate) busy: bool,
+    /// Pages in the WAL.
+    pub(crate) wal_pages: i64,
+    /// Pages of the WAL copied into the database file.
+    pub(crate) checkpointed: i64,
+}
+
+async fn run(
+    mut connection: SqliteConnection,
+    settings: Settings,
+    mut stopped: mpsc::Receiver<()>,
+) {
+    let mut tick = tokio::time::interval(settings.every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            // `None`: every handle is gone.
+            _ = stopped.recv() => break,
+        }
+        match checkpoint(&mut connection, Mode::Passive).await {
+            Ok(outcome) if outcome.wal_pages > settings.max_wal_pages => {
+                tracing::warn!(
+                    wal_pages = outcome.wal_pages,
+                    "readers keep the SQLite WAL from being checkpointed; waiting for them"
+                );
+                if let Err(err) = checkpoint(&mut connection, Mode::Restart).await {
+                    tracing::warn!(error = %err, "SQLite WAL checkpoint (restart) failed");
+                }
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "SQLite WAL checkpoint failed"),
+        }
+    }
+    let _ = checkpoint(&mut connection, Mode::Passive).await;
+    let _ = connection.close().await;
+}
+
+/// A checkpoint mode of `PRAGMA wal_checkpoint`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode {
+    /// Copies what it can without waiting for anyone.
+    Passive,
+    /// Waits for writers and for readers of old snapshots, so the WAL restarts.
+    Restart,
+}
+
+/// Runs `PRAGMA wal_checkpoint(mode)` on `connection`.
+pub(crate) async fn checkpoint(
+    connection: &mut SqliteConnection,
+    mode: Mode,
+) -> Result<Outcome, sqlx::Error> {
+    let sql = match mode {
+        Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+        Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
+    };
+    let row = sqlx::query(sql).fetch_one(&mut *connection).await?;
+    Ok(Outcome {
+        busy: row.try_get::<i64, _>(0)? != 0,
+        wal_pages: row.try_get(1)?,
+        checkpointed: row.try_get(2)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use engine::store::{EventRecord, EventStore};
+    use sqlx::sqlite::SqliteConnectOptions;
+
+    use super::*;
+    use crate::SqliteStore;
+
+    const MIB: u64 = 1024 * 1024;
+
+    /// A store in a fresh directory with the given checkpoint settings.
+    async fn store(settings: Settings) -> (SqliteStore, PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "agentd-checkpoint-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.join(crate::DATABASE_FILE))
+            .create_if_missing(true);
+        let store = SqliteStore::open_file_with(options, settings)
+            .await
+            .unwrap();
+        (store, dir)
+    }
+
+    fn wal_bytes(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join(format!("{}-wal", crate::DATABASE_FILE)))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+
+    /// Stores `batches` event batches of 50 events of 1 KiB each (about 50 KiB of rows each)
+    /// through the group writer; returns the largest WAL file seen after a write.
+    async fn write_events(store: &SqliteStore, dir: &Path, batches: std::ops::Range<u64>) -> u64 {
+        let data = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}", "p".repeat(1000));
+        let mut largest = 0;
+        for batch in batches {
+            let events: Vec<EventRecord> = (0..50)
+                .map(|n| EventRecord {
+                    sequence_number: n,
+                    data: data.clone(),
+                })
+                .collect();
+            store
+                .append_events(&format!("resp_{batch}"), &events)
+                .await
+                .unwrap();
+            largest = largest.max(wal_bytes(dir));
+        }
+        largest
+    }
+
+    #[tokio::test]
+    async fn a_commit_never_checkpoints() {
+        // The checkpointer is made to wait an hour: whatever the writes put in the WAL stays
+        // there. SQLite's own default would have checkpointed inside the commit that took the
+        // WAL past 1000 pages (4 MiB) and started it over.
+        let (store, dir) = store(Settings {
+            every: Duration::from_secs(3600),
+            max_wal_pages: 1_000_000,
+            journal_size_limit: MIB as i64,
+        })
+        .await;
+        let largest = write_events(&store, &dir, 0..160).await;
+        assert!(
+            largest > 6 * MIB,
+            "8 MiB of events all stay in the WAL until the checkpointer runs: {largest} bytes"
+        );
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn database_bytes(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join(crate::DATABASE_FILE))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+
+    /// Waits (bounded) until the database file holds at least `bytes`: the checkpointer has
+    /// copied the WAL into it.
+    async fn checkpointed(dir: &Path, bytes: u64) {
+        for _ in 0..600 {
+            if database_bytes(dir) >= bytes {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "the checkpointer never copied the WAL into the database file: {} bytes",
+            database_bytes(dir)
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_checkpointer_copies_the_wal_and_keeps_it_from_growing() {
+        let (store, dir) = store(Settings {
+            every: Duration::from_millis(10),
+            max_wal_pages: 1_000_000,
+            journal_size_limit: MIB as i64,
+        })
+        .await;
+        // 8 MiB of events, then small writes: once the checkpointer has copied the WAL into
+        // the database file, the next write starts the WAL over and truncates its file to the
+        // journal size limit (1 MiB). Without the checkpointer it would keep growing.
+        let largest = write_events(&store, &dir, 0..160).await;
+        assert!(largest > 2 * MIB, "{largest}");
+        checkpointed(&dir, 10 * MIB).await;
+        let mut small = 0;
+        while wal_bytes(&dir) > MIB {
+            small += 1;
+            assert!(
+                small < 600,
+                "the WAL never started over: {} bytes",
+                wal_bytes(&dir)
+            );
+            let event = EventRecord {
+                sequence_number: 0,
+                data: "{}".to_owned(),
+            };
+            store
+                .append_events(&format!("resp_small_{small}"), &[event])
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut connection = store.pool().acquire().await.unwrap();
+        let count: u64 = sqlx::query_scalar("SELECT count(*) FROM events")
+            .fetch_one(&mut *connection)
+            .await
+            .unwrap();
+        assert_eq!(count, 160 * 50 + small, "every event is stored");
+        drop(connection);
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
