@@ -1,6 +1,6 @@
 //! An upstream model's SSE body through every wire decoder (Chat Completions, Responses,
-//! Anthropic Messages, Gemini), framed by the same `eventsource-stream` reader a streamed turn
-//! uses; and the same bytes as Gemini's non-streamed JSON body.
+//! Anthropic Messages, Gemini), framed by the same SSE parser (the providers' `sse_parse`) a
+//! streamed turn uses; and the same bytes as Gemini's non-streamed JSON body.
 //!
 //! Promises: the events do not depend on how the body was chunked on the wire; a stream yields
 //! at most one error and nothing after it; at most one `Finish`, and nothing but usage after it.

@@ -1,16 +1,12 @@
 //! Entry points for the fuzz targets (`crates/fuzzing`, `fuzz/`), behind the `fuzzing` feature:
-//! an upstream's SSE body, in any chunking, through the same framing (`eventsource-stream`) and
+//! an upstream's SSE body, in any chunking, through the same framing (`sse_parse`) and
 //! the same wire decoders a streamed turn uses (see `sse.rs`), without a socket.
 
-use std::convert::Infallible;
-
-use bytes::Bytes;
 use engine::model::{ModelError, ModelEvent};
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures::{FutureExt, StreamExt};
 
 use crate::config::WireApi;
-use crate::sse::{SseDecoder, Step, without_bom};
+use crate::sse::{SseDecoder, Step};
+use crate::sse_parse::SseParser;
 
 /// What a streamed turn would yield for a body arriving in these chunks: the events in order,
 /// ending at the first error (the stream stops there, as `sse_stream` does).
@@ -39,26 +35,21 @@ fn call_ids() -> crate::gemini::decode::CallIds {
 }
 
 fn run<D: SseDecoder>(mut decoder: D, chunks: &[&[u8]]) -> Vec<Result<ModelEvent, ModelError>> {
-    let body = chunks
-        .iter()
-        .map(|chunk| Ok::<_, Infallible>(Bytes::copy_from_slice(chunk)))
-        .collect::<Vec<_>>();
-    let mut events = Box::pin(without_bom(futures::stream::iter(body)).eventsource());
+    let mut parser = SseParser::default();
+    let mut chunks = chunks.iter();
     let mut out = Vec::new();
     let mut yielded = Vec::new();
     loop {
-        // The body is in memory: every poll is ready at once.
-        let next = events.next().now_or_never().flatten();
-        let step = match next {
-            Some(Ok(event)) => decoder.data(&event.data, &mut out),
-            Some(Err(EventStreamError::Utf8(_))) => {
-                Err(ModelError::Protocol("the stream is not valid UTF-8".into()))
-            }
-            Some(Err(EventStreamError::Parser(_))) => {
-                Err(ModelError::Protocol("invalid SSE framing".into()))
-            }
-            Some(Err(EventStreamError::Transport(never))) => match never {},
-            None => decoder.end(&mut out).map(|()| Step::Done),
+        let step = match parser.next_event() {
+            Ok(Some(event)) => decoder.data(event.data, &mut out),
+            Ok(None) => match chunks.next() {
+                Some(chunk) => {
+                    parser.feed(chunk);
+                    continue;
+                }
+                None => decoder.end(&mut out).map(|()| Step::Done),
+            },
+            Err(err) => Err(ModelError::Protocol(err.to_string())),
         };
         yielded.extend(out.drain(..).map(Ok));
         match step {

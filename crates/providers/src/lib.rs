@@ -20,10 +20,10 @@
 //! - `http`: what adapters share: one pooled `reqwest::Client` per provider, sending a turn
 //!   (retries, back-off, the idle timeout) and error mapping.
 //! - `sse`: what streaming adapters share: the event stream read with the idle timeout and fed
-//!   to each wire API's decoder.
+//!   to each wire API's decoder; `sse_parse`: the incremental SSE parser it reads with.
 //! - `redact`: keys scrubbed from error texts, transport errors described without their URL.
 //!
-//! Modules depend one way: `config` on nothing but the error type; `redact` < `sse` < `http` <
+//! Modules depend one way: `config` on nothing but the error type; `redact` < `sse_parse` < `sse` < `http` <
 //! the adapters and `models` < `registry`.
 //! - [`ProvidersError`]: the crate's one error type (configuration and construction).
 //!
@@ -57,6 +57,7 @@ mod redact;
 pub mod registry;
 pub mod responses;
 mod sse;
+mod sse_parse;
 
 pub use anthropic::AnthropicClient;
 pub use chat_completions::ChatCompletionsClient;

@@ -1,6 +1,7 @@
 //! The server-sent-events side every streaming adapter shares: reading the body event by event
-//! with the idle timeout, feeding each `data` field to the adapter's decoder, scrubbing the key
-//! from errors, and leaving the connection reusable once the turn is complete.
+//! (our own parser, `sse_parse`) with the idle timeout, feeding each `data` field to the
+//! adapter's decoder, scrubbing the key from errors, and leaving the connection reusable once
+//! the turn is complete.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -8,10 +9,11 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use engine::model::{ModelError, ModelEvent, ModelStream};
-use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{FutureExt, Stream, StreamExt};
+use tokio::time::Instant;
 
 use crate::redact::{Redactor, transport_error};
+use crate::sse_parse::SseParser;
 
 /// What the stream should do after a `data` field.
 #[derive(Debug, PartialEq, Eq)]
@@ -45,7 +47,8 @@ pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
     redactor: Redactor,
 ) -> ModelStream {
     let turn = SseTurn {
-        events: Box::pin(without_bom(response.bytes_stream()).eventsource()),
+        body: Box::pin(response.bytes_stream()),
+        parser: SseParser::default(),
         decoder,
         idle_timeout,
         redactor,
@@ -58,54 +61,12 @@ pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
     Box::pin(batches.flat_map(futures::stream::iter))
 }
 
-/// The UTF-8 byte order mark.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// `body` without the byte order marks it may start with, even split over chunks. The SSE
-/// spec strips one; `eventsource-stream` 0.2 means to, but cuts one byte off the three-byte
-/// character and panics, so none may reach it first (a second mark, which the spec would
-/// leave in the first field's name, is dropped too).
-pub(crate) fn without_bom<S, E>(body: S) -> impl Stream<Item = Result<Bytes, E>> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
-    E: Send + 'static,
-{
-    // The head of the body, while it might still be the start of a mark.
-    let head: Option<Vec<u8>> = Some(Vec::new());
-    futures::stream::unfold((Box::pin(body), head), |(mut body, mut head)| async move {
-        loop {
-            if head.is_none() {
-                return body.next().await.map(|item| (item, (body, None)));
-            }
-            match body.next().await {
-                Some(Ok(chunk)) => {
-                    let mut bytes = head.take().unwrap_or_default();
-                    bytes.extend_from_slice(&chunk);
-                    while bytes.starts_with(BOM) {
-                        bytes.drain(..BOM.len());
-                    }
-                    if bytes.len() < BOM.len() && BOM.starts_with(&bytes) {
-                        head = Some(bytes);
-                        continue;
-                    }
-                    return Some((Ok(Bytes::from(bytes)), (body, None)));
-                }
-                Some(Err(err)) => return Some((Err(err), (body, None))),
-                None => {
-                    let bytes = head.take().unwrap_or_default();
-                    return (!bytes.is_empty()).then(|| (Ok(Bytes::from(bytes)), (body, None)));
-                }
-            }
-        }
-    })
-}
-
-type SseEvents =
-    Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
+type Body = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 /// One streamed turn in progress.
 struct SseTurn<D> {
-    events: SseEvents,
+    body: Body,
+    parser: SseParser,
     decoder: D,
     idle_timeout: Duration,
     redactor: Redactor,
@@ -115,15 +76,27 @@ impl<D: SseDecoder> SseTurn<D> {
     /// The events of the next SSE event that yields any, and whether the turn goes on.
     async fn next_batch(&mut self) -> (Vec<Result<ModelEvent, ModelError>>, bool) {
         let mut out = Vec::new();
+        // When the wait for the next event times out; set when the first read waits.
+        let mut deadline = None;
         loop {
-            let next = match tokio::time::timeout(self.idle_timeout, self.events.next()).await {
-                Ok(next) => next,
-                Err(_) => return (vec![Err(ModelError::Timeout)], false),
-            };
-            let step = match next {
-                Some(Ok(event)) => self.decoder.data(&event.data, &mut out),
-                Some(Err(err)) => Err(sse_error(err)),
-                None => self.decoder.end(&mut out).map(|()| Step::Done),
+            let step = match self.parser.next_event() {
+                Ok(Some(event)) => {
+                    deadline = None;
+                    self.decoder.data(event.data, &mut out)
+                }
+                Ok(None) => {
+                    let at = *deadline.get_or_insert_with(|| Instant::now() + self.idle_timeout);
+                    match tokio::time::timeout_at(at, self.body.next()).await {
+                        Err(_) => return (vec![Err(ModelError::Timeout)], false),
+                        Ok(Some(Ok(chunk))) => {
+                            self.parser.feed(&chunk);
+                            continue;
+                        }
+                        Ok(Some(Err(err))) => Err(transport_error(err)),
+                        Ok(None) => self.decoder.end(&mut out).map(|()| Step::Done),
+                    }
+                }
+                Err(err) => Err(ModelError::Protocol(err.to_string())),
             };
             let step = step.map_err(|err| self.redactor.scrub(err));
             let mut batch: Vec<_> = out.drain(..).map(Ok).collect();
@@ -150,18 +123,10 @@ impl<D: SseDecoder> SseTurn<D> {
     /// just returns `None` again.)
     fn drain_ready(&mut self) {
         for _ in 0..4 {
-            match self.events.next().now_or_never() {
-                Some(Some(_)) => continue,
-                Some(None) | None => return,
+            match self.body.next().now_or_never() {
+                Some(Some(Ok(_))) => continue,
+                Some(Some(Err(_)) | None) | None => return,
             }
         }
-    }
-}
-
-fn sse_error(err: EventStreamError<reqwest::Error>) -> ModelError {
-    match err {
-        EventStreamError::Transport(err) => transport_error(err),
-        EventStreamError::Utf8(_) => ModelError::Protocol("the stream is not valid UTF-8".into()),
-        EventStreamError::Parser(_) => ModelError::Protocol("invalid SSE framing".into()),
     }
 }
