@@ -11,6 +11,18 @@ mod common;
 
 use common::{Common, load_config};
 
+/// The global allocator (feature `mimalloc`, the default, or `jemalloc`): unlike glibc's malloc,
+/// both give freed memory back to the operating system, so RSS falls again after a spike of open
+/// streams (docs/benchmarks.md, "Separate process, open streams and memory").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// jemalloc with background threads purging freed pages (`--features jemalloc` without mimalloc).
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "agentd", version, about = "A self-hosted Agent API server")]
 struct Cli {
