@@ -11,6 +11,20 @@ mod common;
 
 use common::{Common, load_config};
 
+/// The global allocator (feature `jemalloc`, the default, or `mimalloc`). jemalloc's background
+/// threads give freed memory back to the operating system, so RSS falls again after a spike of
+/// open streams, which glibc's malloc and (measured) mimalloc did not (docs/benchmarks.md,
+/// "Separate process, open streams and memory").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// jemalloc with background threads purging freed pages (the default; mimalloc wins when both
+/// features are on).
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "agentd", version, about = "A self-hosted Agent API server")]
 struct Cli {

@@ -259,3 +259,28 @@ async fn a_cut_stream_breaks_off_after_the_deltas_and_a_gate_holds_it() -> TestR
     assert!(!seen.contains("message_stop"), "{seen}");
     Ok(())
 }
+
+/// The load mode's switch: with recording off every request is still answered, but none is
+/// kept (a load generator's millions of requests would otherwise grow the fake's memory); on
+/// again, requests are recorded as before.
+#[tokio::test]
+async fn recording_off_answers_without_keeping_requests() -> TestResult {
+    let fake = FakeProvider::start().await;
+    fake.set_recording(false);
+    let url = format!("{}/chat/completions", fake.base_url());
+    fake.push(Reply::text("unrecorded"));
+    let (status, _, body) = post(&url, &json!({"model": "m", "stream": true})).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("unrecorded"), "{body}");
+    assert!(fake.requests().is_empty());
+    assert!(fake.headers().is_empty());
+    assert!(fake.received().is_empty());
+
+    fake.set_recording(true);
+    fake.push(Reply::text("recorded"));
+    let (status, _, _) = post(&url, &json!({"model": "m2"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(fake.requests(), vec![json!({"model": "m2"})]);
+    assert_eq!(fake.received().len(), 1);
+    Ok(())
+}

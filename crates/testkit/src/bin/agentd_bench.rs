@@ -39,6 +39,20 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::json;
 use server::config::StoreLocation;
 
+/// The global allocator (feature `jemalloc`, the default, or `mimalloc`). jemalloc's background
+/// threads give freed memory back to the operating system, so RSS falls again after a spike of
+/// open streams, which glibc's malloc and (measured) mimalloc did not (docs/benchmarks.md,
+/// "Separate process, open streams and memory").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// jemalloc with background threads purging freed pages (the default; mimalloc wins when both
+/// features are on).
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const USAGE: &str = "\
 agentd-bench: what agentd adds per request and per streamed token, compared with calling the
 fake provider directly (everything in one process; see docs/benchmarks.md).

@@ -36,6 +36,12 @@
 //! - `GET /pending`: `{"pending_replies": n}`.
 //! - `POST /reset`: forgets the requests received so far and discards unused replies; answers
 //!   `{"discarded_replies": n}`.
+//!
+//! Load mode, for a load generator against a separate agentd process (`scripts/bench-process`):
+//! `fake-provider --answer-tokens T [--answer-interval-ms MS]` answers every turn that finds no
+//! scripted reply with the text `" tok0 tok1 …"` in T deltas (MS milliseconds apart, default 0)
+//! and keeps no record of the requests (the control API's `/requests` and `/headers` stay empty),
+//! so its memory stays flat over millions of requests.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -194,9 +200,35 @@ async fn reset(State(control): State<Arc<Control>>) -> Json<Value> {
     Json(json!({"discarded_replies": control.fake.reset()}))
 }
 
+/// The load mode's answer, from the command line (`None` without `--answer-tokens`).
+fn load_answer(mut args: impl Iterator<Item = String>) -> Result<Option<Reply>, String> {
+    let mut tokens = None;
+    let mut interval = Duration::ZERO;
+    while let Some(name) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{name} needs a value"))?;
+        let number = value
+            .parse::<u64>()
+            .map_err(|_| format!("{name}: {value:?} is not a number"))?;
+        match name.as_str() {
+            "--answer-tokens" => tokens = Some(number),
+            "--answer-interval-ms" => interval = Duration::from_millis(number),
+            _ => return Err(format!("unknown option {name}")),
+        }
+    }
+    Ok(tokens.map(|tokens| {
+        Reply::text_chunks((0..tokens).map(|i| format!(" tok{i}"))).delay_between_chunks(interval)
+    }))
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let answer = load_answer(std::env::args().skip(1))
+        .map_err(|message| format!("fake-provider: {message}"))?;
     let fake = FakeProvider::start().await;
+    if let Some(answer) = answer {
+        fake.set_recording(false);
+        fake.respond_with(move |_| answer.clone());
+    }
     let provider_addr = fake.addr();
     let base_url = fake.base_url();
     let control = Arc::new(Control { fake });

@@ -52,7 +52,7 @@ pub mod responses;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -98,6 +98,8 @@ struct Shared {
     next_id: AtomicU64,
     /// Answers a turn when no scripted reply is left ([`FakeProvider::respond_with`]).
     responder: Mutex<Option<Responder>>,
+    /// Set by [`FakeProvider::set_recording`]`(false)`: requests are answered but not kept.
+    unrecorded: AtomicBool,
 }
 
 /// Picks the reply of a turn from its request body (see [`FakeProvider::respond_with`]).
@@ -215,6 +217,13 @@ impl FakeProvider {
         *lock(&self.shared.responder) = Some(Arc::new(responder));
     }
 
+    /// Whether requests are kept for [`requests`](Self::requests), [`headers`](Self::headers)
+    /// and [`received`](Self::received) (the default). A load generator's hundreds of thousands
+    /// of requests turn it off, so the fake's memory stays flat over a long run.
+    pub fn set_recording(&self, on: bool) {
+        self.shared.unrecorded.store(!on, Ordering::Relaxed);
+    }
+
     /// How many scripted replies have not been used yet.
     pub fn pending_replies(&self) -> usize {
         lock(&self.shared.replies).len()
@@ -283,18 +292,25 @@ async fn handle(
     } else {
         serde_json::from_slice::<Value>(&body)
     };
-    let recorded = match &json {
-        Ok(json) => json.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
-    };
-    lock(&shared.received).push(Received {
-        method,
-        path,
-        query: query.clone(),
-        headers: headers.clone(),
-        body: recorded.clone(),
-        route: target.route.clone(),
-    });
+    let recording = !shared.unrecorded.load(Ordering::Relaxed);
+    if recording {
+        let recorded = match &json {
+            Ok(json) => json.clone(),
+            Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+        };
+        lock(&shared.received).push(Received {
+            method,
+            path,
+            query: query.clone(),
+            headers: headers.clone(),
+            body: recorded.clone(),
+            route: target.route.clone(),
+        });
+        if let Route::Turn { .. } = target.route {
+            lock(&shared.requests).push(recorded);
+            lock(&shared.headers).push(headers);
+        }
+    }
     match target.route {
         Route::ModelList { wire } => {
             shared.model_list_requests.fetch_add(1, Ordering::SeqCst);
@@ -302,8 +318,6 @@ async fn handle(
             models::list(wire, &models, query.as_deref())
         }
         Route::Turn { wire, streaming } => {
-            lock(&shared.requests).push(recorded);
-            lock(&shared.headers).push(headers);
             let request = match json {
                 Ok(json) => json,
                 Err(err) => {

@@ -1,0 +1,349 @@
+//! `agentd-load`: many open streams against a separate agentd process (`scripts/bench-process`
+//! starts agentd and the fake provider as processes and runs this; `docs/benchmarks.md`,
+//! "Separate process, open streams and memory").
+//!
+//! It opens N streamed `POST /v1/responses` at once (the upstream answers slowly: the fake
+//! provider's `--answer-interval-ms`), reads each to its end, and reports how long starting
+//! them took (first bytes of each stream, and of the last one), and the agentd process's RSS
+//! (from `/proc/PID/status`) idle, at the peak, once every stream ended and after a settle
+//! time, with when it first fell under 200 MiB after the end, and agentd's CPU for the whole
+//! wave (from `/proc/PID/stat`).
+//!
+//! With `--h2c` the streams share `--connections` HTTP/2 connections (prior knowledge, no TLS;
+//! agentd serves HTTP/2 on its plain port), so 10,000 streams need about 100 client sockets,
+//! not 10,000: this machine's open-file limit (20,000 per process) would not hold agentd's
+//! client and upstream sockets of 10,000 streams otherwise.
+//!
+//! ```text
+//! agentd-load --url http://127.0.0.1:8080 --pid 1234 --streams 10000 --h2c --connections 100 --settle-secs 60
+//! ```
+
+#![expect(
+    clippy::print_stdout,
+    clippy::expect_used,
+    reason = "load tool: prints its report"
+)]
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use reqwest::header::CONTENT_TYPE;
+
+const USAGE: &str = "\
+usage: agentd-load --url URL --pid PID --streams N [--h2c] [--connections K]
+                   [--model M] [--settle-secs S] [--timeout-secs S]
+
+  --url URL           agentd's origin, e.g. http://127.0.0.1:8080
+  --pid PID           agentd's process id (its RSS and CPU are reported)
+  --streams N         streamed requests opened at once
+  --h2c               HTTP/2 without TLS (prior knowledge) to agentd
+  --connections K     HTTP/2 connections the streams share (default N / 100, at least 1)
+  --model M           the model asked for (default openai/gpt-test)
+  --settle-secs S     how long RSS is watched after the last stream ended (default 60)
+  --timeout-secs S    bound on one stream (default 600)
+";
+
+/// Clock ticks per second of `/proc/PID/stat` (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+/// The RSS the issue asks agentd to fall under within a minute after a spike.
+const BACK_UNDER: u64 = 200 * 1024 * 1024;
+
+struct Args {
+    url: String,
+    pid: u32,
+    streams: usize,
+    h2c: bool,
+    connections: usize,
+    model: String,
+    settle: Duration,
+    timeout: Duration,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
+    let (mut url, mut pid, mut streams, mut connections) = (None, None, None, None);
+    let mut h2c = false;
+    let mut model = "openai/gpt-test".to_owned();
+    let mut settle = Duration::from_secs(60);
+    let mut timeout = Duration::from_secs(600);
+    let number = |name: &str, value: Option<String>| -> Result<u64, String> {
+        let value = value.ok_or_else(|| format!("{name} needs a value"))?;
+        value
+            .parse::<u64>()
+            .map_err(|_| format!("{name}: {value:?} is not a number"))
+    };
+    while let Some(name) = args.next() {
+        match name.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--h2c" => h2c = true,
+            "--url" => url = Some(args.next().ok_or("--url needs a value")?),
+            "--model" => model = args.next().ok_or("--model needs a value")?,
+            "--pid" => pid = Some(number(&name, args.next())?),
+            "--streams" => streams = Some(number(&name, args.next())?),
+            "--connections" => connections = Some(number(&name, args.next())?),
+            "--settle-secs" => settle = Duration::from_secs(number(&name, args.next())?),
+            "--timeout-secs" => timeout = Duration::from_secs(number(&name, args.next())?),
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    let streams = usize::try_from(streams.ok_or("--streams is required")?)
+        .map_err(|_| "--streams is too large")?
+        .max(1);
+    let connections = match connections {
+        Some(k) => usize::try_from(k).map_err(|_| "--connections is too large")?,
+        None => streams.div_ceil(100),
+    }
+    .clamp(1, streams);
+    Ok(Some(Args {
+        url: url.ok_or("--url is required")?,
+        pid: u32::try_from(pid.ok_or("--pid is required")?).map_err(|_| "--pid is too large")?,
+        streams,
+        h2c,
+        connections,
+        model,
+        settle,
+        timeout,
+    }))
+}
+
+/// The process's resident set, from `/proc/PID/status` (0 if it is gone).
+fn rss_bytes(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kb: u64 = line["VmRSS:".len()..]
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(0)
+}
+
+/// The process's CPU time so far (user + system), from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // The fields after the command name, which is in parentheses and may hold spaces.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: u64 = fields.get(11)?.parse().ok()?;
+            let system: u64 = fields.get(12)?.parse().ok()?;
+            Some(user + system)
+        })
+        .unwrap_or(0);
+    Duration::from_secs_f64(ticks as f64 / CLOCK_TICKS_PER_SECOND)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// How one stream went.
+struct Outcome {
+    /// From the start of the wave to this stream's first body bytes (`response.created`).
+    first_bytes: Duration,
+    error: Option<String>,
+}
+
+/// One stream, read to its end; only the tail of the body is kept.
+async fn one_stream(client: reqwest::Client, url: String, body: Bytes, start: Instant) -> Outcome {
+    let mut first_bytes = None;
+    let result = async {
+        let mut response = client
+            .post(&url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| error_chain(&e))?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        let mut tail: Vec<u8> = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| error_chain(&e))? {
+            first_bytes.get_or_insert_with(|| start.elapsed());
+            tail.extend_from_slice(&chunk);
+            if tail.len() > 4096 {
+                tail.drain(..tail.len() - 2048);
+            }
+        }
+        if String::from_utf8_lossy(&tail).contains("\"type\":\"response.completed\"") {
+            Ok(())
+        } else {
+            Err("the stream did not end with response.completed".to_owned())
+        }
+    }
+    .await;
+    Outcome {
+        first_bytes: first_bytes.unwrap_or_else(|| start.elapsed()),
+        error: result.err(),
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        let _ = write!(text, ": {inner}");
+        source = inner.source();
+    }
+    text
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("agentd-load: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("build the tokio runtime");
+    runtime.block_on(run(args))
+}
+
+async fn run(args: Args) -> ExitCode {
+    let pid = args.pid;
+    // reqwest is built with `rustls-no-provider`: pick ring (an error means one is set already).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let clients: Vec<reqwest::Client> = (0..if args.h2c { args.connections } else { 1 })
+        .map(|_| {
+            let builder = reqwest::Client::builder()
+                .timeout(args.timeout)
+                .tcp_nodelay(true)
+                .pool_max_idle_per_host(args.streams);
+            let builder = if args.h2c {
+                builder.http2_prior_knowledge()
+            } else {
+                builder
+            };
+            builder.build().expect("build the load client")
+        })
+        .collect();
+    let url = format!("{}/v1/responses", args.url.trim_end_matches('/'));
+    let body = Bytes::from(
+        serde_json::json!({"model": args.model, "input": "hi", "stream": true}).to_string(),
+    );
+
+    let idle = rss_bytes(pid);
+    let cpu_before = cpu_time(pid);
+    let peak = Arc::new(AtomicU64::new(idle));
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (peak, sampling) = (Arc::clone(&peak), Arc::clone(&sampling));
+        tokio::spawn(async move {
+            while sampling.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_bytes(pid), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    eprintln!(
+        "agentd-load: {} streams over {} …",
+        args.streams,
+        if args.h2c {
+            format!("{} HTTP/2 connections (h2c)", clients.len())
+        } else {
+            "HTTP/1.1, one connection each".to_owned()
+        }
+    );
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..args.streams)
+        .map(|i| {
+            let client = clients[i % clients.len()].clone();
+            tokio::spawn(one_stream(client, url.clone(), body.clone(), start))
+        })
+        .collect();
+    let mut outcomes = Vec::with_capacity(args.streams);
+    for task in tasks {
+        outcomes.push(task.await.expect("a stream task panicked"));
+    }
+    let all_ended = start.elapsed();
+    let ended_rss = rss_bytes(pid);
+    sampling.store(false, Ordering::Relaxed);
+    let _ = sampler.await;
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    let peak = peak.load(Ordering::Relaxed).max(ended_rss);
+    eprintln!(
+        "agentd-load: all ended after {:.1} s; watching RSS for {} s…",
+        all_ended.as_secs_f64(),
+        args.settle.as_secs()
+    );
+    let ended_at = Instant::now();
+    let mut under = (ended_rss < BACK_UNDER).then_some(Duration::ZERO);
+    let mut settled = ended_rss;
+    while ended_at.elapsed() < args.settle {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        settled = rss_bytes(pid);
+        if under.is_none() && settled < BACK_UNDER {
+            under = Some(ended_at.elapsed());
+        }
+    }
+    drop(clients);
+
+    let errors: Vec<&str> = outcomes.iter().filter_map(|o| o.error.as_deref()).collect();
+    let mut first: Vec<Duration> = outcomes.iter().map(|o| o.first_bytes).collect();
+    first.sort_unstable();
+    let at = |p: f64| {
+        let rank = ((p / 100.0) * first.len() as f64).ceil() as usize;
+        first[rank.clamp(1, first.len()) - 1].as_secs_f64() * 1e3
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| streams | client | errors | first bytes p50 ms | p99 ms | last stream started ms | all ended s | agentd RSS idle MiB | peak MiB | per stream KiB | all ended MiB | after {} s MiB | under 200 MiB after s | agentd CPU s |",
+        args.settle.as_secs()
+    );
+    let _ = writeln!(
+        out,
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} |",
+        args.streams,
+        if args.h2c {
+            format!("h2c × {} conns", args.connections)
+        } else {
+            "HTTP/1.1".to_owned()
+        },
+        errors.len(),
+        at(50.0),
+        at(99.0),
+        at(100.0),
+        all_ended.as_secs_f64(),
+        mib(idle),
+        mib(peak),
+        peak.saturating_sub(idle) as f64 / 1024.0 / args.streams as f64,
+        mib(ended_rss),
+        mib(settled),
+        under.map_or_else(
+            || "not yet".to_owned(),
+            |d| format!("{:.1}", d.as_secs_f64())
+        ),
+        cpu.as_secs_f64(),
+    );
+    if let Some(example) = errors.first() {
+        let _ = writeln!(out, "\n- {} errors, e.g. `{example}`", errors.len());
+    }
+    println!("{out}");
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
