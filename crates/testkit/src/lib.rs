@@ -17,6 +17,7 @@
 )]
 
 pub mod fake_provider;
+pub mod loadgen;
 pub mod mcp;
 pub mod sse;
 

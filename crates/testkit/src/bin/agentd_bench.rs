@@ -31,6 +31,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use agentd_testkit::loadgen::{
+    Process, error_chain, json_string_after, last_frame, mib, one_stream,
+};
 use agentd_testkit::sse::Transcript;
 use agentd_testkit::{FAKE_PROVIDER_KEY, Reply, TestApp};
 use bytes::Bytes;
@@ -98,9 +101,6 @@ const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres"
 const FDS_PER_AGENTD_REQUEST: usize = 4;
 /// How long one request may take before it counts as an error.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-/// Linux reports `utime`/`stime` in `USER_HZ` ticks, which is 100 on every architecture.
-const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
-
 /// The validated command line.
 #[derive(Debug, Clone)]
 struct Args {
@@ -562,34 +562,6 @@ async fn drop_database(database: TestDatabase) {
     }
 }
 
-/// The resident set size of this process in bytes, from `/proc/self/status` (0 where that
-/// file does not exist).
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-            let kb: u64 = line["VmRSS:".len()..]
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()?;
-            Some(kb * 1024)
-        })
-        .unwrap_or(0)
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// How one of the many open streams went.
-struct StreamOutcome {
-    /// From the start of the wave to the stream's first body bytes (`response.created`).
-    first_bytes: Duration,
-    error: Option<String>,
-}
-
 /// The many-open-streams mode: `count` streams at once against a slow upstream; how long
 /// starting them took, and the process RSS before, at the peak, once all ended and after
 /// `settle`.
@@ -607,7 +579,7 @@ async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitC
     let body =
         Bytes::from(json!({"model": "openai/gpt-test", "input": "hi", "stream": true}).to_string());
 
-    let idle = rss_bytes();
+    let idle = Process::Current.rss_bytes();
     let peak = Arc::new(std::sync::atomic::AtomicU64::new(idle));
     let sampling = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let sampler = {
@@ -615,7 +587,7 @@ async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitC
         let sampling = Arc::clone(&sampling);
         tokio::spawn(async move {
             while sampling.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_bytes(), Ordering::Relaxed);
+                peak.fetch_max(Process::Current.rss_bytes(), Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
@@ -640,7 +612,7 @@ async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitC
         outcomes.push(task.await.expect("a stream task panicked"));
     }
     let all_ended = started.elapsed();
-    let ended_rss = rss_bytes();
+    let ended_rss = Process::Current.rss_bytes();
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.await;
     let peak = peak.load(Ordering::Relaxed).max(ended_rss);
@@ -650,7 +622,7 @@ async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitC
         streams.settle.as_secs()
     );
     tokio::time::sleep(streams.settle).await;
-    let settled = rss_bytes();
+    let settled = Process::Current.rss_bytes();
 
     let errors: Vec<String> = outcomes.iter().filter_map(|o| o.error.clone()).collect();
     let mut first: Vec<Duration> = outcomes.iter().map(|o| o.first_bytes).collect();
@@ -718,47 +690,6 @@ async fn many_streams(app: &TestApp, args: &Args, streams: StreamsArgs) -> ExitC
     }
 }
 
-/// One of the many open streams: read to the end, keeping only the tail (the bodies of
-/// thousands of streams would otherwise be most of the memory measured).
-async fn one_stream(
-    client: &reqwest::Client,
-    url: &str,
-    body: Bytes,
-    started: Instant,
-) -> StreamOutcome {
-    let mut first_bytes = None;
-    let result = async {
-        let mut response = client
-            .post(url)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| error_chain(&e))?;
-        if !response.status().is_success() {
-            return Err(format!("HTTP {}", response.status()));
-        }
-        let mut tail: Vec<u8> = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| error_chain(&e))? {
-            first_bytes.get_or_insert_with(|| started.elapsed());
-            tail.extend_from_slice(&chunk);
-            if tail.len() > 16 * 1024 {
-                tail.drain(..tail.len() - 8 * 1024);
-            }
-        }
-        let text = String::from_utf8_lossy(&tail);
-        match json_string_after(last_frame(&text), "\"type\":") {
-            Some("response.completed") => Ok(()),
-            other => Err(format!("last event {}", other.unwrap_or("?"))),
-        }
-    }
-    .await;
-    StreamOutcome {
-        first_bytes: first_bytes.unwrap_or_else(|| started.elapsed()),
-        error: result.err(),
-    }
-}
-
 /// One streamed request through agentd, checked with the testkit's stream invariants, so the
 /// numbers are about a run that really works end to end.
 async fn sanity_check(app: &TestApp, answer: &Reply, tokens: usize) {
@@ -796,7 +727,7 @@ fn script(app: &TestApp, answer: &Reply, count: usize) {
 /// the runtime's worker threads like the servers' does.
 async fn run_phase(target: &Arc<Target>, total: usize, concurrency: usize) -> PhaseResult {
     let next = Arc::new(AtomicUsize::new(0));
-    let cpu_before = process_cpu();
+    let cpu_before = Process::Current.cpu_time();
     let started = Instant::now();
     let workers: Vec<_> = (0..concurrency.min(total))
         .map(|_| {
@@ -823,7 +754,7 @@ async fn run_phase(target: &Arc<Target>, total: usize, concurrency: usize) -> Ph
         failures.extend(failed);
     }
     let wall = started.elapsed();
-    let cpu = process_cpu().saturating_sub(cpu_before);
+    let cpu = Process::Current.cpu_time().saturating_sub(cpu_before);
     latencies.sort_unstable();
     PhaseResult {
         route: target.route,
@@ -897,30 +828,6 @@ async fn one_request(target: &Target) -> Result<Duration, String> {
     ))
 }
 
-/// The last SSE frame of a body.
-fn last_frame(text: &str) -> &str {
-    let trimmed = text.trim_end();
-    &trimmed[trimmed.rfind("data:").unwrap_or(0)..]
-}
-
-/// The JSON string right after the first `key` (`"status":`) in `text`, without parsing the
-/// document (cheap on purpose: the client's CPU counts in the figures).
-fn json_string_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let rest = text[text.find(key)? + key.len()..].strip_prefix('"')?;
-    Some(&rest[..rest.find('"')?])
-}
-
-/// An error with its sources (reqwest's own message hides the interesting part).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let _ = write!(message, ": {cause}");
-        source = cause.source();
-    }
-    message
-}
-
 /// The last 300 characters (how a cut-off stream ended).
 fn tail(text: &str) -> String {
     let count = text.chars().count();
@@ -934,27 +841,6 @@ fn excerpt(text: &str) -> String {
         .nth(300)
         .map_or(text.len(), |(index, _)| index);
     text[..end].to_owned()
-}
-
-/// User + system CPU time of this process (all threads), from `/proc/self/stat`; zero where
-/// that file does not exist (not Linux).
-fn process_cpu() -> Duration {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|stat| stat_cpu_ticks(&stat))
-        .map_or(Duration::ZERO, |ticks| {
-            Duration::from_secs_f64(ticks as f64 / CLOCK_TICKS_PER_SECOND)
-        })
-}
-
-/// `utime + stime` (fields 14 and 15) of a `/proc/PID/stat` line. The fields after the
-/// parenthesized command name (which may contain spaces) start at field 3.
-fn stat_cpu_ticks(stat: &str) -> Option<u64> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace().skip(14 - 3);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
 }
 
 /// The soft `Max open files` limit, from `/proc/self/limits`.
@@ -1168,19 +1054,6 @@ mod tests {
     }
 
     #[test]
-    fn answers_are_checked_without_parsing() {
-        let body = r#"{"id":"resp_1","status":"failed","output":[{"status":"completed"}]}"#;
-        assert_eq!(json_string_after(body, "\"status\":"), Some("failed"));
-        let stream =
-            "data: {\"type\":\"response.created\"}\n\ndata: {\"type\":\"response.completed\"}\n\n";
-        assert_eq!(
-            json_string_after(last_frame(stream), "\"type\":"),
-            Some("response.completed")
-        );
-        assert_eq!(json_string_after("{}", "\"type\":"), None);
-    }
-
-    #[test]
     fn errors_are_grouped_by_kind() {
         let kinds = group_errors(vec![
             "connect 127.0.0.1:4001: refused".to_owned(),
@@ -1197,18 +1070,6 @@ mod tests {
                 (2, "connect 127.0.0.1:4001: refused"),
                 (1, "HTTP 500: store")
             ]
-        );
-    }
-
-    #[test]
-    fn cpu_ticks_are_utime_plus_stime() {
-        let stat = "4242 (agentd bench) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 31 0 0 20 0 4 0";
-        assert_eq!(stat_cpu_ticks(stat), Some(281));
-        assert_eq!(stat_cpu_ticks("4242 (x) S 1"), None);
-        assert!(
-            stat_cpu_ticks(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default())
-                .is_some()
-                || !cfg!(target_os = "linux")
         );
     }
 }

@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use agentd_testkit::loadgen::{Process, mib, one_stream};
 use bytes::Bytes;
-use reqwest::header::CONTENT_TYPE;
 
 const USAGE: &str = "\
 usage: agentd-load --url URL --pid PID --streams N [--h2c] [--connections K]
@@ -47,8 +47,6 @@ usage: agentd-load --url URL --pid PID --streams N [--h2c] [--connections K]
   --timeout-secs S    bound on one stream (default 600)
 ";
 
-/// Clock ticks per second of `/proc/PID/stat` (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
-const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 /// The RSS the issue asks agentd to fall under within a minute after a spike.
 const BACK_UNDER: u64 = 200 * 1024 * 1024;
 
@@ -109,94 +107,6 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
     }))
 }
 
-/// The process's resident set, from `/proc/PID/status` (0 if it is gone).
-fn rss_bytes(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-            let kb: u64 = line["VmRSS:".len()..]
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()?;
-            Some(kb * 1024)
-        })
-        .unwrap_or(0)
-}
-
-/// The process's CPU time so far (user + system), from `/proc/PID/stat`.
-fn cpu_time(pid: u32) -> Duration {
-    let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            // The fields after the command name, which is in parentheses and may hold spaces.
-            let rest = &stat[stat.rfind(')')? + 2..];
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            let user: u64 = fields.get(11)?.parse().ok()?;
-            let system: u64 = fields.get(12)?.parse().ok()?;
-            Some(user + system)
-        })
-        .unwrap_or(0);
-    Duration::from_secs_f64(ticks as f64 / CLOCK_TICKS_PER_SECOND)
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// How one stream went.
-struct Outcome {
-    /// From the start of the wave to this stream's first body bytes (`response.created`).
-    first_bytes: Duration,
-    error: Option<String>,
-}
-
-/// One stream, read to its end; only the tail of the body is kept.
-async fn one_stream(client: reqwest::Client, url: String, body: Bytes, start: Instant) -> Outcome {
-    let mut first_bytes = None;
-    let result = async {
-        let mut response = client
-            .post(&url)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| error_chain(&e))?;
-        if !response.status().is_success() {
-            return Err(format!("HTTP {}", response.status()));
-        }
-        let mut tail: Vec<u8> = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| error_chain(&e))? {
-            first_bytes.get_or_insert_with(|| start.elapsed());
-            tail.extend_from_slice(&chunk);
-            if tail.len() > 4096 {
-                tail.drain(..tail.len() - 2048);
-            }
-        }
-        if String::from_utf8_lossy(&tail).contains("\"type\":\"response.completed\"") {
-            Ok(())
-        } else {
-            Err("the stream did not end with response.completed".to_owned())
-        }
-    }
-    .await;
-    Outcome {
-        first_bytes: first_bytes.unwrap_or_else(|| start.elapsed()),
-        error: result.err(),
-    }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        let _ = write!(text, ": {inner}");
-        source = inner.source();
-    }
-    text
-}
-
 fn main() -> ExitCode {
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(Some(args)) => args,
@@ -239,15 +149,15 @@ async fn run(args: Args) -> ExitCode {
         serde_json::json!({"model": args.model, "input": "hi", "stream": true}).to_string(),
     );
 
-    let idle = rss_bytes(pid);
-    let cpu_before = cpu_time(pid);
+    let idle = Process::Pid(pid).rss_bytes();
+    let cpu_before = Process::Pid(pid).cpu_time();
     let peak = Arc::new(AtomicU64::new(idle));
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
         let (peak, sampling) = (Arc::clone(&peak), Arc::clone(&sampling));
         tokio::spawn(async move {
             while sampling.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_bytes(pid), Ordering::Relaxed);
+                peak.fetch_max(Process::Pid(pid).rss_bytes(), Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
@@ -265,7 +175,9 @@ async fn run(args: Args) -> ExitCode {
     let tasks: Vec<_> = (0..args.streams)
         .map(|i| {
             let client = clients[i % clients.len()].clone();
-            tokio::spawn(one_stream(client, url.clone(), body.clone(), start))
+            let url = url.clone();
+            let body = body.clone();
+            tokio::spawn(async move { one_stream(&client, &url, body, start).await })
         })
         .collect();
     let mut outcomes = Vec::with_capacity(args.streams);
@@ -273,10 +185,10 @@ async fn run(args: Args) -> ExitCode {
         outcomes.push(task.await.expect("a stream task panicked"));
     }
     let all_ended = start.elapsed();
-    let ended_rss = rss_bytes(pid);
+    let ended_rss = Process::Pid(pid).rss_bytes();
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.await;
-    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    let cpu = Process::Pid(pid).cpu_time().saturating_sub(cpu_before);
     let peak = peak.load(Ordering::Relaxed).max(ended_rss);
     eprintln!(
         "agentd-load: all ended after {:.1} s; watching RSS for {} s…",
@@ -288,7 +200,7 @@ async fn run(args: Args) -> ExitCode {
     let mut settled = ended_rss;
     while ended_at.elapsed() < args.settle {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        settled = rss_bytes(pid);
+        settled = Process::Pid(pid).rss_bytes();
         if under.is_none() && settled < BACK_UNDER {
             under = Some(ended_at.elapsed());
         }
