@@ -192,6 +192,13 @@ pub struct ClientOptions {
     /// The longest `retry-after` we wait for; an upstream asking for longer gets its error
     /// returned at once (the models chain may move on to its next model).
     pub max_retry_after: Duration,
+    /// Idle keep-alive connections kept per upstream host for later turns; a connection that
+    /// becomes idle beyond this is closed at once. Each idle HTTP/1.1 connection holds about
+    /// 26 KiB (hyper's 8 KiB read and write buffers and its request channel), and unbounded (the
+    /// HTTP client's default) a spike of N concurrent streams left N of them open until the
+    /// pool's idle timeout (90 s, checked every 90 s): 10,000 streams kept ~260 MiB for up
+    /// to three minutes (docs/benchmarks.md, "Issue 18, third pass: memory after a spike").
+    pub max_idle_connections: usize,
 }
 
 impl Default for ClientOptions {
@@ -202,9 +209,15 @@ impl Default for ClientOptions {
             max_retries: 2,
             retry_base_delay: Duration::from_millis(500),
             max_retry_after: Duration::from_secs(30),
+            max_idle_connections: DEFAULT_MAX_IDLE_CONNECTIONS,
         }
     }
 }
+
+/// Default of [`ClientOptions::max_idle_connections`]: more than a busy server's concurrent turns
+/// to one upstream (so steady load reuses its connections rather than reconnecting), about
+/// 26 MiB when all are idle.
+pub const DEFAULT_MAX_IDLE_CONNECTIONS: usize = 1024;
 
 /// The longest computed back-off between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(8);

@@ -32,6 +32,7 @@ pub(crate) fn build_client(options: &ClientOptions) -> Result<reqwest::Client, P
     reqwest::Client::builder()
         .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(options.connect_timeout)
+        .pool_max_idle_per_host(options.max_idle_connections)
         .build()
         .map_err(ProvidersError::HttpClient)
 }

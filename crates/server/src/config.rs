@@ -367,6 +367,9 @@ pub struct RawProvider {
     /// Longest silence of the upstream before or within an answer, in milliseconds (default
     /// 300 000: reasoning models may think for minutes before the first token).
     pub idle_timeout_ms: Option<u64>,
+    /// Idle keep-alive connections to the upstream kept for later turns (default 1024); more
+    /// are closed as they become idle, so a spike's connections do not stay open.
+    pub max_idle_connections: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1464,6 +1467,7 @@ fn client_options(
     if raw.max_retries.is_none()
         && raw.connect_timeout_ms.is_none()
         && raw.idle_timeout_ms.is_none()
+        && raw.max_idle_connections.is_none()
     {
         return Ok(None);
     }
@@ -1493,6 +1497,14 @@ fn client_options(
     if let Some(ms) = raw.idle_timeout_ms {
         let ms = within("idle_timeout_ms", ms, 1_000..=3_600_000)?;
         options.idle_timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(max) = raw.max_idle_connections {
+        within(
+            "max_idle_connections",
+            u64::try_from(max).unwrap_or(u64::MAX),
+            0..=65_536,
+        )?;
+        options.max_idle_connections = max;
     }
     Ok(Some(options))
 }
@@ -2014,6 +2026,17 @@ tools = { quote = "GLOBAL_QUOTE", income_statement = "INCOME_STATEMENT" }
         .map(|e| e.to_string())
         .unwrap_or_default();
         assert!(err.contains("providers.local.max_retries"), "{err}");
+        let c = resolve("[providers.openai]\nmax_idle_connections = 8\n").expect("ok");
+        assert_eq!(c.provider_options["openai"].max_idle_connections, 8);
+        assert_eq!(openai.max_idle_connections, 1024);
+        let err = resolve("[providers.openai]\nmax_idle_connections = 100000\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("providers.openai.max_idle_connections"),
+            "{err}"
+        );
     }
 
     #[test]
