@@ -44,6 +44,12 @@ impl Process {
             .unwrap_or(0)
     }
 
+    /// Open file descriptors (sockets included), counted in `/proc/PID/fd`; 0 where that
+    /// directory cannot be read.
+    pub fn open_descriptors(self) -> usize {
+        std::fs::read_dir(self.proc_file("fd")).map_or(0, Iterator::count)
+    }
+
     /// User + system CPU time so far (all threads), from `/proc/PID/stat`; zero where that
     /// file does not exist.
     pub fn cpu_time(self) -> Duration {

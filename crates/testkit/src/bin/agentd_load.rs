@@ -6,8 +6,9 @@
 //! provider's `--answer-interval-ms`), reads each to its end, and reports how long starting
 //! them took (first bytes of each stream, and of the last one), and the agentd process's RSS
 //! (from `/proc/PID/status`) idle, at the peak, once every stream ended and after a settle
-//! time, with when it first fell under 200 MiB after the end, and agentd's CPU for the whole
-//! wave (from `/proc/PID/stat`).
+//! time, with when it first fell under 200 MiB after the end, agentd's CPU for the whole
+//! wave (from `/proc/PID/stat`), and agentd's open descriptors idle and after the settle time
+//! (upstream connections kept idle show there).
 //!
 //! With `--h2c` the streams share `--connections` HTTP/2 connections (prior knowledge, no TLS;
 //! agentd serves HTTP/2 on its plain port), so 10,000 streams need about 100 client sockets,
@@ -150,6 +151,7 @@ async fn run(args: Args) -> ExitCode {
     );
 
     let idle = Process::Pid(pid).rss_bytes();
+    let idle_descriptors = Process::Pid(pid).open_descriptors();
     let cpu_before = Process::Pid(pid).cpu_time();
     let peak = Arc::new(AtomicU64::new(idle));
     let sampling = Arc::new(AtomicBool::new(true));
@@ -205,6 +207,9 @@ async fn run(args: Args) -> ExitCode {
             under = Some(ended_at.elapsed());
         }
     }
+    // Still open after the settle time: agentd's sockets (idle upstream connections kept for
+    // reuse, this client's connections), besides its files.
+    let settled_descriptors = Process::Pid(pid).open_descriptors();
     drop(clients);
 
     let errors: Vec<&str> = outcomes.iter().filter_map(|o| o.error.as_deref()).collect();
@@ -217,16 +222,17 @@ async fn run(args: Args) -> ExitCode {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| streams | client | errors | first bytes p50 ms | p99 ms | last stream started ms | all ended s | agentd RSS idle MiB | peak MiB | per stream KiB | all ended MiB | after {} s MiB | under 200 MiB after s | agentd CPU s |",
+        "| streams | client | errors | first bytes p50 ms | p99 ms | last stream started ms | all ended s | agentd RSS idle MiB | peak MiB | per stream KiB | all ended MiB | after {} s MiB | under 200 MiB after s | agentd CPU s | agentd descriptors idle | after {} s |",
+        args.settle.as_secs(),
         args.settle.as_secs()
     );
     let _ = writeln!(
         out,
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} |",
+        "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {} | {} |",
         args.streams,
         if args.h2c {
             format!("h2c × {} conns", args.connections)
@@ -248,6 +254,8 @@ async fn run(args: Args) -> ExitCode {
             |d| format!("{:.1}", d.as_secs_f64())
         ),
         cpu.as_secs_f64(),
+        idle_descriptors,
+        settled_descriptors,
     );
     if let Some(example) = errors.first() {
         let _ = writeln!(out, "\n- {} errors, e.g. `{example}`", errors.len());
