@@ -4,8 +4,8 @@
 //! Wire events go to the run's [`EventLog`] as they are emitted (followers see them at once);
 //! the log reaches the store at step boundaries, every [`FLUSH_EVERY`] during a long turn, and
 //! at the end, in one transaction with the final response. A step boundary that ends the run
-//! leaves its events to that last transaction instead of a write of their own on the way to
-//! the answer.
+//! (with no MCP session left to close first) leaves its events to that last transaction
+//! instead of a write of their own on the way to the answer.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -103,7 +103,9 @@ impl Driver {
                     continue;
                 }
                 Effect::Flush => {
-                    if !ends_next(&queue) {
+                    // Closing MCP sessions at the end may take a while: store first then.
+                    let no_sessions = self.sessions.iter().all(Option::is_none);
+                    if !(no_sessions && ends_next(&queue)) {
                         self.flush().await;
                     }
                     continue;
