@@ -14,10 +14,21 @@
 //! `journal_size_limit` truncates the file), so the WAL stays about as large as the writes of
 //! one tick.
 //!
-//! The bound: readers pin the WAL frames of their snapshot, so under a steady stream of reads
-//! a passive checkpoint may not get to the end. When the WAL still holds more than
-//! [`Settings::max_wal_pages`] after one, the task runs `wal_checkpoint(RESTART)`, which waits
-//! (up to the busy timeout) for those readers and blocks writers meanwhile: a stall, but only
+//! Starting the WAL over: a commit starts the WAL from its beginning only when, as it begins,
+//! every frame has been copied. Under a steady stream of commits (one every few milliseconds
+//! at one request in flight) that is almost never so: a passive checkpoint takes milliseconds
+//! (two `fsync`s), and the commits made meanwhile are left over. The WAL then only grew, and a
+//! `RESTART` checkpoint every second or so stopped the writer for 20–40 ms, with SQLite's busy
+//! handler sleeping on both sides (the p99 at C = 1, docs/benchmarks.md). So once the WAL
+//! holds [`Settings::catch_up_pages`], the task copies what is left with the group writer held
+//! at its gate (`group_commit.rs`, between two batches): only the commits of one tick remain,
+//! and nothing lands while they are copied, so the next commit starts the WAL over. That is
+//! one short pause of the writer every [`Settings::catch_up_pages`] of WAL.
+//!
+//! The bound: readers pin the WAL frames of their snapshot, so a reader that stays may keep
+//! even that catch-up from getting to the end. When the WAL still holds more than
+//! [`Settings::max_wal_pages`] after it, the task runs `wal_checkpoint(RESTART)`, still with
+//! the writer held, which waits (up to the busy timeout) for those readers: a stall, but only
 //! when the WAL would otherwise grow without bound.
 //!
 //! Durability does not change: a commit is in the WAL (written, in the OS's page cache) when it
@@ -29,23 +40,28 @@ use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
 
+use crate::group_commit::Gate;
+
 /// How often the checkpointer runs and how large the WAL may get.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Settings {
     /// Between two passive checkpoints.
     pub(crate) every: Duration,
-    /// WAL pages left after a passive checkpoint beyond which a RESTART checkpoint runs.
+    /// WAL pages from which the task catches up with the writer held, so the WAL starts over.
+    pub(crate) catch_up_pages: i64,
+    /// WAL pages left after catching up beyond which a RESTART checkpoint runs.
     pub(crate) max_wal_pages: i64,
     /// Bytes the WAL file is truncated back to when it restarts from its beginning
     /// (`journal_size_limit`).
     pub(crate) journal_size_limit: i64,
 }
 
-/// The store's settings: four checkpoints a second; a RESTART beyond 8,192 pages (32 MiB with
-/// 4 KiB pages); the file kept under 64 MiB.
+/// The store's settings: four checkpoints a second; the WAL started over from 16,384 pages (64
+/// MiB with 4 KiB pages), a RESTART beyond 32,768 (128 MiB); the file truncated back to 64 MiB.
 pub(crate) const DEFAULT: Settings = Settings {
     every: Duration::from_millis(250),
-    max_wal_pages: 8_192,
+    catch_up_pages: 16_384,
+    max_wal_pages: 32_768,
     journal_size_limit: 64 * 1024 * 1024,
 };
 
@@ -57,10 +73,15 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts the task on the current runtime, checkpointing through `connection`.
-    pub(crate) fn spawn(connection: SqliteConnection, settings: Settings) -> Checkpointer {
+    /// Starts the task on the current runtime, checkpointing through `connection`; `gate` is
+    /// the group writer's (held to catch up).
+    pub(crate) fn spawn(
+        connection: SqliteConnection,
+        settings: Settings,
+        gate: Gate,
+    ) -> Checkpointer {
         let (alive, stopped) = mpsc::channel(1);
-        tokio::spawn(run(connection, settings, stopped));
+        tokio::spawn(run(connection, settings, gate, stopped));
         Checkpointer { _alive: alive }
     }
 }
@@ -79,6 +100,7 @@ pub(crate) struct Outcome {
 async fn run(
     mut connection: SqliteConnection,
     settings: Settings,
+    gate: Gate,
     mut stopped: mpsc::Receiver<()>,
 ) {
     let mut tick = tokio::time::interval(settings.every);
@@ -90,14 +112,8 @@ async fn run(
             _ = stopped.recv() => break,
         }
         match checkpoint(&mut connection, Mode::Passive).await {
-            Ok(outcome) if outcome.wal_pages > settings.max_wal_pages => {
-                tracing::warn!(
-                    wal_pages = outcome.wal_pages,
-                    "readers keep the SQLite WAL from being checkpointed; waiting for them"
-                );
-                if let Err(err) = checkpoint(&mut connection, Mode::Restart).await {
-                    tracing::warn!(error = %err, "SQLite WAL checkpoint (restart) failed");
-                }
+            Ok(outcome) if outcome.wal_pages >= settings.catch_up_pages => {
+                catch_up(&mut connection, &gate, settings).await;
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "SQLite WAL checkpoint failed"),
@@ -105,6 +121,41 @@ async fn run(
     }
     let _ = checkpoint(&mut connection, Mode::Passive).await;
     let _ = connection.close().await;
+}
+
+/// Copies what the last passive checkpoint left (the commits made while it ran) with the group
+/// writer held between two batches, so that the next commit starts the WAL over; if readers
+/// still keep it from the end and the WAL is beyond [`Settings::max_wal_pages`], waits for them
+/// (RESTART). Returns what the last checkpoint reported.
+pub(crate) async fn catch_up(
+    connection: &mut SqliteConnection,
+    gate: &Gate,
+    settings: Settings,
+) -> Option<Outcome> {
+    let _turn = gate.lock().await;
+    match checkpoint(connection, Mode::Passive).await {
+        Ok(outcome)
+            if outcome.checkpointed < outcome.wal_pages
+                && outcome.wal_pages > settings.max_wal_pages =>
+        {
+            tracing::warn!(
+                wal_pages = outcome.wal_pages,
+                "readers keep the SQLite WAL from being checkpointed; waiting for them"
+            );
+            match checkpoint(connection, Mode::Restart).await {
+                Ok(outcome) => Some(outcome),
+                Err(err) => {
+                    tracing::warn!(error = %err, "SQLite WAL checkpoint (restart) failed");
+                    None
+                }
+            }
+        }
+        Ok(outcome) => Some(outcome),
+        Err(err) => {
+            tracing::warn!(error = %err, "SQLite WAL checkpoint failed");
+            None
+        }
+    }
 }
 
 /// A checkpoint mode of `PRAGMA wal_checkpoint`.
@@ -136,6 +187,8 @@ pub(crate) async fn checkpoint(
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     use engine::store::{EventRecord, EventStore};
     use sqlx::sqlite::SqliteConnectOptions;
@@ -195,6 +248,7 @@ mod tests {
         // WAL past 1000 pages (4 MiB) and started it over.
         let (store, dir) = store(Settings {
             every: Duration::from_secs(3600),
+            catch_up_pages: 1_000_000,
             max_wal_pages: 1_000_000,
             journal_size_limit: MIB as i64,
         })
@@ -230,9 +284,66 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_starts_over_while_commits_never_pause() {
+        // No RESTART: only catching up with the writer held starts the WAL over. Commits follow
+        // each other without a pause, so a write transaction is nearly always open when a
+        // passive checkpoint ends: the WAL does not start over, and without catching up it grew
+        // through all these writes (77 MB) without starting over once.
+        let (store, dir) = store(Settings {
+            every: Duration::from_millis(10),
+            catch_up_pages: 256,
+            max_wal_pages: 1_000_000,
+            journal_size_limit: MIB as i64 / 4,
+        })
+        .await;
+        // Sixteen writers, each sending its next write as soon as the last one is stored: the
+        // group writer always has a batch waiting. 3,000 writes of 10 KiB in all.
+        let sent = Arc::new(AtomicU64::new(0));
+        let writers: Vec<_> = (0..16u64)
+            .map(|writer| {
+                let store = store.clone();
+                let sent = Arc::clone(&sent);
+                tokio::spawn(async move {
+                    let data = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}", "p".repeat(1000));
+                    while sent.fetch_add(1, Ordering::Relaxed) < 3000 {
+                        let events: Vec<EventRecord> = (0..10)
+                            .map(|n| EventRecord {
+                                sequence_number: n,
+                                data: data.clone(),
+                            })
+                            .collect();
+                        let id = format!("resp_{writer}_{}", uuid::Uuid::new_v4().simple());
+                        store.append_events(&id, &events).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        // A WAL that starts over is truncated to the journal size limit at its next commit.
+        let (mut previous, mut largest, mut started_over) = (0, 0, 0);
+        while writers.iter().any(|w| !w.is_finished()) {
+            let now = wal_bytes(&dir);
+            if previous > MIB / 2 && now < previous / 2 {
+                started_over += 1;
+            }
+            (previous, largest) = (now, largest.max(now));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        assert!(
+            started_over >= 3,
+            "commits without a pause: the WAL started over {started_over} times, grew to {largest} bytes"
+        );
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_checkpointer_copies_the_wal_and_keeps_it_from_growing() {
         let (store, dir) = store(Settings {
             every: Duration::from_millis(10),
+            catch_up_pages: 1_000_000,
             max_wal_pages: 1_000_000,
             journal_size_limit: MIB as i64,
         })

@@ -15,9 +15,15 @@
 //! A write that fails must not take the others with it, nor leave half of itself behind: when
 //! any write of a batch fails (or the commit does), the batch is rolled back and each of its
 //! writes is run again alone, in its own transaction, exactly as without batching.
+//!
+//! The writer holds a [`Gate`] while it runs a batch. SQLite's checkpointer takes it for the
+//! short moment it needs no commit to land (`checkpoint.rs`: catching the WAL up so that the
+//! next commit starts it over); a batch then waits for it instead of SQLite's busy handler
+//! sleeping on both sides.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use engine::store::StoreError;
 use sqlx::{Database, Pool, Transaction};
@@ -47,16 +53,22 @@ struct Queued<DB: Database> {
     done: oneshot::Sender<Result<(), StoreError>>,
 }
 
+/// Held by the writer for each batch; whoever else holds it keeps the writer from committing
+/// meanwhile (it finishes the batch it is in first).
+pub(crate) type Gate = Arc<tokio::sync::Mutex<()>>;
+
 /// The handle callers send writes through. Cheap to clone; the writer task ends when the last
 /// handle is dropped.
 pub(crate) struct GroupWriter<DB: Database> {
     queue: mpsc::Sender<Queued<DB>>,
+    gate: Gate,
 }
 
 impl<DB: Database> Clone for GroupWriter<DB> {
     fn clone(&self) -> Self {
         GroupWriter {
             queue: self.queue.clone(),
+            gate: Arc::clone(&self.gate),
         }
     }
 }
@@ -71,8 +83,14 @@ impl<DB: Database> GroupWriter<DB> {
     /// Starts the writer task on the current tokio runtime, writing through `pool`.
     pub(crate) fn spawn(pool: Pool<DB>) -> GroupWriter<DB> {
         let (queue, receiver) = mpsc::channel(QUEUE);
-        tokio::spawn(run(pool, receiver));
-        GroupWriter { queue }
+        let gate = Gate::default();
+        tokio::spawn(run(pool, receiver, Arc::clone(&gate)));
+        GroupWriter { queue, gate }
+    }
+
+    /// The gate the writer holds while it runs a batch.
+    pub(crate) fn gate(&self) -> Gate {
+        Arc::clone(&self.gate)
     }
 
     /// Runs `op` in a transaction (shared with the other writes waiting at the same moment) and
@@ -92,10 +110,21 @@ fn stopped() -> StoreError {
 }
 
 /// The writer task: one batch at a time, until every handle is gone.
-async fn run<DB: Database>(pool: Pool<DB>, mut receiver: mpsc::Receiver<Queued<DB>>) {
+async fn run<DB: Database>(pool: Pool<DB>, mut receiver: mpsc::Receiver<Queued<DB>>, gate: Gate) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let turn = gate.lock().await;
+        // Writes that arrived while the gate was held join this batch.
+        if batch.len() < MAX_BATCH {
+            while let Ok(queued) = receiver.try_recv() {
+                batch.push(queued);
+                if batch.len() == MAX_BATCH {
+                    break;
+                }
+            }
+        }
         commit(&pool, &mut batch).await;
+        drop(turn);
         batch.clear();
     }
 }
@@ -288,6 +317,33 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(count, 10, "every write is committed");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_waits_while_the_gate_is_held() {
+        let (pool, reader, _path) = database().await;
+        let writer = GroupWriter::spawn(pool);
+        let held = writer.gate().lock_owned().await;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let write = tokio::spawn({
+            let writer = writer.clone();
+            let op = insert(1, false, reader.clone(), Arc::clone(&seen), Arc::default());
+            async move { writer.write(op).await }
+        });
+        // Time enough for the write to run if nothing held it back.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "the write ran while the gate was held"
+        );
+        assert!(!write.is_finished());
+        drop(held);
+        write.await.unwrap().unwrap();
+        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM t")
+            .fetch_one(&reader)
+            .await
+            .unwrap();
+        assert_eq!(count, 1, "the write is committed once the gate is free");
     }
 
     #[tokio::test]

@@ -157,8 +157,11 @@ impl SqliteStore {
                 "journal_size_limit",
                 checkpoints.journal_size_limit.to_string(),
             );
+        // No ping before each use (`test_before_acquire`): a round trip to the connection's
+        // thread per transaction or read, for a local file that cannot hang up.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await
             .map_err(error::backend)?;
@@ -169,13 +172,15 @@ impl SqliteStore {
         let checkpointer = options.connect().await.map_err(error::backend)?;
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
+            .test_before_acquire(false)
             .connect_lazy_with(options);
         let group = GroupWriter::spawn(writer.clone());
+        let gate = group.gate();
         Ok(SqliteStore {
             writer,
             reader,
             group,
-            _checkpointer: Some(Checkpointer::spawn(checkpointer, checkpoints)),
+            _checkpointer: Some(Checkpointer::spawn(checkpointer, checkpoints, gate)),
         })
     }
 

@@ -3,7 +3,9 @@
 //!
 //! Wire events go to the run's [`EventLog`] as they are emitted (followers see them at once);
 //! the log reaches the store at step boundaries, every [`FLUSH_EVERY`] during a long turn, and
-//! at the end, in one transaction with the final response.
+//! at the end, in one transaction with the final response. A step boundary that ends the run
+//! (with no MCP session left to close first) leaves its events to that last transaction
+//! instead of a write of their own on the way to the answer.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -29,6 +31,19 @@ pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(500);
 
 /// MCP calls of one turn that run at once.
 const MAX_PARALLEL_MCP_CALLS: usize = 8;
+
+/// Whether the run ends with the effects already queued, nothing waited for before: then the
+/// end stores every event not yet stored, with the final response.
+fn ends_next(queue: &VecDeque<Effect>) -> bool {
+    for effect in queue {
+        match effect {
+            Effect::Emit(_) | Effect::Flush => {}
+            Effect::Finish(_) => return true,
+            _ => return false,
+        }
+    }
+    false
+}
 
 /// One run's driver.
 pub(crate) struct Driver {
@@ -88,7 +103,11 @@ impl Driver {
                     continue;
                 }
                 Effect::Flush => {
-                    self.flush().await;
+                    // Closing MCP sessions at the end may take a while: store first then.
+                    let no_sessions = self.sessions.iter().all(Option::is_none);
+                    if !(no_sessions && ends_next(&queue)) {
+                        self.flush().await;
+                    }
                     continue;
                 }
                 Effect::Finish(ending) => return self.end(*ending).await,
@@ -102,6 +121,7 @@ impl Driver {
         }
     }
 
+    /// Writes the events not yet stored (one store write, awaited).
     async fn flush(&mut self) {
         let records = self.log.records_from(self.flushed);
         if records.is_empty() {

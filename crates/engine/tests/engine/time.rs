@@ -59,6 +59,33 @@ async fn a_long_turn_reaches_the_store_every_500_ms() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_run_that_ends_with_its_turn_stores_its_events_once_with_the_final_response() {
+    let h = Harness::new();
+    h.model("m").push(Turn::text("the answer"));
+    let handle = h
+        .engine
+        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+        .await
+        .unwrap();
+    let id = handle.id.clone();
+    let finished = handle.finish().await.unwrap();
+    assert_eq!(finished.response.status, ResponseStatus::Completed);
+    // No write of its own at the step boundary that ends the run (one less transaction on
+    // the way to the answer): the end writes the whole log with the final response.
+    assert_eq!(h.store.lock().flushes.get(&id), None);
+    let stored = types(&h.store.events_of(&id));
+    assert_eq!(stored.first().map(String::as_str), Some("response.created"));
+    assert!(
+        stored.iter().any(|t| t == "response.output_text.delta"),
+        "{stored:?}"
+    );
+    assert_eq!(
+        stored.last().map(String::as_str),
+        Some("response.completed")
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_background_run_renews_its_lease_while_it_runs() {
     let config = EngineConfig {
         lease: Duration::from_secs(30),
