@@ -56,7 +56,7 @@ impl EventLog {
 
     /// Appends a prepared event.
     pub fn publish(&self, record: &EventRecord) {
-        self.lock().events.push(Arc::from(record.data.as_str()));
+        self.lock().events.push(Arc::clone(&record.data));
         self.changed.send_modify(|n| *n += 1);
     }
 
@@ -66,7 +66,7 @@ impl EventLog {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Events from `from` on, as records.
+    /// Events from `from` on, as records sharing the log's bytes.
     pub fn records_from(&self, from: usize) -> Vec<EventRecord> {
         let state = self.lock();
         state
@@ -76,7 +76,7 @@ impl EventLog {
             .skip(from)
             .map(|(seq, line)| EventRecord {
                 sequence_number: seq as u64,
-                data: line.to_string(),
+                data: Arc::clone(line),
             })
             .collect()
     }
@@ -153,7 +153,7 @@ pub(crate) fn record(sequence_number: u64, data: EventData) -> EventRecord {
     });
     EventRecord {
         sequence_number,
-        data: line,
+        data: Arc::from(line),
     }
 }
 
