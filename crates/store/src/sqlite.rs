@@ -211,7 +211,89 @@ fn is_memory_url(url: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use engine::store::{EventRecord, EventStore};
+    use sqlx::sqlite::SqliteConnectOptions;
+
     use super::is_memory_url;
+    use crate::{SqliteStore, migrate};
+
+    /// A database at schema version 10 (events in a rowid table), with events of two runs
+    /// written by that schema, keeps every event when the store opens it and migrates it to
+    /// version 11 (a WITHOUT ROWID table): a resume still reads them, and new events append.
+    #[tokio::test]
+    async fn events_written_before_version_11_survive_the_migration() {
+        let dir = std::env::temp_dir().join(format!(
+            "agentd-migrate-11-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.join(crate::DATABASE_FILE))
+            .create_if_missing(true);
+        let old = sqlx::SqlitePool::connect_with(options.clone())
+            .await
+            .unwrap();
+        let before_11: Vec<_> = migrate::SQLITE
+            .iter()
+            .copied()
+            .filter(|m| m.0 < 11)
+            .collect();
+        let list: migrate::MigrationList = Box::leak(before_11.into_boxed_slice());
+        migrate::migrator(list).run(&old).await.unwrap();
+        for (response, n) in [
+            ("resp_a", 0_i64),
+            ("resp_a", 1),
+            ("resp_a", 2),
+            ("resp_b", 0),
+        ] {
+            sqlx::query(
+                "INSERT INTO events (response_id, sequence_number, data) VALUES ($1, $2, $3)",
+            )
+            .bind(response)
+            .bind(n)
+            .bind(format!("{{\"n\":{n},\"of\":\"{response}\"}}"))
+            .execute(&old)
+            .await
+            .unwrap();
+        }
+        old.close().await;
+
+        let store = SqliteStore::open(&dir).await.unwrap();
+        let shape: String = sqlx::query_scalar(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'",
+        )
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        assert!(shape.contains("WITHOUT ROWID"), "{shape}");
+        let event = |n: u64, response: &str| EventRecord {
+            sequence_number: n,
+            data: format!("{{\"n\":{n},\"of\":\"{response}\"}}").into(),
+        };
+        assert_eq!(
+            store.events_after("resp_a", None).await.unwrap(),
+            vec![event(0, "resp_a"), event(1, "resp_a"), event(2, "resp_a")]
+        );
+        assert_eq!(
+            store.events_after("resp_a", Some(0)).await.unwrap(),
+            vec![event(1, "resp_a"), event(2, "resp_a")]
+        );
+        assert_eq!(
+            store.events_after("resp_b", None).await.unwrap(),
+            vec![event(0, "resp_b")]
+        );
+        // The old rows still count for idempotence: a flush written again stores nothing new.
+        store
+            .append_events("resp_a", &[event(2, "resp_a"), event(3, "resp_a")])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.events_after("resp_a", Some(1)).await.unwrap().len(),
+            2
+        );
+        store.close().await;
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn memory_urls_are_recognised() {
