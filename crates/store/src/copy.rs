@@ -3,8 +3,7 @@
 //!
 //! Both stores are migrated first (the destination to the PostgreSQL schema of the same
 //! version). Tables are copied in dependency order, in pages walked by SQLite's `rowid`, so
-//! rows keep their relative order (the order of items written in the same second included);
-//! `events`, a WITHOUT ROWID table, is walked by its key (each run's events in order).
+//! rows keep their relative order (the order of items written in the same second included).
 //! Every insert is `ON CONFLICT DO NOTHING`: a copy interrupted half-way can simply be run
 //! again. Run it while no agentd serves the SQLite store.
 
@@ -241,32 +240,15 @@ async fn copy_table(
     columns: &[Column],
 ) -> Result<(u64, u64), StoreError> {
     let names: Vec<&str> = columns.iter().map(|c| c.name()).collect();
-    // `events` has no rowid (a WITHOUT ROWID table since schema version 11): it is walked by
-    // its key, in which the events of one run are in order.
-    let by_key = table == "events";
-    let select = if by_key {
-        format!(
-            "SELECT {} FROM events WHERE (response_id, sequence_number) > ($1, $2) \
-             ORDER BY response_id, sequence_number LIMIT $3",
-            names.join(", ")
-        )
-    } else {
-        format!(
-            "SELECT rowid AS copy_rowid, {} FROM {table} WHERE rowid > $1 ORDER BY rowid LIMIT $2",
-            names.join(", ")
-        )
-    };
+    let select = format!(
+        "SELECT rowid AS copy_rowid, {} FROM {table} WHERE rowid > $1 ORDER BY rowid LIMIT $2",
+        names.join(", ")
+    );
     let mut after = i64::MIN;
-    let mut after_key = (String::new(), i64::MIN);
     let (mut read, mut inserted) = (0u64, 0u64);
     loop {
-        let query = sqlx::query(sqlx::AssertSqlSafe(select.as_str()));
-        let query = if by_key {
-            query.bind(after_key.0.clone()).bind(after_key.1)
-        } else {
-            query.bind(after)
-        };
-        let rows = query
+        let rows = sqlx::query(sqlx::AssertSqlSafe(select.as_str()))
+            .bind(after)
             .bind(PAGE)
             .fetch_all(from.pool())
             .await
@@ -274,18 +256,9 @@ async fn copy_table(
         let Some(last) = rows.last() else {
             return Ok((read, inserted));
         };
-        if by_key {
-            after_key = (
-                last.try_get("response_id")
-                    .map_err(|e| error::bad_column(table, "response_id", e))?,
-                last.try_get("sequence_number")
-                    .map_err(|e| error::bad_column(table, "sequence_number", e))?,
-            );
-        } else {
-            after = last
-                .try_get("copy_rowid")
-                .map_err(|e| error::bad_column(table, "rowid", e))?;
-        }
+        after = last
+            .try_get("copy_rowid")
+            .map_err(|e| error::bad_column(table, "rowid", e))?;
         let values = rows
             .iter()
             .map(|row| decode(row, table, columns))
@@ -346,8 +319,6 @@ mod tests {
             .map(str::to_owned)
             .collect();
         created.sort();
-        // A table created again by a later migration (`events`, version 11) counts once.
-        created.dedup();
         let mut copied: Vec<String> = TABLES.iter().map(|(t, _)| (*t).to_owned()).collect();
         copied.sort();
         assert_eq!(created, copied);

@@ -66,11 +66,6 @@ pub(crate) const SQLITE: MigrationList = &[
         "model_turns",
         include_str!("../migrations/sqlite/0010_model_turns.sql"),
     ),
-    (
-        11,
-        "events_without_rowid",
-        include_str!("../migrations/sqlite/0011_events_without_rowid.sql"),
-    ),
 ];
 
 /// The PostgreSQL schema.
@@ -119,11 +114,6 @@ pub(crate) const POSTGRES: MigrationList = &[
         10,
         "model_turns",
         include_str!("../migrations/postgres/0010_model_turns.sql"),
-    ),
-    (
-        11,
-        "events_without_rowid",
-        include_str!("../migrations/postgres/0011_events_without_rowid.sql"),
     ),
 ];
 
