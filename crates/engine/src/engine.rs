@@ -334,7 +334,7 @@ impl Engine {
         let lines: Vec<Arc<str>> = stored
             .into_iter()
             .filter(|e| e.sequence_number >= from)
-            .map(|e| Arc::from(e.data))
+            .map(|e| e.data)
             .collect();
         Ok(Box::pin(futures::stream::iter(lines)))
     }

@@ -56,7 +56,7 @@ impl EventLog {
 
     /// Appends a prepared event.
     pub fn publish(&self, record: &EventRecord) {
-        self.lock().events.push(Arc::from(record.data.as_str()));
+        self.lock().events.push(Arc::clone(&record.data));
         self.changed.send_modify(|n| *n += 1);
     }
 
@@ -66,7 +66,7 @@ impl EventLog {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Events from `from` on, as records.
+    /// Events from `from` on, as records sharing the log's bytes.
     pub fn records_from(&self, from: usize) -> Vec<EventRecord> {
         let state = self.lock();
         state
@@ -76,7 +76,7 @@ impl EventLog {
             .skip(from)
             .map(|(seq, line)| EventRecord {
                 sequence_number: seq as u64,
-                data: line.to_string(),
+                data: Arc::clone(line),
             })
             .collect()
     }
@@ -153,12 +153,53 @@ pub(crate) fn record(sequence_number: u64, data: EventData) -> EventRecord {
     });
     EventRecord {
         sequence_number,
-        data: line,
+        data: Arc::from(line),
     }
 }
 
 impl crate::hosted::EventSink for EventLog {
     fn emit(&self, event: EventData) {
         self.push(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use futures::StreamExt;
+    use protocol::events::EventData;
+
+    use super::EventLog;
+
+    fn delta(text: &str) -> EventData {
+        EventData::OutputTextDelta {
+            item_id: "msg_1".to_owned(),
+            output_index: 0,
+            content_index: 0,
+            delta: text.to_owned(),
+            logprobs: Vec::new(),
+        }
+    }
+
+    /// An event is serialized once: the record the run gets back, the rows flushed to the store
+    /// and the lines a reader (the SSE writer) follows are the same bytes, not copies.
+    #[tokio::test]
+    async fn the_log_the_store_rows_and_the_readers_share_each_events_bytes() {
+        let log = EventLog::new();
+        let first = log.push(delta("Hel"));
+        let second = log.push(delta("lo"));
+        log.close();
+        let flushed = log.records_from(0);
+        assert_eq!(flushed.len(), 2);
+        assert_eq!(flushed[0].sequence_number, 0);
+        assert_eq!(flushed[1].sequence_number, 1);
+        assert!(Arc::ptr_eq(&flushed[0].data, &first.data));
+        assert!(Arc::ptr_eq(&flushed[1].data, &second.data));
+        let followed: Vec<Arc<str>> = log.follow(1).collect().await;
+        assert_eq!(followed.len(), 1);
+        assert!(Arc::ptr_eq(&followed[0], &second.data));
+        assert!(second.data.contains(r#""delta":"lo""#));
+        assert!(second.data.contains(r#""sequence_number":1"#));
     }
 }

@@ -189,7 +189,7 @@ pub(crate) fn follow_stored(
                     break;
                 }
                 state.next += 1;
-                lines.push(Arc::<str>::from(event.data));
+                lines.push(event.data);
             }
             state.done = ended;
             if !lines.is_empty() {

@@ -4,6 +4,7 @@
 //! secrets are removed by the engine before a record reaches a store.
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Errors of any store adapter.
 #[derive(Debug, thiserror::Error)]
@@ -172,11 +173,12 @@ pub trait FileStore: Send + Sync {
 }
 
 /// One stored stream event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRecord {
     pub sequence_number: u64,
-    /// The complete wire event as one line of JSON.
-    pub data: String,
+    /// The complete wire event as one line of JSON, serialized once and shared (not copied) by
+    /// the run's event log, its readers (the SSE writer) and the rows written to the store.
+    pub data: Arc<str>,
 }
 
 #[async_trait::async_trait]

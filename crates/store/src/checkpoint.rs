@@ -229,7 +229,7 @@ mod tests {
             let events: Vec<EventRecord> = (0..50)
                 .map(|n| EventRecord {
                     sequence_number: n,
-                    data: data.clone(),
+                    data: data.as_str().into(),
                 })
                 .collect();
             store
@@ -364,7 +364,7 @@ mod tests {
             );
             let event = EventRecord {
                 sequence_number: 0,
-                data: "{}".to_owned(),
+                data: "{}".into(),
             };
             store
                 .append_events(&format!("resp_small_{small}"), &[event])

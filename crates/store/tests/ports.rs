@@ -181,7 +181,7 @@ async fn duplicate_append_is_ignored(db: &TestDb) -> TestResult {
     let mut overlapping = events(2..6);
     for event in &mut overlapping {
         if event.sequence_number < 4 {
-            event.data = "replaced".to_owned();
+            event.data = "replaced".into();
         }
     }
     store.append_events("resp_1", &overlapping).await?;
@@ -205,7 +205,7 @@ async fn out_of_range_sequence_number_is_an_error(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     let batch = [EventRecord {
         sequence_number: u64::MAX,
-        data: "{}".to_owned(),
+        data: "{}".into(),
     }];
     let result = store.append_events("resp_1", &batch).await;
     assert!(matches!(result, Err(StoreError::Backend(_))), "{result:?}");

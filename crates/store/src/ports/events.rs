@@ -18,8 +18,9 @@ FROM events
 WHERE response_id = $1 AND sequence_number > $2
 ORDER BY sequence_number";
 
-/// Events encoded for [`insert`]: sequence number and data.
-pub(crate) type EventRows = Vec<(i64, String)>;
+/// Events encoded for [`insert`]: sequence number and data (the event log's own bytes, shared,
+/// not copied: the write may run twice, and both runs bind the same bytes).
+pub(crate) type EventRows = Vec<(i64, Arc<str>)>;
 
 /// Encodes events for [`insert`] (before the write, which may run twice).
 pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventRows, StoreError> {
@@ -27,7 +28,7 @@ pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventR
         .iter()
         .map(|event| {
             i64::try_from(event.sequence_number)
-                .map(|sequence| (sequence, event.data.clone()))
+                .map(|sequence| (sequence, Arc::clone(&event.data)))
                 .map_err(|_| {
                     StoreError::Backend(format!(
                         "events of {response_id}: sequence number {} out of range",
@@ -42,7 +43,7 @@ pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventR
 pub(crate) async fn insert(
     tx: &mut sqlx::Transaction<'_, Db>,
     response_id: &str,
-    rows: &[(i64, String)],
+    rows: &[(i64, Arc<str>)],
 ) -> Result<(), StoreError> {
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
         let mut insert =
@@ -50,7 +51,7 @@ pub(crate) async fn insert(
         insert.push_values(chunk, |mut row, (sequence, data)| {
             row.push_bind(response_id)
                 .push_bind(*sequence)
-                .push_bind(data.as_str());
+                .push_bind(&**data);
         });
         // A batch flushed twice (retry after a crash, resume) must not fail the run.
         insert.push(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
@@ -115,7 +116,7 @@ impl EventStore for Store {
                     .map_err(|e| error::bad_column(&what, "data", e))?;
                 Ok(EventRecord {
                     sequence_number,
-                    data,
+                    data: Arc::from(data),
                 })
             })
             .collect()

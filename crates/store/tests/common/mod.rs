@@ -181,7 +181,8 @@ pub fn events(range: std::ops::Range<u64>) -> Vec<EventRecord> {
     range
         .map(|n| EventRecord {
             sequence_number: n,
-            data: format!(r#"{{"type":"response.output_text.delta","sequence_number":{n}}}"#),
+            data: format!(r#"{{"type":"response.output_text.delta","sequence_number":{n}}}"#)
+                .into(),
         })
         .collect()
 }
