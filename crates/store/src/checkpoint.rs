@@ -309,7 +309,7 @@ mod tests {
                         let events: Vec<EventRecord> = (0..10)
                             .map(|n| EventRecord {
                                 sequence_number: n,
-                                data: data.clone(),
+                                data: data.as_str().into(),
                             })
                             .collect();
                         let id = format!("resp_{writer}_{}", uuid::Uuid::new_v4().simple());
