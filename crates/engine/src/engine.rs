@@ -169,6 +169,7 @@ impl Engine {
                 items: Vec::new(),
                 append_to: None,
                 turns: Vec::new(),
+                response_json: None,
             })
             .await;
         if let Err(err) = stored {

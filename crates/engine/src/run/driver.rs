@@ -125,7 +125,7 @@ impl Driver {
     async fn end(&mut self, ending: Ending) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
-        let terminal = self.log.prepare(ending.terminal);
+        let terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
         if let Err(err) = self.store.end_run(&ending.record, &events).await {

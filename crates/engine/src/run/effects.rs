@@ -111,12 +111,15 @@ pub struct Finished {
     /// Set when the run failed before the model was asked: a plain request answers it as an
     /// HTTP error (spec §8.3).
     pub start_error: Option<RunFailure>,
+    /// `response` serialized (compact JSON), shared with the stored row and the terminal
+    /// event: a plain request's HTTP body.
+    pub response_json: Option<Arc<str>>,
 }
 
 /// What the driver stores and publishes at the end.
 pub(crate) struct Ending {
     pub(crate) record: ResponseRecord,
     /// The terminal event (`response.completed`, `.incomplete`, `.cancelled` or `.failed`).
-    pub(crate) terminal: EventData,
+    pub(crate) terminal: super::finish::Terminal,
     pub(crate) finished: Finished,
 }
