@@ -20,6 +20,7 @@ use crate::store::Store;
 
 use super::effects::{DiscoverJob, Effect, Ending, Finished, HostedJob, Input, McpJob};
 use super::files::RunFiles;
+use super::finish::response_record;
 use super::scrub::{ScrubEvents, ScrubFiles, Scrubber};
 use super::state::Machine;
 
@@ -85,6 +86,14 @@ impl Driver {
             let input = match effect {
                 Effect::Emit(data) => {
                     self.log.push(data);
+                    continue;
+                }
+                Effect::EmitResponse {
+                    kind,
+                    response_json,
+                } => {
+                    let record = response_record(&self.log, kind, &response_json);
+                    self.log.publish(&record);
                     continue;
                 }
                 Effect::Flush => {
@@ -236,9 +245,15 @@ impl Driver {
         let mut flush = tokio::time::interval(FLUSH_EVERY);
         flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         flush.tick().await;
+        // One wait for cancellation for the whole turn, not one registered and dropped per
+        // event; one buffer for the effects of every event.
+        let cancel = self.cancel.clone();
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
+        let mut effects = Vec::new();
         loop {
             let event = tokio::select! {
-                () = self.cancel.cancelled() => return Input::Cancelled,
+                () = &mut cancelled => return Input::Cancelled,
                 _ = flush.tick() => {
                     self.flush().await;
                     continue;
@@ -250,7 +265,8 @@ impl Driver {
                 Some(Err(err)) => return Input::ModelFailed(err),
                 Some(Ok(event)) => Input::Model(event),
             };
-            for effect in self.machine.on(input) {
+            self.machine.on_into(input, &mut effects);
+            for effect in effects.drain(..) {
                 match effect {
                     Effect::Emit(data) => {
                         self.log.push(data);

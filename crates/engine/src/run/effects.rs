@@ -40,6 +40,12 @@ pub(crate) enum Input {
 pub(crate) enum Effect {
     /// Append a wire event to the run's log (followers see it at once).
     Emit(EventData),
+    /// Append a response event (`type` `kind`: `response.created`, …) written around the
+    /// response's JSON, already serialized.
+    EmitResponse {
+        kind: &'static str,
+        response_json: Arc<str>,
+    },
     /// Write the log's new events to the store.
     Flush,
     /// Connect to these MCP servers at once and list their tools; answer

@@ -127,14 +127,18 @@ impl Terminal {
             Terminal::Shared {
                 kind,
                 response_json,
-            } => {
-                let sequence_number = log.len() as u64;
-                EventRecord {
-                    sequence_number,
-                    data: response_event_line(kind, &response_json, sequence_number),
-                }
-            }
+            } => response_record(log, kind, &response_json),
         }
+    }
+}
+
+/// A response event of type `kind` around the response's JSON, with the next sequence number
+/// of `log`, not yet published (only the run appends to its log).
+pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -> EventRecord {
+    let sequence_number = log.len() as u64;
+    EventRecord {
+        sequence_number,
+        data: response_event_line(kind, response_json, sequence_number),
     }
 }
 
