@@ -60,7 +60,7 @@ impl Machine {
                 if !include_usage {
                     snapshot.usage = None;
                 }
-                Terminal::Event(terminal_event(snapshot))
+                Terminal::Event(Box::new(terminal_event(snapshot)))
             }
         };
         // The items of this request and of the run, for `item_reference`, `input_items` and
@@ -110,7 +110,7 @@ impl Machine {
 /// The terminal event of a run, to be numbered and stored with the final response.
 pub(crate) enum Terminal {
     /// An event serialized on its own.
-    Event(EventData),
+    Event(Box<EventData>),
     /// `response.completed`, `.incomplete` or `.cancelled` (`kind`) around the response's JSON,
     /// shared with the stored row and the HTTP body.
     Shared {
@@ -123,7 +123,7 @@ impl Terminal {
     /// The event with the next sequence number of `log`, not yet published.
     pub(crate) fn prepare(self, log: &EventLog) -> EventRecord {
         match self {
-            Terminal::Event(data) => log.prepare(data),
+            Terminal::Event(data) => log.prepare(*data),
             Terminal::Shared {
                 kind,
                 response_json,
