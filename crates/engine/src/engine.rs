@@ -154,6 +154,8 @@ impl Engine {
         } else {
             None
         };
+        // Serialized once for the stored row and the run's first two events.
+        let initial_json: Option<Arc<str>> = serde_json::to_string(&response).ok().map(Arc::from);
         // The record exists from the start so retrieve answers while the run goes on. Its
         // transcript is written at the end: an unfinished response cannot be continued.
         let stored = core
@@ -169,6 +171,7 @@ impl Engine {
                 items: Vec::new(),
                 append_to: None,
                 turns: Vec::new(),
+                response_json: initial_json.clone(),
             })
             .await;
         if let Err(err) = stored {
@@ -210,7 +213,7 @@ impl Engine {
         let log = live.log.clone();
         let core = core.clone();
         tokio::spawn(async move {
-            let finished = runner::execute(&core, plan, response, live).await;
+            let finished = runner::execute(&core, plan, response, initial_json, live).await;
             if let Some(heartbeat) = heartbeat {
                 heartbeat.abort();
             }

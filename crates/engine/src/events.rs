@@ -146,7 +146,7 @@ pub(crate) fn record(sequence_number: u64, data: EventData) -> EventRecord {
     };
     // Serializing wire types to JSON cannot fail (string keys, no non-finite floats are
     // produced by the engine); fall back to an error event rather than panic.
-    let line = serde_json::to_string(&event).unwrap_or_else(|err| {
+    let line = event.to_json_line().unwrap_or_else(|err| {
         format!(
             r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
         )

@@ -157,7 +157,7 @@ async fn execute_job(
         let (response_id, cancel) = (job.response_id.clone(), live.cancel.clone());
         tokio::spawn(async move { renew_while_running(&core, response_id, cancel).await })
     };
-    let finished = runner::execute(core, plan, record.response, live).await;
+    let finished = runner::execute(core, plan, record.response, None, live).await;
     renewal.abort();
     tracing::debug!(response_id = %finished.response.id, status = finished.response.status.as_str(), "background run ended");
     Ok(())

@@ -1,6 +1,7 @@
 //! Executes a planned run in this process: registers it in the live map, drives its machine to
 //! the end, and counts it in the metrics.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use protocol::response::Response;
@@ -17,12 +18,14 @@ pub(crate) async fn execute(
     core: &Core,
     plan: RunPlan,
     response: Response,
+    response_json: Option<Arc<str>>,
     live: LiveRun,
 ) -> Finished {
     let id = response.id.clone();
     let started = Instant::now();
     core.metrics.run_started();
-    let machine = Machine::new(plan, response, core.clock.clone());
+    let mut machine = Machine::new(plan, response, core.clock.clone());
+    machine.share_initial(response_json);
     let driver = Driver::new(
         machine,
         live.log,

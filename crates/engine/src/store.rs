@@ -46,6 +46,12 @@ pub struct ResponseRecord {
     /// their own; empty until the run ends).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<protocol::listing::ModelTurn>,
+    /// `response` already serialized (compact JSON, as `serde_json::to_string` writes it), when
+    /// the engine has it: the store writes these bytes instead of serializing the response
+    /// again (a run's final response is serialized once for the row, the terminal event and
+    /// the HTTP body). Must be `response`'s own JSON; `None` in a record read back.
+    #[serde(skip)]
+    pub response_json: Option<std::sync::Arc<str>>,
 }
 
 /// Whether a stored item came with a request or out of a run.

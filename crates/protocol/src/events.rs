@@ -16,6 +16,130 @@ pub struct StreamEvent {
     pub sequence_number: u64,
 }
 
+impl StreamEvent {
+    /// The event as one line of compact JSON, byte for byte what `serde_json::to_string` writes.
+    /// The events a run emits per token (`response.output_text.delta`,
+    /// `response.function_call_arguments.delta`) are written directly into one buffer of about
+    /// the right size, without serde's `flatten` machinery (a map serializer, a tagged-struct
+    /// adapter and a growing `String`); every other event goes through serde.
+    pub fn to_json_line(&self) -> Result<String, serde_json::Error> {
+        match &self.data {
+            EventData::OutputTextDelta {
+                item_id,
+                output_index,
+                content_index,
+                delta,
+                logprobs,
+            } => {
+                let mut out = Line::new(
+                    "response.output_text.delta",
+                    item_id.len() + delta.len() + 64,
+                );
+                out.string("item_id", item_id)?;
+                out.number("output_index", *output_index as u64);
+                out.number("content_index", *content_index as u64);
+                out.string("delta", delta)?;
+                if logprobs.is_empty() {
+                    out.raw("logprobs", "[]");
+                } else {
+                    out.key("logprobs");
+                    serde_json::to_writer(&mut out.buf, logprobs)?;
+                }
+                out.end(self.sequence_number)
+            }
+            EventData::FunctionCallArgumentsDelta {
+                item_id,
+                output_index,
+                delta,
+            } => {
+                let mut out = Line::new(
+                    "response.function_call_arguments.delta",
+                    item_id.len() + delta.len() + 32,
+                );
+                out.string("item_id", item_id)?;
+                out.number("output_index", *output_index as u64);
+                out.string("delta", delta)?;
+                out.end(self.sequence_number)
+            }
+            _ => serde_json::to_string(self),
+        }
+    }
+}
+
+/// A response event (`response.completed`, …: `type`, `response`, `sequence_number`) built
+/// around a response object already serialized (compact JSON, as `serde_json::to_string` writes
+/// it), so the final response is serialized once for the store row, this event and the HTTP
+/// body. Byte for byte what serializing the [`StreamEvent`] writes.
+pub fn response_event_line(kind: &str, response_json: &str, sequence_number: u64) -> String {
+    let mut line = String::with_capacity(response_json.len() + kind.len() + 56);
+    line.push_str("{\"type\":\"");
+    line.push_str(kind);
+    line.push_str("\",\"response\":");
+    line.push_str(response_json);
+    line.push_str(",\"sequence_number\":");
+    line.push_str(decimal(sequence_number, &mut [0; 20]));
+    line.push('}');
+    line
+}
+
+/// `n` in decimal, written into `digits` without the `fmt` machinery.
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &str {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&digits[at..]).unwrap_or("0")
+}
+
+/// One event line being written: `{"type":"…"` then `,"key":value` pairs, then the sequence
+/// number and `}`.
+struct Line {
+    buf: Vec<u8>,
+}
+
+impl Line {
+    fn new(kind: &str, extra: usize) -> Line {
+        let mut buf = Vec::with_capacity(kind.len() + extra + 40);
+        buf.extend_from_slice(b"{\"type\":\"");
+        buf.extend_from_slice(kind.as_bytes());
+        buf.push(b'"');
+        Line { buf }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.buf.extend_from_slice(b",\"");
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+    }
+
+    fn raw(&mut self, key: &str, json: &str) {
+        self.key(key);
+        self.buf.extend_from_slice(json.as_bytes());
+    }
+
+    fn string(&mut self, key: &str, value: &str) -> Result<(), serde_json::Error> {
+        self.key(key);
+        serde_json::to_writer(&mut self.buf, value)
+    }
+
+    fn number(&mut self, key: &str, value: u64) {
+        self.key(key);
+        self.buf
+            .extend_from_slice(decimal(value, &mut [0; 20]).as_bytes());
+    }
+
+    fn end(mut self, sequence_number: u64) -> Result<String, serde_json::Error> {
+        self.number("sequence_number", sequence_number);
+        self.buf.push(b'}');
+        String::from_utf8(self.buf).map_err(serde::ser::Error::custom)
+    }
+}
+
 /// The payload of a stream event, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -319,6 +319,95 @@ fn events_round_trip_exactly() {
     }
 }
 
+/// The direct writer of event lines writes exactly what serde writes, for every event.
+#[test]
+fn event_lines_are_what_serde_writes() {
+    let mut events: Vec<StreamEvent> = EVENTS
+        .iter()
+        .map(|t| serde_json::from_str(&event_fixture(t)).expect("fixture parses"))
+        .collect();
+    // Text that needs escaping, non-ASCII, large numbers, logprobs.
+    for delta in [
+        "",
+        "plain",
+        "quote \" back\\slash",
+        "\u{0}\u{1f}\n\t",
+        "é 日本 🎉",
+        "</script>",
+    ] {
+        events.push(StreamEvent {
+            data: EventData::OutputTextDelta {
+                item_id: format!("msg_{delta}"),
+                output_index: usize::MAX,
+                content_index: 7,
+                delta: delta.to_owned(),
+                logprobs: Vec::new(),
+            },
+            sequence_number: u64::MAX,
+        });
+        events.push(StreamEvent {
+            data: EventData::FunctionCallArgumentsDelta {
+                item_id: "fc_1".to_owned(),
+                output_index: 0,
+                delta: delta.to_owned(),
+            },
+            sequence_number: 0,
+        });
+    }
+    events.push(StreamEvent {
+        data: EventData::OutputTextDelta {
+            item_id: "msg_1".to_owned(),
+            output_index: 0,
+            content_index: 0,
+            delta: "a".to_owned(),
+            logprobs: vec![serde_json::json!({"token": "a", "logprob": -0.5, "bytes": [97], "top_logprobs": []})],
+        },
+        sequence_number: 10,
+    });
+    for event in &events {
+        let expected = serde_json::to_string(event).expect("serializes");
+        assert_eq!(event.to_json_line().expect("writes"), expected);
+    }
+}
+
+/// A response event built around the response's own JSON is the event serde writes.
+#[test]
+fn response_event_lines_are_what_serde_writes() {
+    let response: Response = serde_json::from_str(RESPONSE).expect("fixture parses");
+    let json = serde_json::to_string(&response).expect("serializes");
+    for (kind, data) in [
+        (
+            "response.completed",
+            EventData::ResponseCompleted {
+                response: Box::new(response.clone()),
+            },
+        ),
+        (
+            "response.incomplete",
+            EventData::ResponseIncomplete {
+                response: Box::new(response.clone()),
+            },
+        ),
+        (
+            "response.cancelled",
+            EventData::ResponseCancelled {
+                response: Box::new(response.clone()),
+            },
+        ),
+    ] {
+        for sequence_number in [0, 9, 10, 123_456, u64::MAX] {
+            let event = StreamEvent {
+                data: data.clone(),
+                sequence_number,
+            };
+            assert_eq!(
+                agentd_protocol::events::response_event_line(kind, &json, sequence_number),
+                serde_json::to_string(&event).expect("serializes"),
+            );
+        }
+    }
+}
+
 #[test]
 fn every_event_type_has_fixtures() {
     let covered: BTreeSet<&str> = EVENTS

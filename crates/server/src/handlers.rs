@@ -1,10 +1,12 @@
 //! Handlers: extract, make one domain call, map the result.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use protocol::conversations::{Deleted, ItemList};
 use protocol::response::{CancelAck, Model, ModelList, ResponseFile, ResponseFileList};
 use serde_json::{Value, json};
@@ -36,11 +38,37 @@ pub async fn create(
         // does not fit) is an HTTP error for a plain request (spec §8.3).
         Some(finished) => match &finished.start_error {
             Some(failure) => Err(ApiError::Engine(engine::EngineError::Run(failure.clone()))),
-            None => Ok(Json(&finished.response).into_response()),
+            None => Ok(match &finished.response_json {
+                // The bytes stored as the response row and sent in `response.completed`.
+                Some(json) => json_body(json),
+                None => Json(&finished.response).into_response(),
+            }),
         },
         None => Err(ApiError::NotFound(
             "the run ended without a response".to_owned(),
         )),
+    }
+}
+
+/// A JSON body already serialized, answered as [`Json`] answers (`200`, `application/json`),
+/// without copying it.
+fn json_body(json: &Arc<str>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        Bytes::from_owner(SharedJson(Arc::clone(json))),
+    )
+        .into_response()
+}
+
+/// Shared JSON text as the owner of a body's bytes.
+struct SharedJson(Arc<str>);
+
+impl AsRef<[u8]> for SharedJson {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
     }
 }
 

@@ -39,10 +39,12 @@ pub fn app(state: AppState) -> Router {
 /// Logs each error answer once, here (errors are not logged where they are built).
 async fn log_errors(request: Request, next: Next) -> Response {
     let method = request.method().clone();
-    // The path only: query strings may carry values we do not want in logs.
-    let path = request.uri().path().to_owned();
+    // Cloning a request's `Uri` shares its bytes (no allocation per request).
+    let uri = request.uri().clone();
     let response = next.run(request).await;
     if let Some(ErrorLog(detail)) = response.extensions().get::<ErrorLog>() {
+        // The path only: query strings may carry values we do not want in logs.
+        let path = uri.path();
         let status = response.status().as_u16();
         if response.status().is_server_error() {
             tracing::error!(%method, %path, status, error = %detail, "request failed");

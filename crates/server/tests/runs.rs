@@ -597,3 +597,57 @@ async fn presets_supply_defaults_that_request_fields_override() {
     assert_eq!(error["error"]["param"], "preset");
     assert!(error["error"]["message"].as_str().unwrap().contains("low"));
 }
+
+/// A plain request's body, the stored response and the `response.completed` event's response
+/// are the same bytes (the final response is serialized once and shared by all three).
+#[tokio::test]
+async fn the_plain_body_is_the_stored_response_and_the_completed_events_byte_for_byte() {
+    let app = TestApp::spawn().await;
+    app.fake
+        .push(Reply::text_chunks(["quote \" and ", "é 🎉 ", "</done>"]));
+    let answer = app
+        .client
+        .post(app.url("/v1/responses"))
+        .json(&json!({"model": MODEL, "input": "hi", "metadata": {"k": "v\n"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(
+        answer.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    let body = answer.text().await.unwrap();
+    let parsed: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(parsed["status"], "completed", "{body}");
+    assert_eq!(
+        parsed["output"][0]["content"][0]["text"],
+        "quote \" and é 🎉 </done>"
+    );
+    let id = parsed["id"].as_str().unwrap();
+
+    let stored = app
+        .client
+        .get(app.url(&format!("/v1/responses/{id}")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(stored, body, "the stored response");
+
+    let (status, raw) = get_stream(&app, &format!("/v1/responses/{id}?stream=true")).await;
+    assert_eq!(status, 200, "{raw}");
+    let line = raw
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .find(|data| data.starts_with(r#"{"type":"response.completed","#))
+        .unwrap();
+    let inner = line
+        .strip_prefix(r#"{"type":"response.completed","response":"#)
+        .and_then(|rest| rest.rsplit_once(r#","sequence_number":"#))
+        .map(|(response, _)| response)
+        .unwrap();
+    assert_eq!(inner, body, "the response.completed event's response");
+}

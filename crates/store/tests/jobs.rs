@@ -75,6 +75,7 @@ fn record(
         items: Vec::new(),
         append_to: None,
         turns: Vec::new(),
+        response_json: None,
     })
 }
 

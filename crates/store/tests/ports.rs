@@ -77,6 +77,7 @@ fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, s
         items: Vec::new(),
         append_to: None,
         turns: Vec::new(),
+        response_json: None,
     })
 }
 

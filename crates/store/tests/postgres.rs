@@ -159,6 +159,7 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
             }),
             error: None,
         }],
+        response_json: None,
     };
     from.end_run(&record, &events(0..3)).await?;
     from.insert_job(&JobRecord {

@@ -38,6 +38,7 @@ fn record(
         items: Vec::new(),
         append_to: None,
         turns: Vec::new(),
+        response_json: None,
     })
 }
 

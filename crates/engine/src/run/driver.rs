@@ -22,6 +22,7 @@ use crate::store::Store;
 
 use super::effects::{DiscoverJob, Effect, Ending, Finished, HostedJob, Input, McpJob};
 use super::files::RunFiles;
+use super::finish::response_record;
 use super::scrub::{ScrubEvents, ScrubFiles, Scrubber};
 use super::state::Machine;
 
@@ -102,6 +103,14 @@ impl Driver {
                     self.log.push(data);
                     continue;
                 }
+                Effect::EmitResponse {
+                    kind,
+                    response_json,
+                } => {
+                    let record = response_record(&self.log, kind, &response_json);
+                    self.log.publish(&record);
+                    continue;
+                }
                 Effect::Flush => {
                     // Closing MCP sessions at the end may take a while: store first then.
                     let no_sessions = self.sessions.iter().all(Option::is_none);
@@ -145,7 +154,7 @@ impl Driver {
     async fn end(&mut self, ending: Ending) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
-        let terminal = self.log.prepare(ending.terminal);
+        let terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
         if let Err(err) = self.store.end_run(&ending.record, &events).await {
@@ -256,9 +265,15 @@ impl Driver {
         let mut flush = tokio::time::interval(FLUSH_EVERY);
         flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         flush.tick().await;
+        // One wait for cancellation for the whole turn, not one registered and dropped per
+        // event; one buffer for the effects of every event.
+        let cancel = self.cancel.clone();
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
+        let mut effects = Vec::new();
         loop {
             let event = tokio::select! {
-                () = self.cancel.cancelled() => return Input::Cancelled,
+                () = &mut cancelled => return Input::Cancelled,
                 _ = flush.tick() => {
                     self.flush().await;
                     continue;
@@ -270,7 +285,8 @@ impl Driver {
                 Some(Err(err)) => return Input::ModelFailed(err),
                 Some(Ok(event)) => Input::Model(event),
             };
-            for effect in self.machine.on(input) {
+            self.machine.on_into(input, &mut effects);
+            for effect in effects.drain(..) {
                 match effect {
                     Effect::Emit(data) => {
                         self.log.push(data);

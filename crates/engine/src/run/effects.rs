@@ -40,6 +40,12 @@ pub(crate) enum Input {
 pub(crate) enum Effect {
     /// Append a wire event to the run's log (followers see it at once).
     Emit(EventData),
+    /// Append a response event (`type` `kind`: `response.created`, …) written around the
+    /// response's JSON, already serialized.
+    EmitResponse {
+        kind: &'static str,
+        response_json: Arc<str>,
+    },
     /// Write the log's new events to the store.
     Flush,
     /// Connect to these MCP servers at once and list their tools; answer
@@ -111,12 +117,15 @@ pub struct Finished {
     /// Set when the run failed before the model was asked: a plain request answers it as an
     /// HTTP error (spec §8.3).
     pub start_error: Option<RunFailure>,
+    /// `response` serialized (compact JSON), shared with the stored row and the terminal
+    /// event: a plain request's HTTP body.
+    pub response_json: Option<Arc<str>>,
 }
 
 /// What the driver stores and publishes at the end.
 pub(crate) struct Ending {
     pub(crate) record: ResponseRecord,
     /// The terminal event (`response.completed`, `.incomplete`, `.cancelled` or `.failed`).
-    pub(crate) terminal: EventData,
+    pub(crate) terminal: super::finish::Terminal,
     pub(crate) finished: Finished,
 }

@@ -2,12 +2,15 @@
 //! the record to store. The driver stores them with the rest of the event log in one
 //! transaction ([`crate::store::ResponseStore::end_run`]) before the terminal event is published.
 
-use protocol::events::EventData;
+use std::sync::Arc;
+
+use protocol::events::{EventData, response_event_line};
 use protocol::response::{IncompleteDetails, Response, ResponseStatus};
 
+use crate::events::EventLog;
 use crate::items;
 use crate::pricing::price_usage;
-use crate::store::ResponseRecord;
+use crate::store::{EventRecord, ResponseRecord};
 
 use super::effects::{Effect, Ending, Finished};
 use super::state::{Machine, Outcome, Phase};
@@ -36,7 +39,10 @@ impl Machine {
                 self.response.error = Some(failure.info());
             }
         }
-        let mut snapshot = self.response.clone();
+        // Serialized once: the stored row, the terminal event and a plain request's HTTP body
+        // share these bytes.
+        let response_json: Option<Arc<str>> =
+            serde_json::to_string(&self.response).ok().map(Arc::from);
         let include_usage = self
             .plan
             .request
@@ -44,9 +50,19 @@ impl Machine {
             .as_ref()
             .and_then(|o| o.include_usage)
             .unwrap_or(true);
-        if !include_usage {
-            snapshot.usage = None;
-        }
+        let terminal = match (&response_json, shared_kind(self.response.status)) {
+            (Some(json), Some(kind)) if include_usage => Terminal::Shared {
+                kind,
+                response_json: Arc::clone(json),
+            },
+            _ => {
+                let mut snapshot = self.response.clone();
+                if !include_usage {
+                    snapshot.usage = None;
+                }
+                Terminal::Event(Box::new(terminal_event(snapshot)))
+            }
+        };
         // The items of this request and of the run, for `item_reference`, `input_items` and
         // the run's OpenAI conversation (a `store: false` response keeps none to refer to).
         let input = self
@@ -76,16 +92,64 @@ impl Machine {
             items,
             append_to,
             turns: std::mem::take(&mut self.turns),
+            response_json: response_json.clone(),
         };
         let finished = Finished {
             response: self.response.clone(),
             start_error: self.start_error.clone(),
+            response_json,
         };
         self.effect(Effect::Finish(Box::new(Ending {
             record,
-            terminal: terminal_event(snapshot),
+            terminal,
             finished,
         })));
+    }
+}
+
+/// The terminal event of a run, to be numbered and stored with the final response.
+pub(crate) enum Terminal {
+    /// An event serialized on its own.
+    Event(Box<EventData>),
+    /// `response.completed`, `.incomplete` or `.cancelled` (`kind`) around the response's JSON,
+    /// shared with the stored row and the HTTP body.
+    Shared {
+        kind: &'static str,
+        response_json: Arc<str>,
+    },
+}
+
+impl Terminal {
+    /// The event with the next sequence number of `log`, not yet published.
+    pub(crate) fn prepare(self, log: &EventLog) -> EventRecord {
+        match self {
+            Terminal::Event(data) => log.prepare(*data),
+            Terminal::Shared {
+                kind,
+                response_json,
+            } => response_record(log, kind, &response_json),
+        }
+    }
+}
+
+/// A response event of type `kind` around the response's JSON, with the next sequence number
+/// of `log`, not yet published (only the run appends to its log).
+pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -> EventRecord {
+    let sequence_number = log.len() as u64;
+    EventRecord {
+        sequence_number,
+        data: response_event_line(kind, response_json, sequence_number),
+    }
+}
+
+/// The `type` of the terminal event of a response with this status, when that event is the
+/// response alone (`response.failed` also carries the error at its top level).
+fn shared_kind(status: ResponseStatus) -> Option<&'static str> {
+    match status {
+        ResponseStatus::Incomplete => Some("response.incomplete"),
+        ResponseStatus::Cancelled => Some("response.cancelled"),
+        ResponseStatus::Failed => None,
+        _ => Some("response.completed"),
     }
 }
 

@@ -25,6 +25,18 @@ use super::turn::{TurnEnd, provider_failure};
 impl Machine {
     /// Applies one input; returns what to do next, in order.
     pub(crate) fn on(&mut self, input: Input) -> Vec<Effect> {
+        self.apply(input);
+        std::mem::take(&mut self.effects)
+    }
+
+    /// [`Machine::on`] appending the effects to `out`: the machine keeps its buffer, so a
+    /// streamed turn allocates none per model event.
+    pub(crate) fn on_into(&mut self, input: Input, out: &mut Vec<Effect>) {
+        self.apply(input);
+        out.append(&mut self.effects);
+    }
+
+    fn apply(&mut self, input: Input) {
         let phase = std::mem::replace(&mut self.phase, Phase::Ended);
         match (phase, input) {
             (Phase::Ended, _) => {}
@@ -82,7 +94,6 @@ impl Machine {
             }
             _ => self.unexpected(),
         }
-        std::mem::take(&mut self.effects)
     }
 
     /// An input the driver should not have sent now: the run fails rather than guess.
@@ -94,13 +105,28 @@ impl Machine {
     }
 
     fn start(&mut self) {
-        self.emit(EventData::ResponseCreated {
-            response: Box::new(self.response.clone()),
-        });
-        self.response.status = ResponseStatus::InProgress;
-        self.emit(EventData::ResponseInProgress {
-            response: Box::new(self.response.clone()),
-        });
+        let shared = self
+            .initial_json
+            .take()
+            .filter(|_| self.response.status == ResponseStatus::InProgress);
+        if let Some(json) = shared {
+            self.effect(Effect::EmitResponse {
+                kind: "response.created",
+                response_json: json.clone(),
+            });
+            self.effect(Effect::EmitResponse {
+                kind: "response.in_progress",
+                response_json: json,
+            });
+        } else {
+            self.emit(EventData::ResponseCreated {
+                response: Box::new(self.response.clone()),
+            });
+            self.response.status = ResponseStatus::InProgress;
+            self.emit(EventData::ResponseInProgress {
+                response: Box::new(self.response.clone()),
+            });
+        }
         match self.prepare() {
             Err(failure) => self.fail_start(failure),
             Ok(Prepared {

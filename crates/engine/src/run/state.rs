@@ -94,6 +94,9 @@ pub(crate) struct Machine {
     pub(super) clock: Arc<dyn Clock>,
     /// The effects of the input being applied.
     pub(super) effects: Vec<Effect>,
+    /// The initial response's JSON, shared with its stored row: `response.created` and
+    /// `response.in_progress` are written around it (see [`Machine::share_initial`]).
+    pub(super) initial_json: Option<Arc<str>>,
 }
 
 /// What a turn has produced so far.
@@ -168,7 +171,15 @@ impl Machine {
             start_error: None,
             clock,
             effects: Vec::new(),
+            initial_json: None,
         }
+    }
+
+    /// `json` is the response given to [`Machine::new`], serialized: the run's first two
+    /// events (a foreground run's, whose status is `in_progress` in both) are written around
+    /// it instead of serializing the response twice more.
+    pub(crate) fn share_initial(&mut self, json: Option<Arc<str>>) {
+        self.initial_json = json;
     }
 
     /// The run's response id.

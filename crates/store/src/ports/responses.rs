@@ -37,8 +37,9 @@ struct Encoded {
     project_id: String,
     created_at: i64,
     visible: bool,
-    status: String,
-    response_json: String,
+    status: &'static str,
+    /// Shared with the engine when it serialized the response already.
+    response_json: Arc<str>,
     transcript_json: String,
     conversation_id: Option<String>,
     /// The model turns (`None` when there are none).
@@ -55,8 +56,11 @@ impl Encoded {
             project_id: record.project_id.clone(),
             created_at: record.created_at,
             visible: record.visible,
-            status: status_text(&record.response.status).map_err(encode)?,
-            response_json: serde_json::to_string(&record.response).map_err(encode)?,
+            status: record.response.status.as_str(),
+            response_json: match &record.response_json {
+                Some(json) => Arc::clone(json),
+                None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
+            },
             transcript_json: serde_json::to_string(&record.transcript).map_err(encode)?,
             conversation_id: record.conversation_id.clone(),
             turns_json: if record.turns.is_empty() {
@@ -77,8 +81,8 @@ impl Encoded {
             .bind(self.project_id.as_str())
             .bind(self.created_at)
             .bind(i64::from(self.visible))
-            .bind(self.status.as_str())
-            .bind(self.response_json.as_str())
+            .bind(self.status)
+            .bind(&*self.response_json)
             .bind(self.transcript_json.as_str())
             .bind(now_secs())
             .bind(self.conversation_id.as_deref())
@@ -171,15 +175,6 @@ impl ResponseStore for Store {
     }
 }
 
-/// The status as a plain string (`"completed"`, …) for the `status` column; a status that does
-/// not serialize to a JSON string is kept as its JSON text.
-fn status_text<T: serde::Serialize>(status: &T) -> Result<String, serde_json::Error> {
-    Ok(match serde_json::to_value(status)? {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    })
-}
-
 fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
     let what = format!("response {id}");
     let column = |name: &str| -> Result<String, StoreError> {
@@ -218,5 +213,6 @@ fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
         items: Vec::new(),
         append_to: None,
         turns,
+        response_json: None,
     })
 }
