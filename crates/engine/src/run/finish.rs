@@ -138,7 +138,7 @@ pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -
     let sequence_number = log.len() as u64;
     EventRecord {
         sequence_number,
-        data: response_event_line(kind, response_json, sequence_number),
+        data: response_event_line(kind, response_json, sequence_number).into(),
     }
 }
 
