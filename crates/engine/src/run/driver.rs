@@ -20,9 +20,10 @@ use crate::mcp::{McpCallResult, McpConnector, McpError, McpSession, McpToolInfo}
 use crate::model::{ModelClient, ModelRequest};
 use crate::store::Store;
 
-use super::effects::{DiscoverJob, Effect, Ending, Finished, HostedJob, Input, McpJob};
+use super::effects::{
+    DiscoverJob, Effect, Ending, Finished, HostedJob, Input, McpJob, response_record,
+};
 use super::files::RunFiles;
-use super::finish::response_record;
 use super::scrub::{ScrubEvents, ScrubFiles, Scrubber};
 use super::state::Machine;
 

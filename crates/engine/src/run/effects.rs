@@ -4,14 +4,15 @@
 
 use std::sync::Arc;
 
-use protocol::events::EventData;
+use protocol::events::{EventData, response_event_line};
 use protocol::response::Response;
 
 use crate::error::RunFailure;
+use crate::events::EventLog;
 use crate::hosted::{HostedTool, ToolOutcome};
 use crate::mcp::{McpCallResult, McpError, McpServer, McpToolInfo};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
-use crate::store::ResponseRecord;
+use crate::store::{EventRecord, ResponseRecord};
 
 /// What the driver tells the machine.
 pub(crate) enum Input {
@@ -126,6 +127,41 @@ pub struct Finished {
 pub(crate) struct Ending {
     pub(crate) record: ResponseRecord,
     /// The terminal event (`response.completed`, `.incomplete`, `.cancelled` or `.failed`).
-    pub(crate) terminal: super::finish::Terminal,
+    pub(crate) terminal: Terminal,
     pub(crate) finished: Finished,
+}
+
+/// The terminal event of a run, to be numbered and stored with the final response.
+pub(crate) enum Terminal {
+    /// An event serialized on its own.
+    Event(Box<EventData>),
+    /// `response.completed`, `.incomplete` or `.cancelled` (`kind`) around the response's JSON,
+    /// shared with the stored row and the HTTP body.
+    Shared {
+        kind: &'static str,
+        response_json: Arc<str>,
+    },
+}
+
+impl Terminal {
+    /// The event with the next sequence number of `log`, not yet published.
+    pub(crate) fn prepare(self, log: &EventLog) -> EventRecord {
+        match self {
+            Terminal::Event(data) => log.prepare(*data),
+            Terminal::Shared {
+                kind,
+                response_json,
+            } => response_record(log, kind, &response_json),
+        }
+    }
+}
+
+/// A response event of type `kind` around the response's JSON, with the next sequence number
+/// of `log`, not yet published (only the run appends to its log).
+pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -> EventRecord {
+    let sequence_number = log.len() as u64;
+    EventRecord {
+        sequence_number,
+        data: response_event_line(kind, response_json, sequence_number).into(),
+    }
 }

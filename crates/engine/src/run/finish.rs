@@ -4,15 +4,14 @@
 
 use std::sync::Arc;
 
-use protocol::events::{EventData, response_event_line};
+use protocol::events::EventData;
 use protocol::response::{IncompleteDetails, Response, ResponseStatus};
 
-use crate::events::EventLog;
 use crate::items;
 use crate::pricing::price_usage;
-use crate::store::{EventRecord, ResponseRecord};
+use crate::store::ResponseRecord;
 
-use super::effects::{Effect, Ending, Finished};
+use super::effects::{Effect, Ending, Finished, Terminal};
 use super::state::{Machine, Outcome, Phase};
 
 impl Machine {
@@ -104,41 +103,6 @@ impl Machine {
             terminal,
             finished,
         })));
-    }
-}
-
-/// The terminal event of a run, to be numbered and stored with the final response.
-pub(crate) enum Terminal {
-    /// An event serialized on its own.
-    Event(Box<EventData>),
-    /// `response.completed`, `.incomplete` or `.cancelled` (`kind`) around the response's JSON,
-    /// shared with the stored row and the HTTP body.
-    Shared {
-        kind: &'static str,
-        response_json: Arc<str>,
-    },
-}
-
-impl Terminal {
-    /// The event with the next sequence number of `log`, not yet published.
-    pub(crate) fn prepare(self, log: &EventLog) -> EventRecord {
-        match self {
-            Terminal::Event(data) => log.prepare(*data),
-            Terminal::Shared {
-                kind,
-                response_json,
-            } => response_record(log, kind, &response_json),
-        }
-    }
-}
-
-/// A response event of type `kind` around the response's JSON, with the next sequence number
-/// of `log`, not yet published (only the run appends to its log).
-pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -> EventRecord {
-    let sequence_number = log.len() as u64;
-    EventRecord {
-        sequence_number,
-        data: response_event_line(kind, response_json, sequence_number).into(),
     }
 }
 
