@@ -46,19 +46,36 @@ pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
     idle_timeout: Duration,
     redactor: Redactor,
 ) -> ModelStream {
+    events(
+        Box::pin(response.bytes_stream()),
+        decoder,
+        idle_timeout,
+        redactor,
+    )
+}
+
+/// The events of an SSE `body` (see [`sse_stream`]).
+fn events<D: SseDecoder + Send + 'static>(
+    body: Body,
+    decoder: D,
+    idle_timeout: Duration,
+    redactor: Redactor,
+) -> ModelStream {
     let turn = SseTurn {
-        body: Box::pin(response.bytes_stream()),
+        body,
         parser: SseParser::default(),
         decoder,
         idle_timeout,
         redactor,
+        ready: Vec::new(),
+        end: End::Running,
     };
-    let batches = futures::stream::unfold(Some(turn), |turn| async move {
-        let mut turn = turn?;
-        let (batch, more) = turn.next_batch().await;
-        Some((batch, more.then_some(turn)))
-    });
-    Box::pin(batches.flat_map(futures::stream::iter))
+    // One event at a time from the turn's own buffer (reused for the whole turn): no
+    // allocation per upstream event.
+    Box::pin(futures::stream::unfold(turn, |mut turn| async move {
+        let item = turn.next_item().await?;
+        Some((item, turn))
+    }))
 }
 
 type Body = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
@@ -70,51 +87,83 @@ struct SseTurn<D> {
     decoder: D,
     idle_timeout: Duration,
     redactor: Redactor,
+    /// Events decoded and not yet handed out, in reverse order (the next one is last).
+    ready: Vec<ModelEvent>,
+    /// What comes once `ready` is empty.
+    end: End,
+}
+
+/// Whether the turn goes on once its decoded events are handed out.
+enum End {
+    /// Read the next SSE event.
+    Running,
+    /// Yield this error, then end.
+    Error(ModelError),
+    /// The stream is over.
+    Over,
 }
 
 impl<D: SseDecoder> SseTurn<D> {
-    /// The events of the next SSE event that yields any, and whether the turn goes on.
-    async fn next_batch(&mut self) -> (Vec<Result<ModelEvent, ModelError>>, bool) {
-        let mut out = Vec::new();
+    /// The next item of the stream, `None` once it ended.
+    async fn next_item(&mut self) -> Option<Result<ModelEvent, ModelError>> {
+        if self.ready.is_empty() && matches!(self.end, End::Running) {
+            self.read_batch().await;
+        }
+        if let Some(event) = self.ready.pop() {
+            return Some(Ok(event));
+        }
+        match std::mem::replace(&mut self.end, End::Over) {
+            End::Error(err) => Some(Err(err)),
+            End::Running | End::Over => None,
+        }
+    }
+
+    /// Reads on until an SSE event yields events or the turn ends: fills `ready` (reversed),
+    /// and sets `end` when the turn is over.
+    async fn read_batch(&mut self) {
         // When the wait for the next event times out; set when the first read waits.
         let mut deadline = None;
         loop {
             let step = match self.parser.next_event() {
                 Ok(Some(event)) => {
                     deadline = None;
-                    self.decoder.data(event.data, &mut out)
+                    self.decoder.data(event.data, &mut self.ready)
                 }
                 Ok(None) => {
                     let at = *deadline.get_or_insert_with(|| Instant::now() + self.idle_timeout);
                     match tokio::time::timeout_at(at, self.body.next()).await {
-                        Err(_) => return (vec![Err(ModelError::Timeout)], false),
+                        Err(_) => {
+                            self.ready.clear();
+                            self.end = End::Error(ModelError::Timeout);
+                            return;
+                        }
                         Ok(Some(Ok(chunk))) => {
                             self.parser.feed(&chunk);
                             continue;
                         }
                         Ok(Some(Err(err))) => Err(transport_error(err)),
-                        Ok(None) => self.decoder.end(&mut out).map(|()| Step::Done),
+                        Ok(None) => self.decoder.end(&mut self.ready).map(|()| Step::Done),
                     }
                 }
                 Err(err) => Err(ModelError::Protocol(err.to_string())),
             };
             let step = step.map_err(|err| self.redactor.scrub(err));
-            let mut batch: Vec<_> = out.drain(..).map(Ok).collect();
             match step {
-                Ok(Step::Continue) if batch.is_empty() => continue,
-                Ok(Step::Continue) => return (batch, true),
+                Ok(Step::Continue) if self.ready.is_empty() => continue,
+                Ok(Step::Continue) => {}
                 Ok(Step::Done) => {
                     self.drain_ready();
-                    return (batch, false);
+                    self.end = End::Over;
                 }
                 Err(err) => {
-                    batch.push(Err(err));
                     if D::DRAIN_AFTER_ERROR {
                         self.drain_ready();
                     }
-                    return (batch, false);
+                    self.end = End::Error(err);
                 }
             }
+            self.ready.reverse();
+            return;
         }
     }
 
@@ -128,5 +177,93 @@ impl<D: SseDecoder> SseTurn<D> {
                 Some(Some(Err(_)) | None) | None => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::model::FinishReason;
+
+    use super::*;
+
+    /// One `TextDelta` per character of a `data` field; `!` fails after the characters before
+    /// it; `.` ends the turn with a finish.
+    struct Letters;
+
+    impl SseDecoder for Letters {
+        fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
+            for letter in data.chars() {
+                match letter {
+                    '!' => return Err(ModelError::Protocol("bang".into())),
+                    '.' => {
+                        out.push(ModelEvent::Finish(FinishReason::Stop));
+                        return Ok(Step::Done);
+                    }
+                    letter => out.push(ModelEvent::TextDelta(letter.to_string())),
+                }
+            }
+            Ok(Step::Continue)
+        }
+
+        fn end(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+            Err(ModelError::Transport("cut".into()))
+        }
+    }
+
+    async fn collect(chunks: &[&'static str]) -> Vec<Result<ModelEvent, ModelError>> {
+        let chunks: Vec<Result<Bytes, reqwest::Error>> = chunks
+            .iter()
+            .map(|chunk| Ok(Bytes::from_static(chunk.as_bytes())))
+            .collect();
+        let body: Body = Box::pin(futures::stream::iter(chunks));
+        let stream = events(body, Letters, Duration::from_secs(5), Redactor::new(None));
+        stream.collect().await
+    }
+
+    fn text(letter: &str) -> Result<ModelEvent, ModelError> {
+        Ok(ModelEvent::TextDelta(letter.into()))
+    }
+
+    /// The events of each SSE event come out one by one in their order, across events and
+    /// chunks; events that yield nothing are passed over; the stream ends after the terminal
+    /// event.
+    #[tokio::test]
+    async fn events_come_out_in_order_and_the_turn_ends_at_its_terminal_event() {
+        let events = collect(&[
+            "data: ab\n\ndata:\n\nda",
+            "ta: c\n\ndata: d.\n\ndata: e\n\n",
+        ])
+        .await;
+        assert_eq!(
+            events,
+            vec![
+                text("a"),
+                text("b"),
+                text("c"),
+                text("d"),
+                Ok(ModelEvent::Finish(FinishReason::Stop)),
+            ]
+        );
+    }
+
+    /// An error comes after the events its SSE event yielded before it, and ends the stream; so
+    /// does a body that ends before the terminal event.
+    #[tokio::test]
+    async fn an_error_follows_the_events_before_it_and_ends_the_stream() {
+        let events = collect(&["data: a\n\ndata: bc!d\n\ndata: e\n\n"]).await;
+        assert_eq!(
+            events,
+            vec![
+                text("a"),
+                text("b"),
+                text("c"),
+                Err(ModelError::Protocol("bang".into())),
+            ]
+        );
+        let cut = collect(&["data: a\n\n"]).await;
+        assert_eq!(
+            cut,
+            vec![text("a"), Err(ModelError::Transport("cut".into()))]
+        );
     }
 }
