@@ -52,8 +52,13 @@ impl SseDecoder for Decoder {
         if data.is_empty() {
             return Ok(Step::Continue);
         }
-        let event: StreamEvent = serde_json::from_str(data)
-            .map_err(|err| ModelError::Protocol(format!("invalid stream event: {err}")))?;
+        // Deltas (most events) in one pass; any other event, or a delta that pass declines,
+        // through the serde types.
+        let event = match super::fast::block_delta(data) {
+            Some((index, delta)) => StreamEvent::ContentBlockDelta { index, delta },
+            None => serde_json::from_str(data)
+                .map_err(|err| ModelError::Protocol(format!("invalid stream event: {err}")))?,
+        };
         match event {
             StreamEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {

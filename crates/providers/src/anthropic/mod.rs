@@ -7,6 +7,8 @@
 //!
 //! - [`wire`]: the request body and the event types (serde); the request mapping is listed there.
 //! - [`decode`]: events to [`ModelEvent`](engine::model::ModelEvent)s (pure, unit-tested).
+//! - [`fast`]: `content_block_delta` read in one pass (serde map visitors instead of the
+//!   internally tagged enums' buffering); any other event is left to the serde types.
 //! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
 //!   shared (`crate::http::Upstream`, `crate::sse`). HTTP errors (429 and Anthropic's
 //!   529 `overloaded_error` included) become [`ModelError::Upstream`] with the message of
@@ -21,6 +23,7 @@
 //! [`check`]: ModelClient::check
 
 pub(crate) mod decode;
+mod fast;
 mod wire;
 
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream, Unsupported};
