@@ -58,8 +58,13 @@ impl SseDecoder for Decoder {
         if data == "[DONE]" {
             return Err(ended_early());
         }
-        let event: StreamEvent = serde_json::from_str(data)
-            .map_err(|err| ModelError::Protocol(format!("invalid stream event: {err}")))?;
+        // Deltas (most events) in one pass; any other event, or a delta that pass declines,
+        // through the serde types.
+        let event = match super::fast::delta(data) {
+            Some(event) => event,
+            None => serde_json::from_str::<StreamEvent>(data)
+                .map_err(|err| ModelError::Protocol(format!("invalid stream event: {err}")))?,
+        };
         match event {
             StreamEvent::OutputItemAdded { output_index, item } => {
                 if let OutputItem::FunctionCall {

@@ -13,10 +13,13 @@
 //!
 //! - [`wire`]: the request body and the event types (serde).
 //! - [`decode`]: events to [`ModelEvent`](engine::model::ModelEvent)s (pure, unit-tested).
+//! - [`fast`]: the text and arguments deltas read in one pass (a serde map visitor instead of
+//!   the internally tagged enum's buffering); any other event is left to the serde types.
 //! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
 //!   shared (`crate::http::Upstream`, `crate::sse`).
 
 pub(crate) mod decode;
+mod fast;
 mod wire;
 
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
