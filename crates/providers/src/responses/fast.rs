@@ -74,8 +74,15 @@ impl<'de> Visitor<'de> for FastDeltaVisitor {
                 "output_index" if output_index.is_none() => {
                     output_index = Some(map.next_value()?);
                 }
+                // Not a field of a text delta: passed over once the type says so.
+                "item_id" if kind == Some(Kind::Text) => {
+                    map.next_value::<IgnoredAny>()?;
+                }
                 "item_id" if item_id.is_none() => item_id = Some(map.next_value()?),
                 "delta" if delta.is_none() => delta = Some(map.next_value()?),
+                "logprobs" if kind == Some(Kind::Arguments) => {
+                    map.next_value::<IgnoredAny>()?;
+                }
                 "logprobs" if logprobs.is_none() => logprobs = Some(map.next_value()?),
                 "type" | "output_index" | "item_id" | "delta" | "logprobs" => {
                     return Err(declined());
@@ -136,6 +143,10 @@ mod tests {
             r#"{"type":"response.function_call_arguments.delta","delta":"1}","item_id":null}"#,
             // A field of the other delta type is read but not used (serde ignores it).
             r#"{"type":"response.function_call_arguments.delta","delta":"1","logprobs":[]}"#,
+            // Once the type is known, a field of the other delta type is passed over whatever
+            // it holds, as serde passes over an unknown field.
+            r#"{"type":"response.output_text.delta","delta":"x","item_id":7,"item_id":[]}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":"x","logprobs":[1]}"#,
         ] {
             assert!(agree(data), "not taken: {data}");
         }
@@ -163,14 +174,14 @@ mod tests {
             // Repeated keys.
             r#"{"type":"response.output_text.delta","delta":"x","delta":"y"}"#,
             r#"{"type":"response.output_text.delta","type":"response.output_text.delta","delta":"x"}"#,
-            r#"{"type":"response.output_text.delta","delta":"x","item_id":"a","item_id":"b"}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":"x","item_id":"a","item_id":"b"}"#,
             // Unexpected types, missing fields, other shapes.
             r#"{"type":"response.output_text.delta","delta":null}"#,
             r#"{"type":"response.output_text.delta","delta":"x","output_index":"0"}"#,
             r#"{"type":"response.output_text.delta","delta":"x","output_index":1.5}"#,
-            r#"{"type":"response.output_text.delta","delta":"x","item_id":7}"#,
+            r#"{"item_id":7,"type":"response.output_text.delta","delta":"x"}"#,
             r#"{"type":"response.output_text.delta","delta":"x","logprobs":null}"#,
-            r#"{"type":"response.function_call_arguments.delta","delta":"x","logprobs":[1]}"#,
+            r#"{"logprobs":[1],"type":"response.function_call_arguments.delta","delta":"x"}"#,
             r#"{"type":"response.output_text.delta"}"#,
             r#"{"delta":"x"}"#,
             r#"["response.output_text.delta",0,"x"]"#,
