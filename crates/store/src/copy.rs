@@ -51,7 +51,7 @@ enum Value {
 
 use Column::{Blob, Int, NullInt, NullText, Text};
 
-/// The tables of the schema (version 10), parents before children, with every column.
+/// The tables of the schema (version 11), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -85,6 +85,15 @@ const TABLES: &[(&str, &[Column])] = &[
     (
         "events",
         &[Text("response_id"), Int("sequence_number"), Text("data")],
+    ),
+    (
+        "event_chunks",
+        &[
+            Text("response_id"),
+            Int("first_sequence"),
+            Int("last_sequence"),
+            Text("data"),
+        ],
     ),
     (
         "jobs",

@@ -57,6 +57,8 @@ mod group_commit;
 mod migrate;
 mod postgres;
 mod sqlite;
+#[cfg(test)]
+mod upgrade_tests;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

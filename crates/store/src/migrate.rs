@@ -66,6 +66,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "model_turns",
         include_str!("../migrations/sqlite/0010_model_turns.sql"),
     ),
+    (
+        11,
+        "event_chunks",
+        include_str!("../migrations/sqlite/0011_event_chunks.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -114,6 +119,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         10,
         "model_turns",
         include_str!("../migrations/postgres/0010_model_turns.sql"),
+    ),
+    (
+        11,
+        "event_chunks",
+        include_str!("../migrations/postgres/0011_event_chunks.sql"),
     ),
 ];
 

@@ -6,8 +6,8 @@ mod common;
 use agentd_store::{PgStore, PoolSettings, SqliteStore};
 use common::{Backend, TempDir, TestDb, TestResult, events};
 use engine::store::{
-    ConversationRecord, EventStore, FileRecord, FileStore, ItemKind, ItemStore, JobRecord,
-    JobState, JobStore, KeyRecord, KeyStore, ResponseStore, StoredItem,
+    ConversationRecord, EventRecord, EventStore, FileRecord, FileStore, ItemKind, ItemStore,
+    JobRecord, JobState, JobStore, KeyRecord, KeyStore, ResponseStore, StoredItem,
 };
 use serde_json::json;
 use sqlx::Row;
@@ -182,13 +182,25 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         created_at: 9,
     };
     from.put_file(&file, &[0, 255, 7]).await?;
+    // A log written before schema version 11, one row per event.
+    sqlx::raw_sql(
+        "INSERT INTO events (response_id, sequence_number, data) \
+         VALUES ('resp_old', 0, 'old 0'), ('resp_old', 1, 'old 1')",
+    )
+    .execute(from.pool())
+    .await?;
 
     let db = TestDb::new(Backend::Postgres).await?;
     let to = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
     let report = agentd_store::copy(&from, &to).await?;
     let inserted: u64 = report.tables.iter().map(|(_, _, n)| n).sum();
-    // project, key, response, 3 events, job, file, item, conversation, conversation item.
+    // project, key, response, 2 old event rows, 1 event chunk (3 events), job, file, item,
+    // conversation, conversation item.
     assert_eq!(inserted, 11, "{report:?}");
+    assert!(
+        report.tables.contains(&("event_chunks".to_owned(), 1, 1)),
+        "{report:?}"
+    );
 
     assert_eq!(to.ensure_project("default").await?, project);
     assert!(to.find_key(&"ab".repeat(32)).await?.is_some());
@@ -198,6 +210,20 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         Some(expected)
     });
     assert_eq!(to.events_after("resp_1", None).await?, events(0..3));
+    assert_eq!(to.events_after("resp_1", Some(0)).await?, events(1..3));
+    assert_eq!(
+        to.events_after("resp_old", None).await?,
+        vec![
+            EventRecord {
+                sequence_number: 0,
+                data: "old 0".into()
+            },
+            EventRecord {
+                sequence_number: 1,
+                data: "old 1".into()
+            },
+        ]
+    );
     assert_eq!(to.count_queued(&project).await?, 1);
     assert_eq!(
         to.get_file(&project, "resp_1", "file_1").await?,

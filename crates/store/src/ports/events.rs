@@ -1,4 +1,17 @@
-//! [`EventStore`]: the stream event log of a run, written in batches.
+//! [`EventStore`]: the stream event log of a run, written in batches, one row (a chunk) per
+//! batch.
+//!
+//! A chunk (table `event_chunks`, schema version 11) holds the contiguous sequence numbers
+//! `first_sequence..=last_sequence` of one run, its `data` the events' lines joined by `'\n'`.
+//! The lines are serde_json's compact output, which never holds a raw newline; an event whose
+//! line does anyway is stored as a chunk of its own, as it is, and never split on read.
+//! Writes are idempotent: the key is `(response_id, first_sequence, last_sequence)` with
+//! `ON CONFLICT DO NOTHING`, so a batch written twice (a group-commit batch run again alone) is
+//! stored once, and a flush retried after a failure that had in fact committed (the same
+//! first number, reaching further) adds a second, longer chunk; readers take each sequence
+//! number once, from the chunk that starts first (the one stored first when they overlap).
+//! Rows of the per-event table `events` (written before version 11, or by an older replica
+//! during a rolling upgrade) are read as one-event chunks.
 
 use std::sync::Arc;
 
@@ -8,53 +21,143 @@ use sqlx::{QueryBuilder, Row};
 use super::{Db, Store};
 use crate::error;
 
-/// Rows per INSERT statement: 3 parameters each keeps a statement under SQLite's historical
-/// limit of 999 parameters (and PostgreSQL's 65535).
-const ROWS_PER_STATEMENT: usize = 300;
+/// Bytes of event lines per chunk: a batch whose lines add up to more is split into several
+/// chunks (an event longer than this is a chunk of its own). It bounds what a resume reads
+/// and decodes beyond its cursor, far below SQLite's and PostgreSQL's 1 GB value limits; a
+/// flush of a 64-token answer is about 20 KiB.
+const CHUNK_BYTES: usize = 256 * 1024;
 
+/// Chunks per INSERT statement: 4 parameters each keeps a statement under SQLite's historical
+/// limit of 999 parameters (and PostgreSQL's 65535).
+const CHUNKS_PER_STATEMENT: usize = 200;
+
+/// The chunks after `$2` (those holding a sequence number beyond it), and the per-event rows
+/// of older versions after it as one-event chunks, in the order readers take them.
 const SELECT_AFTER: &str = "\
-SELECT sequence_number, data
+SELECT first_sequence, last_sequence, data
+FROM event_chunks
+WHERE response_id = $1 AND last_sequence > $2
+UNION ALL
+SELECT sequence_number, sequence_number, data
 FROM events
 WHERE response_id = $1 AND sequence_number > $2
-ORDER BY sequence_number";
+ORDER BY first_sequence, last_sequence";
 
-/// Events encoded for [`insert`]: sequence number and data (the event log's own bytes, shared,
-/// not copied: the write may run twice, and both runs bind the same bytes).
-pub(crate) type EventRows = Vec<(i64, Arc<str>)>;
-
-/// Encodes events for [`insert`] (before the write, which may run twice).
-pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventRows, StoreError> {
-    events
-        .iter()
-        .map(|event| {
-            i64::try_from(event.sequence_number)
-                .map(|sequence| (sequence, Arc::clone(&event.data)))
-                .map_err(|_| {
-                    StoreError::Backend(format!(
-                        "events of {response_id}: sequence number {} out of range",
-                        event.sequence_number
-                    ))
-                })
-        })
-        .collect()
+/// One stored row: the events `first..=last` of a run.
+pub(crate) struct Chunk {
+    first: i64,
+    last: i64,
+    lines: Lines,
 }
 
-/// Appends encoded events inside a transaction (idempotent per sequence number).
+/// A chunk's `data`.
+enum Lines {
+    /// One event: the event log's own bytes, shared, not copied (the write may run twice, and
+    /// both runs bind the same bytes).
+    One(Arc<str>),
+    /// Several events' lines joined by `'\n'`.
+    Joined(String),
+}
+
+impl Lines {
+    fn as_str(&self) -> &str {
+        match self {
+            Lines::One(line) => line,
+            Lines::Joined(lines) => lines,
+        }
+    }
+}
+
+/// Events encoded for [`insert`]: the chunks of a batch.
+pub(crate) type EventRows = Vec<Chunk>;
+
+/// Encodes events for [`insert`] (before the write, which may run twice): each run of
+/// consecutive sequence numbers becomes one chunk, split where [`CHUNK_BYTES`] requires and
+/// around any event whose line holds a `'\n'`.
+pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventRows, StoreError> {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    // Bytes of the chunk being gathered, `events[start..end]`, separators included; whether it
+    // takes no more events (none gathered yet, or its one line holds a newline).
+    let mut bytes = 0;
+    let mut sealed = true;
+    for (end, event) in events.iter().enumerate() {
+        let newline = has_newline(&event.data);
+        let joins = !sealed
+            && !newline
+            && bytes + 1 + event.data.len() <= CHUNK_BYTES
+            && end.checked_sub(1).is_some_and(|previous| {
+                events[previous].sequence_number.checked_add(1) == Some(event.sequence_number)
+            });
+        if joins {
+            bytes += 1 + event.data.len();
+        } else {
+            if end > start {
+                chunks.push(chunk(response_id, &events[start..end], bytes)?);
+            }
+            start = end;
+            bytes = event.data.len();
+        }
+        sealed = newline;
+    }
+    if events.len() > start {
+        chunks.push(chunk(response_id, &events[start..], bytes)?);
+    }
+    Ok(chunks)
+}
+
+/// Whether a line holds a newline (memchr's vectorised search: every byte of every event is
+/// looked at once per write).
+fn has_newline(line: &str) -> bool {
+    memchr::memchr(b'\n', line.as_bytes()).is_some()
+}
+
+/// One chunk of consecutive events (`bytes`: their lines joined).
+fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chunk, StoreError> {
+    let number = |event: Option<&EventRecord>| {
+        let n = event.map_or(0, |e| e.sequence_number);
+        i64::try_from(n).map_err(|_| {
+            StoreError::Backend(format!(
+                "events of {response_id}: sequence number {n} out of range"
+            ))
+        })
+    };
+    let first = number(events.first())?;
+    let last = number(events.last())?;
+    let lines = match events {
+        [one] => Lines::One(Arc::clone(&one.data)),
+        _ => {
+            let mut joined = String::with_capacity(bytes);
+            for (n, event) in events.iter().enumerate() {
+                if n > 0 {
+                    joined.push('\n');
+                }
+                joined.push_str(&event.data);
+            }
+            Lines::Joined(joined)
+        }
+    };
+    Ok(Chunk { first, last, lines })
+}
+
+/// Appends encoded events inside a transaction (idempotent, see the module documentation).
 pub(crate) async fn insert(
     tx: &mut sqlx::Transaction<'_, Db>,
     response_id: &str,
-    rows: &[(i64, Arc<str>)],
+    chunks: &[Chunk],
 ) -> Result<(), StoreError> {
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let mut insert =
-            QueryBuilder::<Db>::new("INSERT INTO events (response_id, sequence_number, data) ");
-        insert.push_values(chunk, |mut row, (sequence, data)| {
+    for group in chunks.chunks(CHUNKS_PER_STATEMENT) {
+        let mut insert = QueryBuilder::<Db>::new(
+            "INSERT INTO event_chunks (response_id, first_sequence, last_sequence, data) ",
+        );
+        insert.push_values(group, |mut row, chunk| {
             row.push_bind(response_id)
-                .push_bind(*sequence)
-                .push_bind(&**data);
+                .push_bind(chunk.first)
+                .push_bind(chunk.last)
+                .push_bind(chunk.lines.as_str());
         });
         // A batch flushed twice (retry after a crash, resume) must not fail the run.
-        insert.push(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
+        insert.push(" ON CONFLICT (response_id, first_sequence, last_sequence) DO NOTHING");
         insert
             .build()
             .execute(&mut **tx)
@@ -103,22 +206,57 @@ impl EventStore for Store {
             .await
             .map_err(error::backend)?;
         let what = format!("events of {response_id}");
-        rows.iter()
-            .map(|row| {
-                let sequence: i64 = row
-                    .try_get("sequence_number")
-                    .map_err(|e| error::bad_column(&what, "sequence_number", e))?;
-                let sequence_number = u64::try_from(sequence).map_err(|_| {
-                    StoreError::Corrupt(format!("{what}: negative sequence number {sequence}"))
-                })?;
-                let data: String = row
-                    .try_get("data")
-                    .map_err(|e| error::bad_column(&what, "data", e))?;
-                Ok(EventRecord {
-                    sequence_number,
-                    data: Arc::from(data),
-                })
-            })
-            .collect()
+        let mut events = Vec::new();
+        // The last sequence number taken (or the cursor): each is taken once, in order.
+        let mut taken = after;
+        for row in &rows {
+            let number = |column: &str| -> Result<i64, StoreError> {
+                row.try_get(column)
+                    .map_err(|e| error::bad_column(&what, column, e))
+            };
+            let (first, last) = (number("first_sequence")?, number("last_sequence")?);
+            if first < 0 || last < first {
+                return Err(StoreError::Corrupt(format!(
+                    "{what}: chunk of sequence numbers {first} to {last}"
+                )));
+            }
+            if last <= taken {
+                continue;
+            }
+            let data: &str = row
+                .try_get("data")
+                .map_err(|e| error::bad_column(&what, "data", e))?;
+            if first == last {
+                push(&mut events, first, data);
+            } else {
+                let mut lines = data.split('\n');
+                for sequence in first..=last {
+                    let line = lines.next().ok_or_else(|| short(&what, first, last))?;
+                    if sequence > taken {
+                        push(&mut events, sequence, line);
+                    }
+                }
+                if lines.next().is_some() {
+                    return Err(short(&what, first, last));
+                }
+            }
+            taken = last;
+        }
+        Ok(events)
     }
+}
+
+fn push(events: &mut Vec<EventRecord>, sequence: i64, line: &str) {
+    events.push(EventRecord {
+        // Checked non-negative with its chunk.
+        sequence_number: sequence.unsigned_abs(),
+        data: Arc::from(line),
+    });
+}
+
+/// A chunk whose lines do not match its sequence numbers.
+fn short(what: &str, first: i64, last: i64) -> StoreError {
+    StoreError::Corrupt(format!(
+        "{what}: the chunk of sequence numbers {first} to {last} holds another number of lines"
+    ))
 }

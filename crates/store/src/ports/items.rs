@@ -217,6 +217,7 @@ impl ItemStore for Store {
             return Ok(false);
         }
         for statement in [
+            "DELETE FROM event_chunks WHERE response_id = $1",
             "DELETE FROM events WHERE response_id = $1",
             "DELETE FROM response_items WHERE response_id = $1",
             "DELETE FROM files WHERE response_id = $1",

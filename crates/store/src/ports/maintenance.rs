@@ -24,7 +24,8 @@ SELECT r.created_at, r.id
 FROM responses r
 WHERE r.created_at < $1
   AND (r.created_at, r.id) > ($2, $3)
-  AND EXISTS (SELECT 1 FROM events e WHERE e.response_id = r.id)
+  AND (EXISTS (SELECT 1 FROM event_chunks c WHERE c.response_id = r.id)
+       OR EXISTS (SELECT 1 FROM events e WHERE e.response_id = r.id))
 ORDER BY r.created_at, r.id
 LIMIT $4";
 
@@ -76,23 +77,50 @@ impl MaintenanceStore for Store {
                 return Ok(deleted);
             };
 
-            let mut delete = QueryBuilder::<Db>::new("DELETE FROM events WHERE response_id IN (");
-            let mut ids = delete.separated(", ");
-            for (_, id) in &page {
-                ids.push_bind(id.as_str());
-            }
-            delete.push(")");
-            let done = delete
-                .build()
-                .execute(&self.writer)
-                .await
-                .map_err(error::backend)?;
-            deleted = deleted.saturating_add(done.rows_affected());
-
+            deleted = deleted.saturating_add(delete_logs(&self.writer, &page).await?);
             if page.len() < usize::from(PURGE_RESPONSES_PER_BATCH) {
                 return Ok(deleted);
             }
             cursor = last;
         }
     }
+}
+
+/// Deletes the event logs of `page`'s responses, chunks and per-event rows of older versions,
+/// in one transaction; returns how many events they held (a sequence number stored twice, by a
+/// retried flush, counts twice).
+async fn delete_logs(writer: &sqlx::Pool<Db>, page: &[(i64, String)]) -> Result<u64, StoreError> {
+    let mut tx = writer.begin().await.map_err(error::backend)?;
+    let mut chunks = delete_from("event_chunks", page);
+    chunks.push(" RETURNING last_sequence - first_sequence + 1 AS events");
+    let rows = chunks
+        .build()
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(error::backend)?;
+    let mut deleted = 0u64;
+    for row in &rows {
+        let events: i64 = row
+            .try_get("events")
+            .map_err(|e| error::bad_column("event chunk", "events", e))?;
+        deleted = deleted.saturating_add(u64::try_from(events).unwrap_or(0));
+    }
+    let done = delete_from("events", page)
+        .build()
+        .execute(&mut *tx)
+        .await
+        .map_err(error::backend)?;
+    tx.commit().await.map_err(error::backend)?;
+    Ok(deleted.saturating_add(done.rows_affected()))
+}
+
+/// `DELETE FROM table WHERE response_id IN (page's ids)`.
+fn delete_from(table: &str, page: &[(i64, String)]) -> QueryBuilder<Db> {
+    let mut delete = QueryBuilder::<Db>::new(format!("DELETE FROM {table} WHERE response_id IN ("));
+    let mut ids = delete.separated(", ");
+    for (_, id) in page {
+        ids.push_bind(id.as_str());
+    }
+    delete.push(")");
+    delete
 }

@@ -24,6 +24,7 @@ macro_rules! key_columns {
 
 /// What a project owns, deleted with it (children first). `$1` is the project id.
 const DELETE_OWNED: &[&str] = &[
+    "DELETE FROM event_chunks WHERE response_id IN (SELECT id FROM responses WHERE project_id = $1)",
     "DELETE FROM events WHERE response_id IN (SELECT id FROM responses WHERE project_id = $1)",
     "DELETE FROM conversation_items WHERE conversation_id IN (SELECT id FROM conversations WHERE project_id = $1)",
     "DELETE FROM conversations WHERE project_id = $1",

@@ -1,0 +1,104 @@
+//! Stores written by an older schema version, opened (and so migrated) by this one: what they
+//! stored still reads back. Both back ends.
+
+use std::error::Error;
+
+use engine::store::{EventRecord, EventStore};
+use sqlx::sqlite::SqliteConnectOptions;
+
+use crate::migrate::{self, MigrationList};
+use crate::{PgStore, PoolSettings, SqliteStore};
+
+type TestResult = Result<(), Box<dyn Error>>;
+
+/// The migrations of `list` before `version`.
+fn before(list: MigrationList, version: i64) -> MigrationList {
+    let end = list
+        .iter()
+        .position(|m| m.0 >= version)
+        .unwrap_or(list.len());
+    &list[..end]
+}
+
+/// The event logs of two runs as version 10 stored them: one row per event.
+const VERSION_10_LOGS: &str = "\
+INSERT INTO events (response_id, sequence_number, data) VALUES
+    ('resp_a', 0, '{\"n\":0}'),
+    ('resp_a', 1, '{\"n\":1}'),
+    ('resp_a', 2, '{\"n\":2}'),
+    ('resp_b', 0, '{\"n\":0}')";
+
+fn event(n: u64) -> EventRecord {
+    EventRecord {
+        sequence_number: n,
+        data: format!("{{\"n\":{n}}}").into(),
+    }
+}
+
+/// Every event of [`VERSION_10_LOGS`] reads back from any cursor, and a run's next events
+/// (a crash recovery's terminal event, say) append after them.
+async fn logs_read_back(store: &dyn EventStore) -> TestResult {
+    assert_eq!(
+        store.events_after("resp_a", None).await?,
+        vec![event(0), event(1), event(2)]
+    );
+    assert_eq!(
+        store.events_after("resp_a", Some(0)).await?,
+        vec![event(1), event(2)]
+    );
+    assert_eq!(store.events_after("resp_b", None).await?, vec![event(0)]);
+    store
+        .append_events("resp_a", &[event(2), event(3), event(4)])
+        .await?;
+    assert_eq!(
+        store.events_after("resp_a", Some(1)).await?,
+        vec![event(2), event(3), event(4)]
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestResult {
+    let dir =
+        std::env::temp_dir().join(format!("agentd-upgrade-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir)?;
+    let options = SqliteConnectOptions::new()
+        .filename(dir.join(crate::DATABASE_FILE))
+        .create_if_missing(true);
+    let old = sqlx::SqlitePool::connect_with(options).await?;
+    migrate::migrator(before(migrate::SQLITE, 11))
+        .run(&old)
+        .await?;
+    sqlx::raw_sql(VERSION_10_LOGS).execute(&old).await?;
+    old.close().await;
+
+    let store = SqliteStore::open(&dir).await?;
+    let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
+        .fetch_one(store.pool())
+        .await?;
+    assert_eq!(version, 11);
+    let result = logs_read_back(&store).await;
+    store.close().await;
+    std::fs::remove_dir_all(&dir).ok();
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_event_logs_of_version_10_read_back_after_the_upgrade() -> TestResult {
+    let db = pgschema::testdb::TestDatabase::create("agentd_test").await?;
+    let old = sqlx::PgPool::connect(db.url()).await?;
+    migrate::migrator(before(migrate::POSTGRES, 11))
+        .run(&old)
+        .await?;
+    sqlx::raw_sql(VERSION_10_LOGS).execute(&old).await?;
+    old.close().await;
+
+    let store = PgStore::connect(db.url(), PoolSettings::default()).await?;
+    let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
+        .fetch_one(store.pool())
+        .await?;
+    assert_eq!(version, 11);
+    let result = logs_read_back(&store).await;
+    store.close().await;
+    result
+}
