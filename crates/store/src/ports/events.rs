@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use engine::store::{EventRecord, EventStore, StoreError};
-use sqlx::{QueryBuilder, Row};
+use sqlx::Row;
 
-use super::{Db, Store};
+use super::Store;
 use crate::error;
+use crate::script::Script;
 
 /// Rows per INSERT statement: 3 parameters each keeps a statement under SQLite's historical
 /// limit of 999 parameters (and PostgreSQL's 65535).
@@ -39,29 +40,19 @@ pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventR
         .collect()
 }
 
-/// Appends encoded events inside a transaction (idempotent per sequence number).
-pub(crate) async fn insert(
-    tx: &mut sqlx::Transaction<'_, Db>,
-    response_id: &str,
-    rows: &[(i64, Arc<str>)],
-) -> Result<(), StoreError> {
+/// Appends encoded events to a write (idempotent per sequence number).
+pub(crate) fn insert(script: &mut Script, response_id: &Arc<str>, rows: &[(i64, Arc<str>)]) {
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let mut insert =
-            QueryBuilder::<Db>::new("INSERT INTO events (response_id, sequence_number, data) ");
-        insert.push_values(chunk, |mut row, (sequence, data)| {
-            row.push_bind(response_id)
-                .push_bind(*sequence)
-                .push_bind(&**data);
-        });
+        let mut sql =
+            String::from("INSERT INTO events (response_id, sequence_number, data) VALUES ");
+        crate::script::push_values(&mut sql, 0, chunk.len(), 3);
         // A batch flushed twice (retry after a crash, resume) must not fail the run.
-        insert.push(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
-        insert
-            .build()
-            .execute(&mut **tx)
-            .await
-            .map_err(error::backend)?;
+        sql.push_str(" ON CONFLICT (response_id, sequence_number) DO NOTHING");
+        let statement = script.statement(sql);
+        for (sequence, data) in chunk {
+            statement.bind(response_id).bind(*sequence).bind(data);
+        }
     }
-    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -74,12 +65,13 @@ impl EventStore for Store {
         if events.is_empty() {
             return Ok(());
         }
-        let batch = Arc::new((response_id.to_owned(), encode(response_id, events)?));
-        self.write(super::write_op(move |tx| {
-            let batch = Arc::clone(&batch);
-            Box::pin(async move { insert(tx, &batch.0, &batch.1).await })
-        }))
-        .await
+        let mut script = Script::new();
+        insert(
+            &mut script,
+            &Arc::from(response_id),
+            &encode(response_id, events)?,
+        );
+        self.write(script).await
     }
 
     async fn events_after(
