@@ -17,7 +17,6 @@
 //! values.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use engine::store::StoreError;
@@ -140,16 +139,36 @@ impl Script {
 /// `rows` groups of `width` placeholders, `($1, $2), ($3, $4)`, for a multi-row `VALUES`,
 /// appended to `sql`; placeholders start after `first` (the placeholders before them).
 pub(crate) fn push_values(sql: &mut String, first: usize, rows: usize, width: usize) {
+    let mut next = first + 1;
     for row in 0..rows {
         sql.push_str(if row == 0 { "(" } else { ", (" });
         for column in 0..width {
             if column > 0 {
                 sql.push_str(", ");
             }
-            // Writing to a String cannot fail.
-            let _ = write!(sql, "${}", first + row * width + column + 1);
+            sql.push('$');
+            push_number(sql, next);
+            next += 1;
         }
         sql.push(')');
+    }
+}
+
+/// Appends `n` in decimal (without `fmt`, which costs several times more: a run's events are
+/// hundreds of placeholders).
+fn push_number(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
     }
 }
 
@@ -157,11 +176,9 @@ pub(crate) fn push_values(sql: &mut String, first: usize, rows: usize, width: us
 /// order, `COMMIT`.
 #[derive(Debug)]
 pub(crate) struct Joined<'s> {
-    /// The query. Each statement's placeholders are renumbered after those of the statements
-    /// before it: sqlx's SQLite driver binds `$N` to the N-th value of the whole query's
-    /// arguments, whichever statement it is in.
+    /// The query, with every placeholder written as a plain `?` (see [`positional`]).
     pub(crate) sql: String,
-    /// Every value, in placeholder order.
+    /// The value of each `?` of the query, in order.
     pub(crate) values: Vec<&'s Value>,
     /// For the statement at each position of the query (`BEGIN` is 0), the script and
     /// statement it came from (`None` for `BEGIN` and `COMMIT`).
@@ -169,47 +186,71 @@ pub(crate) struct Joined<'s> {
 }
 
 /// Joins scripts into one query that runs them in one transaction ([`Joined`]).
-pub(crate) fn joined<'s>(scripts: &[&'s Script]) -> Joined<'s> {
-    let mut sql = String::from("BEGIN;\n");
+pub(crate) fn joined<'s>(scripts: &[&'s Script]) -> Result<Joined<'s>, StoreError> {
+    let length: usize = scripts
+        .iter()
+        .flat_map(|s| &s.statements)
+        .map(|statement| statement.sql.len() + 2)
+        .sum();
+    let mut sql = String::with_capacity(length + 16);
+    sql.push_str("BEGIN;\n");
     let mut values = Vec::new();
     let mut origins = vec![None];
     for (s, script) in scripts.iter().enumerate() {
         for (n, statement) in script.statements.iter().enumerate() {
-            renumber(&statement.sql, values.len(), &mut sql);
+            positional(statement, &mut sql, &mut values)?;
             sql.push_str(";\n");
-            values.extend(statement.values.iter());
             origins.push(Some((s, n)));
         }
     }
     sql.push_str("COMMIT");
     origins.push(None);
-    Joined {
+    Ok(Joined {
         sql,
         values,
         origins,
-    }
+    })
 }
 
-/// Appends `sql` to `out` with each placeholder `$k` written as `$(k + offset)`. The port SQL
-/// has no `$` anywhere else (no string literals with one, no dollar quoting).
-fn renumber(sql: &str, offset: usize, out: &mut String) {
-    let mut rest = sql;
+/// Appends a statement to `out` with each placeholder `$k` written as a plain `?`, and its
+/// value (the statement's k-th, again for each use) appended to `values`.
+///
+/// sqlx's SQLite driver binds a plain `?` to the next argument of the whole query (it counts
+/// the arguments of the statements before), so the statements need no renumbering. A named
+/// placeholder (`$k`) would be bound to the query's k-th argument, and costs SQLite a scan of
+/// the statement's placeholder names for each (quadratic in a multi-row insert's hundreds).
+/// The port SQL has no `$` anywhere else (no string literals with one, no dollar quoting).
+fn positional<'s>(
+    statement: &'s Statement,
+    out: &mut String,
+    values: &mut Vec<&'s Value>,
+) -> Result<(), StoreError> {
+    let mut rest: &str = &statement.sql;
     while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..=at]);
+        out.push_str(&rest[..at]);
         rest = &rest[at + 1..];
         let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
+            .bytes()
+            .position(|b| !b.is_ascii_digit())
             .unwrap_or(rest.len());
-        match rest[..digits].parse::<usize>() {
-            Ok(k) => {
-                // Writing to a String cannot fail.
-                let _ = write!(out, "{}", k + offset);
-            }
-            Err(_) => out.push_str(&rest[..digits]),
-        }
+        let k = rest.as_bytes()[..digits]
+            .iter()
+            .fold(0usize, |k, &b| k * 10 + usize::from(b - b'0'));
+        let value = k
+            .checked_sub(1)
+            .and_then(|i| statement.values.get(i))
+            .ok_or_else(|| {
+                StoreError::Backend(format!(
+                    "a write's statement has no value for placeholder ${}",
+                    &rest[..digits]
+                ))
+            })?;
+        out.push('?');
+        values.push(value);
         rest = &rest[digits..];
     }
     out.push_str(rest);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -217,7 +258,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_are_renumbered_after_the_statements_before() {
+    fn placeholders_become_positional_with_their_values_in_order() {
         let mut first = Script::new();
         first
             .statement("INSERT INTO t VALUES ($1, $2)")
@@ -229,11 +270,11 @@ mod tests {
             .bind(3)
             .bind(4);
         second.statement("DELETE FROM t");
-        let joined = joined(&[&first, &second]);
+        let joined = joined(&[&first, &second]).unwrap();
         assert_eq!(
             joined.sql,
-            "BEGIN;\nINSERT INTO t VALUES ($1, $2);\n\
-             UPDATE t SET a = $4 WHERE b = $3 OR c = $3;\nDELETE FROM t;\nCOMMIT"
+            "BEGIN;\nINSERT INTO t VALUES (?, ?);\n\
+             UPDATE t SET a = ? WHERE b = ? OR c = ?;\nDELETE FROM t;\nCOMMIT"
         );
         let values: Vec<i64> = joined
             .values
@@ -243,11 +284,18 @@ mod tests {
                 _ => -1,
             })
             .collect();
-        assert_eq!(values, vec![1, 2, 3, 4]);
+        assert_eq!(values, vec![1, 2, 4, 3, 3]);
         assert_eq!(
             joined.origins,
             vec![None, Some((0, 0)), Some((1, 0)), Some((1, 1)), None]
         );
+    }
+
+    #[test]
+    fn a_placeholder_without_a_value_is_an_error() {
+        let mut script = Script::new();
+        script.statement("SELECT $1, $2, $10").bind(1).bind(2);
+        assert!(joined(&[&script]).is_err());
     }
 
     #[test]

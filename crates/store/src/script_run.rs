@@ -6,7 +6,8 @@
 //! and one of the task waiting for it: the bulk of a request's CPU at one request in flight
 //! (docs/benchmarks.md). So the scripts are joined into one multi-statement query (`BEGIN`,
 //! their statements, `COMMIT`: [`script::joined`]), which sqlx's SQLite driver prepares and
-//! steps statement by statement in one command on the connection's thread. It stops at the
+//! steps statement by statement in one command on the connection's thread, binding each `?` to
+//! the next of the query's arguments. It stops at the
 //! first statement that fails and reports that statement's error after the results of those
 //! before it, so the failing statement is known. The transaction is then still open (`COMMIT`
 //! never ran, or failed): it is rolled back at once, before the connection goes back to the
@@ -31,7 +32,7 @@ pub(crate) trait RunScripts: Database {
 #[async_trait::async_trait]
 impl RunScripts for Sqlite {
     async fn run(pool: &Pool<Sqlite>, scripts: &[&Script]) -> Result<(), StoreError> {
-        let joined = script::joined(scripts);
+        let joined = script::joined(scripts)?;
         let arguments = arguments::<Sqlite>(joined.values.iter().copied())?;
         // One write alone is the usual shape at low load, and the same few recur (keep them
         // prepared); a batch's join is new each time (prepare it for this run only).
