@@ -260,7 +260,7 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let woken = sleeps("gc-batch") - before;
         // The batch's one query and the pool's ping. A round trip per statement (BEGIN and
-        // COMMIT with an acknowledgement each, ten inserts, the ping) slept 15 times or more.
+        // COMMIT, ten inserts, the ping) sleeps 13 times or more.
         assert!(woken <= 3, "the connection's thread woke {woken} times");
         assert_eq!(
             rows(&reader).await,
