@@ -22,14 +22,19 @@
 //!   one transaction).
 //! - `migrate.rs`: the schema migrations, embedded from `migrations/sqlite/*.sql` and
 //!   `migrations/postgres/*.sql`.
+//! - `group_commit.rs`: the writer task that commits the run-path writes of concurrent runs
+//!   together; `script.rs`: such a write as data (statements and values); `script_run.rs`:
+//!   how each back end runs a batch of them (SQLite: one multi-statement query, one hand-off to
+//!   sqlx's connection thread).
 //! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
 //! On SQLite, writes go through a pool of one connection (SQLite admits one writer at a time,
 //! so queueing in-process is cheaper than busy waits); reads use a separate pool and run
-//! concurrently under WAL. An event batch is a single transaction with multi-row inserts; a job
-//! claim is a single transaction (see `ports/jobs.rs`).
+//! concurrently under WAL. The run-path writes (records, event batches, run endings) of all
+//! concurrent runs share transactions (`group_commit.rs`); a job claim is a single transaction
+//! (see `ports/jobs.rs`).
 //!
 //! # Example
 //!
@@ -56,6 +61,8 @@ mod error;
 mod group_commit;
 mod migrate;
 mod postgres;
+mod script;
+mod script_run;
 mod sqlite;
 #[cfg(test)]
 mod upgrade_tests;

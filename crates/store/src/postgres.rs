@@ -94,7 +94,7 @@ pub struct PgStore {
     reader: PgPool,
     /// The run-path writes of all concurrent runs of this process, committed together in one
     /// transaction (and one WAL flush) when they wait at the same moment (`group_commit.rs`).
-    group: GroupWriter<sqlx::Postgres>,
+    group: GroupWriter,
 }
 
 impl PgStore {
@@ -143,8 +143,8 @@ impl PgStore {
     /// writes of this process waiting at the same moment, answered once committed. Each commit
     /// waits for PostgreSQL's WAL flush, so sharing one saves a flush and several round trips
     /// per write; a failing write is run again alone and fails alone.
-    async fn write(&self, op: crate::group_commit::Op<Db>) -> Result<(), StoreError> {
-        self.group.write(op).await
+    async fn write(&self, script: crate::script::Script) -> Result<(), StoreError> {
+        self.group.write(script).await
     }
 
     /// The pool, for maintenance and tests that need raw SQL.

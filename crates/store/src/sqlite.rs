@@ -64,6 +64,12 @@ pub const DATABASE_FILE: &str = "agentd.db";
 /// How long a statement waits for a lock held by another process before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Statement results the writer connection's thread may queue for the task reading them before
+/// it waits for that task: the group writer's batch is one query with a result per statement
+/// (`script_run.rs`), and sqlx's default (50) would pause the thread, and wake it again, every
+/// 50 statements of a large batch.
+const WRITER_RESULTS: usize = 4096;
+
 /// Read connections of a file-backed store (the machine class we target has few cores).
 const READ_CONNECTIONS: u32 = 4;
 
@@ -79,7 +85,7 @@ pub struct SqliteStore {
     /// The run-path writes (response records, event batches, run endings) of all concurrent
     /// runs go through this task, which commits those waiting together in one transaction on
     /// the writer connection (`group_commit.rs`).
-    group: GroupWriter<sqlx::Sqlite>,
+    group: GroupWriter,
     /// Checkpoints the WAL off the commit path (`checkpoint.rs`); `None` in memory (no WAL).
     _checkpointer: Option<Checkpointer>,
 }
@@ -128,8 +134,8 @@ impl SqliteStore {
 
     /// Runs a run-path write through the group writer: in a transaction shared with the other
     /// writes waiting at the same moment, answered once committed.
-    async fn write(&self, op: crate::group_commit::Op<Db>) -> Result<(), StoreError> {
-        self.group.write(op).await
+    async fn write(&self, script: crate::script::Script) -> Result<(), StoreError> {
+        self.group.write(script).await
     }
 
     /// Close both pools, waiting for queries in flight. Use at shutdown.
@@ -162,7 +168,7 @@ impl SqliteStore {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .test_before_acquire(false)
-            .connect_with(options.clone())
+            .connect_with(options.clone().row_buffer_size(WRITER_RESULTS))
             .await
             .map_err(error::backend)?;
         migrate::migrator(migrate::SQLITE)
@@ -185,7 +191,10 @@ impl SqliteStore {
     }
 
     async fn open_memory(options: SqliteConnectOptions) -> Result<SqliteStore, StoreError> {
-        let options = options.foreign_keys(true).busy_timeout(BUSY_TIMEOUT);
+        let options = options
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT)
+            .row_buffer_size(WRITER_RESULTS);
         // Closing the last connection would drop the database: keep exactly one, forever.
         let pool = SqlitePoolOptions::new()
             .max_connections(1)

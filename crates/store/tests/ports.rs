@@ -529,6 +529,84 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
     Ok(())
 }
 
+async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb) -> TestResult {
+    use engine::store::{ConversationRecord, ItemKind, StoredItem};
+    let store = db.open().await?;
+    let item = |id: &str| StoredItem {
+        id: id.to_owned(),
+        kind: ItemKind::Input,
+        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+    };
+    let conversation = ConversationRecord {
+        id: "conv_2".to_owned(),
+        project_id: "proj_a".to_owned(),
+        created_at: 1,
+        metadata: Default::default(),
+    };
+    store
+        .create_conversation(&conversation, &[item("msg_0"), item("msg_1")])
+        .await?;
+    let ending = |id: &str, project: &str, conversation: &str, items: &[&str]| {
+        record(id, project, true).map(|mut record| {
+            record.items = items.iter().map(|i| item(i)).collect();
+            record.append_to = Some(conversation.to_owned());
+            record
+        })
+    };
+    // Several runs ending at once (possibly in one shared transaction): each run's items come
+    // after those already there, none on another's position.
+    let (a, b, c) = (
+        ending("resp_a", "proj_a", "conv_2", &["msg_a1", "msg_a2"])?,
+        ending("resp_b", "proj_a", "conv_2", &["msg_b1", "msg_b2"])?,
+        ending("resp_c", "proj_a", "conv_2", &["msg_c1"])?,
+    );
+    let one = events(0..1);
+    let (ra, rb, rc) = tokio::join!(
+        store.end_run(&a, &one),
+        store.end_run(&b, &one),
+        store.end_run(&c, &one),
+    );
+    ra?;
+    rb?;
+    rc?;
+    let ids: Vec<String> = store
+        .conversation_items("proj_a", "conv_2")
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(ids.len(), 7, "{ids:?}");
+    assert_eq!(&ids[..2], ["msg_0", "msg_1"]);
+    for run in [
+        &["msg_a1", "msg_a2"][..],
+        &["msg_b1", "msg_b2"],
+        &["msg_c1"],
+    ] {
+        let at = ids
+            .iter()
+            .position(|i| i == run[0])
+            .ok_or("run items missing")?;
+        assert_eq!(&ids[at..at + run.len()], run, "{ids:?}");
+    }
+    // Another project's conversation, or one that is gone, takes nothing; the run is stored.
+    store
+        .end_run(
+            &ending("resp_d", "proj_b", "conv_2", &["msg_d"])?,
+            &events(0..1),
+        )
+        .await?;
+    store
+        .end_run(
+            &ending("resp_e", "proj_a", "conv_gone", &["msg_e"])?,
+            &events(0..1),
+        )
+        .await?;
+    assert_eq!(store.conversation_items("proj_a", "conv_2").await?.len(), 7);
+    assert!(store.get_response("proj_b", "resp_d").await?.is_some());
+    assert!(store.get_response("proj_a", "resp_e").await?.is_some());
+    Ok(())
+}
+
 async fn workspace_snapshots_keep_generations_within_their_project(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     let snapshots = store.snapshots();
@@ -716,6 +794,7 @@ matrix!(
     the_conversation_id_round_trips,
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
+    runs_append_after_the_last_item_of_their_conversation_only,
     workspace_snapshots_keep_generations_within_their_project,
     model_turns_are_stored_with_the_run_and_replaced_with_it,
     a_refused_write_among_concurrent_ones_fails_alone,

@@ -16,10 +16,11 @@
 use std::sync::Arc;
 
 use engine::store::{EventRecord, EventStore, StoreError};
-use sqlx::{QueryBuilder, Row};
+use sqlx::Row;
 
-use super::{Db, Store};
+use super::Store;
 use crate::error;
+use crate::script::Script;
 
 /// Bytes of event lines per chunk: a batch whose lines add up to more is split into several
 /// chunks (an event longer than this is a chunk of its own). It bounds what a resume reads
@@ -47,25 +48,10 @@ ORDER BY first_sequence, last_sequence";
 pub(crate) struct Chunk {
     first: i64,
     last: i64,
-    lines: Lines,
-}
-
-/// A chunk's `data`.
-enum Lines {
-    /// One event: the event log's own bytes, shared, not copied (the write may run twice, and
-    /// both runs bind the same bytes).
-    One(Arc<str>),
-    /// Several events' lines joined by `'\n'`.
-    Joined(String),
-}
-
-impl Lines {
-    fn as_str(&self) -> &str {
-        match self {
-            Lines::One(line) => line,
-            Lines::Joined(lines) => lines,
-        }
-    }
+    /// The events' lines joined by `'\n'`; for a chunk of one event, the event log's own
+    /// bytes, shared, not copied. Shared either way: the write may run twice, and both runs
+    /// bind the same bytes.
+    lines: Arc<str>,
 }
 
 /// Events encoded for [`insert`]: the chunks of a batch.
@@ -125,7 +111,7 @@ fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chun
     let first = number(events.first())?;
     let last = number(events.last())?;
     let lines = match events {
-        [one] => Lines::One(Arc::clone(&one.data)),
+        [one] => Arc::clone(&one.data),
         _ => {
             let mut joined = String::with_capacity(bytes);
             for (n, event) in events.iter().enumerate() {
@@ -134,37 +120,30 @@ fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chun
                 }
                 joined.push_str(&event.data);
             }
-            Lines::Joined(joined)
+            Arc::from(joined)
         }
     };
     Ok(Chunk { first, last, lines })
 }
 
-/// Appends encoded events inside a transaction (idempotent, see the module documentation).
-pub(crate) async fn insert(
-    tx: &mut sqlx::Transaction<'_, Db>,
-    response_id: &str,
-    chunks: &[Chunk],
-) -> Result<(), StoreError> {
+/// Appends encoded events to a write (idempotent, see the module documentation).
+pub(crate) fn insert(script: &mut Script, response_id: &Arc<str>, chunks: &[Chunk]) {
     for group in chunks.chunks(CHUNKS_PER_STATEMENT) {
-        let mut insert = QueryBuilder::<Db>::new(
-            "INSERT INTO event_chunks (response_id, first_sequence, last_sequence, data) ",
+        let mut sql = String::from(
+            "INSERT INTO event_chunks (response_id, first_sequence, last_sequence, data) VALUES ",
         );
-        insert.push_values(group, |mut row, chunk| {
-            row.push_bind(response_id)
-                .push_bind(chunk.first)
-                .push_bind(chunk.last)
-                .push_bind(chunk.lines.as_str());
-        });
+        crate::script::push_values(&mut sql, 0, group.len(), 4);
         // A batch flushed twice (retry after a crash, resume) must not fail the run.
-        insert.push(" ON CONFLICT (response_id, first_sequence, last_sequence) DO NOTHING");
-        insert
-            .build()
-            .execute(&mut **tx)
-            .await
-            .map_err(error::backend)?;
+        sql.push_str(" ON CONFLICT (response_id, first_sequence, last_sequence) DO NOTHING");
+        let statement = script.statement(sql);
+        for chunk in group {
+            statement
+                .bind(response_id)
+                .bind(chunk.first)
+                .bind(chunk.last)
+                .bind(&chunk.lines);
+        }
     }
-    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -177,12 +156,13 @@ impl EventStore for Store {
         if events.is_empty() {
             return Ok(());
         }
-        let batch = Arc::new((response_id.to_owned(), encode(response_id, events)?));
-        self.write(super::write_op(move |tx| {
-            let batch = Arc::clone(&batch);
-            Box::pin(async move { insert(tx, &batch.0, &batch.1).await })
-        }))
-        .await
+        let mut script = Script::new();
+        insert(
+            &mut script,
+            &Arc::from(response_id),
+            &encode(response_id, events)?,
+        );
+        self.write(script).await
     }
 
     async fn events_after(

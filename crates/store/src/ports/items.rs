@@ -1,10 +1,13 @@
 //! [`ItemStore`]: the items of responses (indexed when a run ends) and OpenAI conversations with
 //! their items.
 
+use std::sync::Arc;
+
 use engine::store::{ConversationRecord, ItemKind, ItemStore, StoreError, StoredItem};
 use sqlx::{QueryBuilder, Row};
 
 use super::{Db, DbRow, Store, dialect};
+use crate::script::Script;
 use crate::{error, now_secs};
 
 fn kind_text(kind: ItemKind) -> &'static str {
@@ -42,8 +45,8 @@ fn decode_item(row: &DbRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
 pub(crate) struct IndexRow {
     kind: &'static str,
     position: i64,
-    item_id: String,
-    json: String,
+    item_id: Arc<str>,
+    json: Arc<str>,
 }
 
 /// Encodes a response's items for [`index`] (before the write, so a write run twice encodes
@@ -56,52 +59,77 @@ pub(crate) fn encode_index(items: &[StoredItem]) -> Result<Vec<IndexRow>, StoreE
             Ok(IndexRow {
                 kind: kind_text(item.kind),
                 position: position as i64,
-                item_id: item.id.clone(),
-                json: item_json(item)?,
+                item_id: Arc::from(item.id.as_str()),
+                json: Arc::from(item_json(item)?),
             })
         })
         .collect()
 }
 
-/// Indexes a response's encoded items (within the transaction that ends its run).
-pub(crate) async fn index<'e, E>(
-    project_id: &str,
-    response_id: &str,
+/// Indexes a response's encoded items (in the write that ends its run).
+pub(crate) fn index(
+    script: &mut Script,
+    project_id: &Arc<str>,
+    response_id: &Arc<str>,
     rows: &[IndexRow],
-    executor: E,
-) -> Result<(), StoreError>
-where
-    E: sqlx::Executor<'e, Database = Db>,
-{
+) {
     if rows.is_empty() {
-        return Ok(());
+        return;
     }
     let created_at = now_secs();
-    let mut insert = QueryBuilder::<Db>::new(dialect::INDEX_ITEMS);
-    insert.push_values(rows, |mut row, item| {
-        row.push_bind(response_id)
-            .push_bind(item.kind)
-            .push_bind(item.position)
-            .push_bind(project_id)
-            .push_bind(item.item_id.as_str())
-            .push_bind(item.json.as_str())
-            .push_bind(created_at);
-    });
-    insert.push(dialect::INDEX_ITEMS_CONFLICT);
-    insert
-        .build()
-        .execute(executor)
-        .await
-        .map_err(error::backend)?;
-    Ok(())
+    let mut sql = String::from(dialect::INDEX_ITEMS);
+    sql.push_str("VALUES ");
+    crate::script::push_values(&mut sql, 0, rows.len(), 7);
+    sql.push_str(dialect::INDEX_ITEMS_CONFLICT);
+    let statement = script.statement(sql);
+    for item in rows {
+        statement
+            .bind(response_id)
+            .bind(item.kind)
+            .bind(item.position)
+            .bind(project_id)
+            .bind(&item.item_id)
+            .bind(&item.json)
+            .bind(created_at);
+    }
 }
 
-/// Encodes items for [`append_encoded`]: their ids and JSON.
-pub(crate) fn encode_append(items: &[StoredItem]) -> Result<Vec<(String, String)>, StoreError> {
+/// Items encoded for a conversation: their ids and JSON.
+pub(crate) type AppendRows = Vec<(Arc<str>, Arc<str>)>;
+
+/// Encodes items for [`append_to`] and [`append`].
+pub(crate) fn encode_append(items: &[StoredItem]) -> Result<AppendRows, StoreError> {
     items
         .iter()
-        .map(|item| Ok((item.id.clone(), item_json(item)?)))
+        .map(|item| Ok((Arc::from(item.id.as_str()), Arc::from(item_json(item)?))))
         .collect()
+}
+
+/// Appends items to a conversation, after its last, in one statement of a write: the
+/// positions are read in the same statement that inserts them (what [`append`] does in three
+/// statements), and nothing is inserted when the conversation does not exist in this project.
+pub(crate) fn append_to(
+    script: &mut Script,
+    project_id: &Arc<str>,
+    conversation_id: &Arc<str>,
+    items: &[(Arc<str>, Arc<str>)],
+) {
+    if items.is_empty() {
+        return;
+    }
+    let mut sql = String::from(
+        "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) \
+         SELECT c.id, (SELECT COALESCE(MAX(i.position) + 1, 0) FROM conversation_items i \
+         WHERE i.conversation_id = $1) + v.column1, v.column2, v.column3 \
+         FROM conversations c, (VALUES ",
+    );
+    crate::script::push_values(&mut sql, 2, items.len(), 3);
+    sql.push_str(") AS v WHERE c.id = $1 AND c.project_id = $2");
+    let statement = script.statement(sql);
+    statement.bind(conversation_id).bind(project_id);
+    for (i, (item_id, json)) in items.iter().enumerate() {
+        statement.bind(i as i64).bind(item_id).bind(json);
+    }
 }
 
 /// Appends items to a conversation (within a transaction); `false` when it does not exist in
@@ -112,17 +140,7 @@ pub(crate) async fn append(
     conversation_id: &str,
     items: &[StoredItem],
 ) -> Result<bool, StoreError> {
-    let rows = encode_append(items)?;
-    append_encoded(tx, project_id, conversation_id, &rows).await
-}
-
-/// [`append`] with the items already encoded ([`encode_append`]).
-pub(crate) async fn append_encoded(
-    tx: &mut sqlx::Transaction<'_, Db>,
-    project_id: &str,
-    conversation_id: &str,
-    items: &[(String, String)],
-) -> Result<bool, StoreError> {
+    let items = encode_append(items)?;
     let exists: Option<i64> = sqlx::query_scalar(
         "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2",
     )
@@ -150,8 +168,8 @@ pub(crate) async fn append_encoded(
     insert.push_values(items.iter().enumerate(), |mut row, (i, (item_id, json))| {
         row.push_bind(conversation_id)
             .push_bind(next + i as i64)
-            .push_bind(item_id.as_str())
-            .push_bind(json.as_str());
+            .push_bind(&**item_id)
+            .push_bind(&**json);
     });
     insert
         .build()

@@ -8,12 +8,15 @@
 //! `FOR UPDATE SKIP LOCKED`: concurrent claimers (other replicas) skip each other's rows
 //! instead of queueing, and the row lock holds until the update commits.
 
+use std::sync::Arc;
+
 use engine::store::{ClaimedJob, JobRecord, JobState, JobStore, StoreError};
 use sqlx::Row;
 use sqlx::error::ErrorKind;
 
 use super::{Db, DbRow, Store, dialect};
 use crate::error;
+use crate::script::Script;
 
 const QUEUED: &str = "queued";
 const RUNNING: &str = "running";
@@ -67,39 +70,34 @@ where
     Ok(())
 }
 
-/// Adds a job row through any executor; a row already there for the response is a conflict.
-pub(crate) async fn insert<'e, E>(job: &JobRecord, executor: E) -> Result<(), StoreError>
-where
-    E: sqlx::Executor<'e, Database = Db>,
-{
-    sqlx::query(INSERT)
-        .bind(job.response_id.as_str())
-        .bind(job.project_id.as_str())
-        .bind(job.payload.as_str())
+/// Removes a job row as part of a write; a missing row is no error.
+pub(crate) fn delete_in(script: &mut Script, response_id: &Arc<str>) {
+    script.statement(DELETE).bind(response_id);
+}
+
+/// A write adding a job row; a row already there for the response refuses it (a conflict).
+fn insert(job: &JobRecord) -> Script {
+    let mut script = Script::new();
+    script
+        .statement(INSERT)
+        .bind(Arc::<str>::from(job.response_id.as_str()))
+        .bind(Arc::<str>::from(job.project_id.as_str()))
+        .bind(Arc::<str>::from(job.payload.as_str()))
         .bind(state_text(job.state))
-        .bind(job.lease_owner.as_deref())
+        .bind(job.lease_owner.as_deref().map(Arc::<str>::from))
         .bind(job.lease_until_ms)
         .bind(job.created_at_ms)
-        .execute(executor)
-        .await
-        .map_err(|e| match e.as_database_error().map(|d| d.kind()) {
-            Some(ErrorKind::UniqueViolation) => {
-                StoreError::Conflict(format!("job {}", job.response_id))
-            }
-            _ => error::backend(e),
-        })?;
-    Ok(())
+        .conflict_on(
+            ErrorKind::UniqueViolation,
+            format!("job {}", job.response_id),
+        );
+    script
 }
 
 #[async_trait::async_trait]
 impl JobStore for Store {
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
-        let job = std::sync::Arc::new(job.clone());
-        self.write(super::write_op(move |tx| {
-            let job = std::sync::Arc::clone(&job);
-            Box::pin(async move { insert(&job, &mut **tx).await })
-        }))
-        .await
+        self.write(insert(job)).await
     }
 
     async fn claim_job(

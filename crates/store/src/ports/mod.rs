@@ -6,6 +6,13 @@
 //! statements that differ. Everything here therefore compiles against concrete sqlx types,
 //! twice, with no generic bounds; the SQL is the portable subset both databases run: TEXT and
 //! BIGINT columns, JSON as TEXT, `$n` placeholders, `ON CONFLICT` upserts.
+//!
+//! The run-path writes (`put_response`, `append_events`, `end_run`, `insert_job`) are built
+//! as a [`crate::script::Script`] (their statements and values, encoded before they run) and
+//! handed to the back end's `write`, which runs them through the group writer
+//! (`group_commit.rs`). Such a write reads nothing back between its statements (item positions
+//! are read in the statement that inserts them), and refuses itself by a statement failing,
+//! never by a row count checked afterwards.
 
 mod connector_events;
 mod connectors;
@@ -22,27 +29,4 @@ mod response_list;
 mod responses;
 mod workspace_snapshots;
 
-use std::future::Future;
-use std::pin::Pin;
-
-use engine::store::StoreError;
-
 use super::{Db, DbRow, Store, dialect};
-
-/// A run-path write (`put_response`, `append_events`, `end_run`) as the back end's `write`
-/// runs it: inside a transaction the back end opens, possibly shared with other runs' writes
-/// (SQLite's group commit, `group_commit.rs`), possibly run twice (alone again when a shared
-/// transaction failed), so it owns its already-encoded data.
-pub(super) type WriteOp = crate::group_commit::Op<Db>;
-
-/// Boxes a closure as a [`WriteOp`] (gives the closure its higher-ranked signature).
-fn write_op<F>(op: F) -> WriteOp
-where
-    F: for<'t> FnMut(
-            &'t mut sqlx::Transaction<'static, Db>,
-        ) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 't>>
-        + Send
-        + 'static,
-{
-    Box::new(op)
-}

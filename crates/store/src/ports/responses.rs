@@ -4,17 +4,24 @@ use std::sync::Arc;
 
 use engine::store::{EventRecord, ResponseRecord, ResponseStore, StoreError};
 use sqlx::Row as _;
+use sqlx::error::ErrorKind;
 
-use super::{Db, DbRow, Store};
+use super::{DbRow, Store};
+use crate::script::Script;
 use crate::{error, now_secs};
 
-/// Insert, or replace the record with the same id if it belongs to the same project.
+/// Insert, or replace the record with the same id if it belongs to the same project. A record
+/// of another project is refused by the statement itself: its `project_id` would become NULL
+/// (a NOT NULL violation), so that a write is refused by a failing statement, never by a row
+/// count read afterwards (`script.rs`).
 const UPSERT: &str = "\
 INSERT INTO responses
     (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at,
      conversation_id, turns_json)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET
+    project_id = CASE WHEN responses.project_id = excluded.project_id
+        THEN excluded.project_id END,
     conversation_id = excluded.conversation_id,
     turns_json = excluded.turns_json,
     created_at = excluded.created_at,
@@ -22,8 +29,7 @@ ON CONFLICT (id) DO UPDATE SET
     status = excluded.status,
     response_json = excluded.response_json,
     transcript_json = excluded.transcript_json,
-    updated_at = excluded.updated_at
-WHERE responses.project_id = excluded.project_id";
+    updated_at = excluded.updated_at";
 
 const SELECT: &str = "\
 SELECT id, project_id, created_at, visible, response_json, transcript_json, conversation_id,
@@ -33,17 +39,17 @@ WHERE project_id = $1 AND id = $2";
 
 /// A response record encoded for [`UPSERT`] (before the write, which may run twice).
 struct Encoded {
-    id: String,
-    project_id: String,
+    id: Arc<str>,
+    project_id: Arc<str>,
     created_at: i64,
     visible: bool,
     status: &'static str,
     /// Shared with the engine when it serialized the response already.
     response_json: Arc<str>,
-    transcript_json: String,
-    conversation_id: Option<String>,
+    transcript_json: Arc<str>,
+    conversation_id: Option<Arc<str>>,
     /// The model turns (`None` when there are none).
-    turns_json: Option<String>,
+    turns_json: Option<Arc<str>>,
 }
 
 impl Encoded {
@@ -52,8 +58,8 @@ impl Encoded {
             StoreError::Backend(format!("cannot encode response {}: {e}", record.id))
         };
         Ok(Encoded {
-            id: record.id.clone(),
-            project_id: record.project_id.clone(),
+            id: Arc::from(record.id.as_str()),
+            project_id: Arc::from(record.project_id.as_str()),
             created_at: record.created_at,
             visible: record.visible,
             status: record.response.status.as_str(),
@@ -61,43 +67,37 @@ impl Encoded {
                 Some(json) => Arc::clone(json),
                 None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
             },
-            transcript_json: serde_json::to_string(&record.transcript).map_err(encode)?,
-            conversation_id: record.conversation_id.clone(),
+            transcript_json: Arc::from(serde_json::to_string(&record.transcript).map_err(encode)?),
+            conversation_id: record.conversation_id.as_deref().map(Arc::from),
             turns_json: if record.turns.is_empty() {
                 None
             } else {
-                Some(serde_json::to_string(&record.turns).map_err(encode)?)
+                Some(Arc::from(
+                    serde_json::to_string(&record.turns).map_err(encode)?,
+                ))
             },
         })
     }
 
-    /// Inserts or replaces the record through any executor (pool or transaction).
-    async fn upsert<'e, E>(&self, executor: E) -> Result<(), StoreError>
-    where
-        E: sqlx::Executor<'e, Database = Db>,
-    {
-        let done = sqlx::query(UPSERT)
-            .bind(self.id.as_str())
-            .bind(self.project_id.as_str())
+    /// Inserts or replaces the record (refused when the id belongs to another project).
+    fn upsert(&self, script: &mut Script) {
+        script
+            .statement(UPSERT)
+            .bind(&self.id)
+            .bind(&self.project_id)
             .bind(self.created_at)
             .bind(i64::from(self.visible))
             .bind(self.status)
-            .bind(&*self.response_json)
-            .bind(self.transcript_json.as_str())
+            .bind(&self.response_json)
+            .bind(&self.transcript_json)
             .bind(now_secs())
-            .bind(self.conversation_id.as_deref())
-            .bind(self.turns_json.as_deref())
-            .execute(executor)
-            .await
-            .map_err(error::backend)?;
-        if done.rows_affected() == 0 {
-            // The id exists under another project: never let one project overwrite another's.
-            return Err(StoreError::Conflict(format!(
-                "response {} belongs to another project",
-                self.id
-            )));
-        }
-        Ok(())
+            .bind(self.conversation_id.clone())
+            .bind(self.turns_json.clone())
+            // Never let one project overwrite another's response.
+            .conflict_on(
+                ErrorKind::NotNullViolation,
+                format!("response {} belongs to another project", self.id),
+            );
     }
 }
 
@@ -107,32 +107,33 @@ struct Ending {
     events: super::events::EventRows,
     items: Vec<super::items::IndexRow>,
     /// The conversation to append the items to, with the items encoded for it.
-    append: Option<(String, Vec<(String, String)>)>,
+    append: Option<(Arc<str>, super::items::AppendRows)>,
 }
 
 impl Ending {
-    async fn write(&self, tx: &mut sqlx::Transaction<'static, Db>) -> Result<(), StoreError> {
+    /// The run's last events, its record, its items, the conversation's new items and the
+    /// removal of its job, in one script.
+    fn script(&self) -> Script {
         let row = &self.row;
-        super::events::insert(tx, &row.id, &self.events).await?;
-        row.upsert(&mut **tx).await?;
-        super::items::index(&row.project_id, &row.id, &self.items, &mut **tx).await?;
+        let mut script = Script::new();
+        super::events::insert(&mut script, &row.id, &self.events);
+        row.upsert(&mut script);
+        super::items::index(&mut script, &row.project_id, &row.id, &self.items);
         if let Some((conversation, items)) = &self.append {
             // A conversation deleted while the run went on takes no more items.
-            super::items::append_encoded(tx, &row.project_id, conversation, items).await?;
+            super::items::append_to(&mut script, &row.project_id, conversation, items);
         }
-        super::jobs::delete(&row.id, &mut **tx).await
+        super::jobs::delete_in(&mut script, &row.id);
+        script
     }
 }
 
 #[async_trait::async_trait]
 impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
-        let row = Arc::new(Encoded::encode(record)?);
-        self.write(super::write_op(move |tx| {
-            let row = Arc::clone(&row);
-            Box::pin(async move { row.upsert(&mut **tx).await })
-        }))
-        .await
+        let mut script = Script::new();
+        Encoded::encode(record)?.upsert(&mut script);
+        self.write(script).await
     }
 
     async fn end_run(
@@ -142,22 +143,18 @@ impl ResponseStore for Store {
     ) -> Result<(), StoreError> {
         let append = match &record.append_to {
             Some(conversation) => Some((
-                conversation.clone(),
+                Arc::from(conversation.as_str()),
                 super::items::encode_append(&record.items)?,
             )),
             None => None,
         };
-        let ending = Arc::new(Ending {
+        let ending = Ending {
             row: Encoded::encode(record)?,
             events: super::events::encode(&record.id, events)?,
             items: super::items::encode_index(&record.items)?,
             append,
-        });
-        self.write(super::write_op(move |tx| {
-            let ending = Arc::clone(&ending);
-            Box::pin(async move { ending.write(tx).await })
-        }))
-        .await
+        };
+        self.write(ending.script()).await
     }
 
     async fn get_response(

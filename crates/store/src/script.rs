@@ -1,0 +1,307 @@
+//! A run-path write as data: the statements it runs and the values they bind.
+//!
+//! The run-path writes (`put_response`, `append_events`, `end_run`, `insert_job`) are known in
+//! full before they run: no statement reads what another returns. A write is therefore a
+//! [`Script`] (a list of [`Statement`]s, each with its own `$1`…`$n` placeholders, its values,
+//! and what its failure means), and the back end decides how to run the scripts of a batch
+//! (`script_run.rs`): SQLite joins every statement of a batch, between `BEGIN` and `COMMIT`,
+//! into one multi-statement query, which sqlx runs in one command on the connection's thread
+//! ([`joined`]); PostgreSQL runs them statement by statement in a transaction.
+//!
+//! A write that must be refused (a response id taken by another project, a job that exists
+//! already) is refused by its statement failing (a constraint of the given kind), never by a
+//! row count read afterwards: the `COMMIT` at the end of a joined query runs unless a statement
+//! before it failed.
+//!
+//! Values are shared, not copied: a write of a failed batch runs again alone, binding the same
+//! values.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use engine::store::StoreError;
+use sqlx::error::ErrorKind;
+
+use crate::error;
+
+/// A value bound to a placeholder.
+#[derive(Debug, Clone)]
+pub(crate) enum Value {
+    Int(i64),
+    Text(Arc<str>),
+    Static(&'static str),
+    /// Text or SQL `NULL` (typed as text for PostgreSQL).
+    OptionalText(Option<Arc<str>>),
+}
+
+impl From<i64> for Value {
+    fn from(value: i64) -> Value {
+        Value::Int(value)
+    }
+}
+
+impl From<Arc<str>> for Value {
+    fn from(value: Arc<str>) -> Value {
+        Value::Text(value)
+    }
+}
+
+impl From<&Arc<str>> for Value {
+    fn from(value: &Arc<str>) -> Value {
+        Value::Text(Arc::clone(value))
+    }
+}
+
+impl From<&'static str> for Value {
+    fn from(value: &'static str) -> Value {
+        Value::Static(value)
+    }
+}
+
+impl From<Option<Arc<str>>> for Value {
+    fn from(value: Option<Arc<str>>) -> Value {
+        Value::OptionalText(value)
+    }
+}
+
+/// One statement: SQL with its own placeholders `$1`…`$n` (numbered from 1 whatever comes
+/// before it), and the values for them in order.
+#[derive(Debug)]
+pub(crate) struct Statement {
+    sql: Cow<'static, str>,
+    values: Vec<Value>,
+    /// A failure of this kind refuses the write with this message ([`StoreError::Conflict`])
+    /// instead of being a back-end failure.
+    conflict: Option<(ErrorKind, String)>,
+}
+
+impl Statement {
+    /// Binds the next placeholder.
+    pub(crate) fn bind(&mut self, value: impl Into<Value>) -> &mut Statement {
+        self.values.push(value.into());
+        self
+    }
+
+    /// A failure of `kind` (a constraint this statement breaks on purpose or by design) refuses
+    /// the write as a conflict, with `message`.
+    pub(crate) fn conflict_on(&mut self, kind: ErrorKind, message: String) -> &mut Statement {
+        self.conflict = Some((kind, message));
+        self
+    }
+
+    pub(crate) fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    pub(crate) fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// What this statement's failure means for its write.
+    pub(crate) fn error(&self, e: sqlx::Error) -> StoreError {
+        if let Some((kind, message)) = &self.conflict
+            && e.as_database_error().map(|d| d.kind()).as_ref() == Some(kind)
+        {
+            return StoreError::Conflict(message.clone());
+        }
+        error::backend(e)
+    }
+}
+
+/// A write: its statements, run in order in one transaction (possibly shared with other
+/// writes).
+#[derive(Debug, Default)]
+pub(crate) struct Script {
+    statements: Vec<Statement>,
+}
+
+impl Script {
+    pub(crate) fn new() -> Script {
+        Script::default()
+    }
+
+    /// Adds a statement (its values are bound on the returned statement).
+    pub(crate) fn statement(&mut self, sql: impl Into<Cow<'static, str>>) -> &mut Statement {
+        self.statements.push(Statement {
+            sql: sql.into(),
+            values: Vec::new(),
+            conflict: None,
+        });
+        let last = self.statements.len() - 1;
+        &mut self.statements[last]
+    }
+
+    pub(crate) fn statements(&self) -> &[Statement] {
+        &self.statements
+    }
+}
+
+/// `rows` groups of `width` placeholders, `($1, $2), ($3, $4)`, for a multi-row `VALUES`,
+/// appended to `sql`; placeholders start after `first` (the placeholders before them).
+pub(crate) fn push_values(sql: &mut String, first: usize, rows: usize, width: usize) {
+    let mut next = first + 1;
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..width {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            push_number(sql, next);
+            next += 1;
+        }
+        sql.push(')');
+    }
+}
+
+/// Appends `n` in decimal (without `fmt`, which costs several times more: a run's events are
+/// hundreds of placeholders).
+fn push_number(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
+    }
+}
+
+/// Scripts joined into one multi-statement query: `BEGIN`, every statement of every script in
+/// order, `COMMIT`.
+#[derive(Debug)]
+pub(crate) struct Joined<'s> {
+    /// The query, with every placeholder written as a plain `?` (see [`positional`]).
+    pub(crate) sql: String,
+    /// The value of each `?` of the query, in order.
+    pub(crate) values: Vec<&'s Value>,
+    /// For the statement at each position of the query (`BEGIN` is 0), the script and
+    /// statement it came from (`None` for `BEGIN` and `COMMIT`).
+    pub(crate) origins: Vec<Option<(usize, usize)>>,
+}
+
+/// Joins scripts into one query that runs them in one transaction ([`Joined`]).
+pub(crate) fn joined<'s>(scripts: &[&'s Script]) -> Result<Joined<'s>, StoreError> {
+    let length: usize = scripts
+        .iter()
+        .flat_map(|s| &s.statements)
+        .map(|statement| statement.sql.len() + 2)
+        .sum();
+    let mut sql = String::with_capacity(length + 16);
+    sql.push_str("BEGIN;\n");
+    let mut values = Vec::new();
+    let mut origins = vec![None];
+    for (s, script) in scripts.iter().enumerate() {
+        for (n, statement) in script.statements.iter().enumerate() {
+            positional(statement, &mut sql, &mut values)?;
+            sql.push_str(";\n");
+            origins.push(Some((s, n)));
+        }
+    }
+    sql.push_str("COMMIT");
+    origins.push(None);
+    Ok(Joined {
+        sql,
+        values,
+        origins,
+    })
+}
+
+/// Appends a statement to `out` with each placeholder `$k` written as a plain `?`, and its
+/// value (the statement's k-th, again for each use) appended to `values`.
+///
+/// sqlx's SQLite driver binds a plain `?` to the next argument of the whole query (it counts
+/// the arguments of the statements before), so the statements need no renumbering. A named
+/// placeholder (`$k`) would be bound to the query's k-th argument, and costs SQLite a scan of
+/// the statement's placeholder names for each (quadratic in a multi-row insert's hundreds).
+/// The port SQL has no `$` anywhere else (no string literals with one, no dollar quoting).
+fn positional<'s>(
+    statement: &'s Statement,
+    out: &mut String,
+    values: &mut Vec<&'s Value>,
+) -> Result<(), StoreError> {
+    let mut rest: &str = &statement.sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        let digits = rest
+            .bytes()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let k = rest.as_bytes()[..digits]
+            .iter()
+            .fold(0usize, |k, &b| k * 10 + usize::from(b - b'0'));
+        let value = k
+            .checked_sub(1)
+            .and_then(|i| statement.values.get(i))
+            .ok_or_else(|| {
+                StoreError::Backend(format!(
+                    "a write's statement has no value for placeholder ${}",
+                    &rest[..digits]
+                ))
+            })?;
+        out.push('?');
+        values.push(value);
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_become_positional_with_their_values_in_order() {
+        let mut first = Script::new();
+        first
+            .statement("INSERT INTO t VALUES ($1, $2)")
+            .bind(1)
+            .bind(2);
+        let mut second = Script::new();
+        second
+            .statement("UPDATE t SET a = $2 WHERE b = $1 OR c = $1")
+            .bind(3)
+            .bind(4);
+        second.statement("DELETE FROM t");
+        let joined = joined(&[&first, &second]).unwrap();
+        assert_eq!(
+            joined.sql,
+            "BEGIN;\nINSERT INTO t VALUES (?, ?);\n\
+             UPDATE t SET a = ? WHERE b = ? OR c = ?;\nDELETE FROM t;\nCOMMIT"
+        );
+        let values: Vec<i64> = joined
+            .values
+            .iter()
+            .map(|v| match v {
+                Value::Int(n) => *n,
+                _ => -1,
+            })
+            .collect();
+        assert_eq!(values, vec![1, 2, 4, 3, 3]);
+        assert_eq!(
+            joined.origins,
+            vec![None, Some((0, 0)), Some((1, 0)), Some((1, 1)), None]
+        );
+    }
+
+    #[test]
+    fn a_placeholder_without_a_value_is_an_error() {
+        let mut script = Script::new();
+        script.statement("SELECT $1, $2, $10").bind(1).bind(2);
+        assert!(joined(&[&script]).is_err());
+    }
+
+    #[test]
+    fn values_lists_number_their_placeholders_in_order() {
+        let mut sql = String::from("VALUES ");
+        push_values(&mut sql, 1, 2, 3);
+        assert_eq!(sql, "VALUES ($2, $3, $4), ($5, $6, $7)");
+    }
+}

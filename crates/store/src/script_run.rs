@@ -1,0 +1,114 @@
+//! How each back end runs write [`Script`]s in one transaction (the group writer's batches,
+//! `group_commit.rs`).
+//!
+//! SQLite: sqlx runs each SQLite connection on a thread of its own, and every command sent
+//! there (a statement, `BEGIN`, `COMMIT`, each with a reply back) is a wake-up of that thread
+//! and one of the task waiting for it: the bulk of a request's CPU at one request in flight
+//! (docs/benchmarks.md). So the scripts are joined into one multi-statement query (`BEGIN`,
+//! their statements, `COMMIT`: [`script::joined`]), which sqlx's SQLite driver prepares and
+//! steps statement by statement in one command on the connection's thread, binding each `?` to
+//! the next of the query's arguments. It stops at the
+//! first statement that fails and reports that statement's error after the results of those
+//! before it, so the failing statement is known. The transaction is then still open (`COMMIT`
+//! never ran, or failed): it is rolled back at once, before the connection goes back to the
+//! pool, and if even that fails the connection is closed instead of reused.
+//!
+//! PostgreSQL: statement by statement in a transaction (its protocol takes one statement with
+//! parameters per message; the group commit already saves the WAL flushes).
+
+use engine::store::StoreError;
+use futures::TryStreamExt as _;
+use sqlx::{Arguments as _, AssertSqlSafe, Database, Pool, Postgres, Sqlite};
+
+use crate::error;
+use crate::script::{self, Script, Value};
+
+/// Runs scripts in one transaction: all of them, or none (the failing statement's error).
+#[async_trait::async_trait]
+pub(crate) trait RunScripts: Database {
+    async fn run(pool: &Pool<Self>, scripts: &[&Script]) -> Result<(), StoreError>;
+}
+
+#[async_trait::async_trait]
+impl RunScripts for Sqlite {
+    async fn run(pool: &Pool<Sqlite>, scripts: &[&Script]) -> Result<(), StoreError> {
+        let joined = script::joined(scripts)?;
+        let arguments = arguments::<Sqlite>(joined.values.iter().copied())?;
+        // One write alone is the usual shape at low load, and the same few recur (keep them
+        // prepared); a batch's join is new each time (prepare it for this run only).
+        let query =
+            sqlx::query_with(AssertSqlSafe(joined.sql), arguments).persistent(scripts.len() == 1);
+        let mut connection = pool.acquire().await.map_err(error::backend)?;
+        let mut done = 0;
+        let outcome = {
+            let mut results = sqlx::Executor::execute_many(&mut *connection, query);
+            loop {
+                match results.try_next().await {
+                    Ok(Some(_)) => done += 1,
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+            }
+        };
+        let Err(e) = outcome else {
+            return Ok(());
+        };
+        // The statement at `done` failed; `BEGIN` may have run and `COMMIT` not.
+        if sqlx::query("ROLLBACK")
+            .execute(&mut *connection)
+            .await
+            .is_err()
+        {
+            // No transaction left open (SQLite rolled it back itself) or a broken connection:
+            // either way, never hand out a connection whose state is unknown.
+            connection.close_on_drop();
+        }
+        Err(match joined.origins.get(done) {
+            Some(Some((s, n))) => match scripts.get(*s).and_then(|s| s.statements().get(*n)) {
+                Some(statement) => statement.error(e),
+                None => error::backend(e),
+            },
+            _ => error::backend(e),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl RunScripts for Postgres {
+    async fn run(pool: &Pool<Postgres>, scripts: &[&Script]) -> Result<(), StoreError> {
+        let mut tx = pool.begin().await.map_err(error::backend)?;
+        for statement in scripts.iter().flat_map(|s| s.statements()) {
+            let arguments = arguments::<Postgres>(statement.values())?;
+            sqlx::query_with(AssertSqlSafe(statement.sql().to_owned()), arguments)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| statement.error(e))?;
+        }
+        // Dropping the transaction on an error above rolls it back.
+        tx.commit().await.map_err(error::backend)
+    }
+}
+
+/// The values bound, in order, as the back end's arguments.
+fn arguments<'v, DB>(
+    values: impl IntoIterator<Item = &'v Value>,
+) -> Result<DB::Arguments, StoreError>
+where
+    DB: Database,
+    i64: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    std::sync::Arc<str>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'static str: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<std::sync::Arc<str>>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let mut arguments = DB::Arguments::default();
+    for value in values {
+        let added = match value {
+            Value::Int(n) => arguments.add(*n),
+            Value::Text(text) => arguments.add(std::sync::Arc::clone(text)),
+            Value::Static(text) => arguments.add(*text),
+            Value::OptionalText(text) => arguments.add(text.clone()),
+        };
+        added.map_err(|e| StoreError::Backend(format!("cannot bind a value: {e}")))?;
+    }
+    Ok(arguments)
+}
