@@ -7,8 +7,10 @@
 //! limit and the default connection cap), [`datadir`] (the data directory's permissions),
 //! [`route_table`] (method, path, endpoint), [`routes`] (endpoint -> handler), [`handlers`]
 //! (thin), [`compact`] (`POST …/compact`), [`conversations`] (the OpenAI Conversations API's handlers), [`auth`] (the `Project` extractor), [`web_guard`] (open mode's guard against web
-//! pages: `Origin` and `Host`), [`json`] (the strict body extractor), [`params`] (path and
-//! query extractors), [`sse`] (the SSE writer), [`error`] (the code table), [`envelope`] (every
+//! pages: `Origin` and `Host`), [`fresh_read`] (open mode's store read, shared by the requests
+//! arriving together), [`json`] (the strict body extractor), [`params`] (path and
+//! query extractors), [`sse`] (the SSE writer; [`sse_batch`] gathers the events
+//! of a burst into one write), [`error`] (the code table), [`envelope`] (every
 //! error answer on the JSON envelope), [`config`] (defaults < file < env < flags),
 //! [`logging`] (the log filter: `RUST_LOG` with the MCP library silenced),
 //! [`builtins`] (the built-in tools from the `fetch`, `search` and `sandbox` crates,
@@ -41,6 +43,7 @@ pub mod envelope;
 pub mod error;
 pub mod fdlimit;
 pub mod finance_connectors;
+pub mod fresh_read;
 pub mod handlers;
 pub mod json;
 pub mod logging;
@@ -52,6 +55,7 @@ pub mod routes;
 pub mod secret_keys;
 pub mod serve;
 pub mod sse;
+pub mod sse_batch;
 pub mod start;
 pub mod state;
 pub mod unread_body;

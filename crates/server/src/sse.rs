@@ -1,9 +1,10 @@
 //! The SSE writer: one `data: <json>` frame per event, no `event:` lines, no `[DONE]`,
 //! keep-alive comments while the run is quiet (spec §7.1).
 //!
-//! Events that are ready at the same moment (the deltas of one upstream chunk, a step's
-//! closing events) are written as one body chunk, so they cost one socket write rather than
-//! one each; every event is still its own SSE frame, and nothing waits for more events.
+//! Events that a run pushes in one burst (the deltas of upstream chunks that arrived together,
+//! a step's closing events) are written as one body chunk, so they cost one socket write rather
+//! than one each (`sse_batch`: the writer yields once or a few times for the events already on
+//! their way); every event is still its own SSE frame, and nothing waits for a timer.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -14,6 +15,8 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut as _, Bytes, BytesMut};
 use futures::{Stream, StreamExt as _};
+
+use crate::sse_batch::{self, Batches};
 
 /// Most events written as one body chunk (bounds the chunk's size).
 const MAX_EVENTS_PER_WRITE: usize = 64;
@@ -26,8 +29,7 @@ pub fn stream(
     events: impl Stream<Item = Arc<str>> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {
-    let chunks = events
-        .ready_chunks(MAX_EVENTS_PER_WRITE)
+    let chunks = Batches::new(events.boxed(), MAX_EVENTS_PER_WRITE, sse_batch::MAX_YIELDS)
         .map(|batch| frames(&batch))
         .boxed();
     let body = futures::stream::unfold(chunks, move |mut chunks| async move {

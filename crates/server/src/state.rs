@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use engine::{Authenticated, Caller, Engine};
 
 use crate::error::ApiError;
+use crate::fresh_read::FreshRead;
 
 /// How long a key lookup is trusted before the store is asked again.
 pub const KEY_CACHE_TTL: Duration = Duration::from_secs(10);
@@ -44,12 +45,16 @@ pub struct RequestSettings {
 /// Key lookups, cached for [`KEY_CACHE_TTL`]: a key revoked through the admin API is dropped
 /// from the cache at once, one revoked elsewhere (the CLI, another replica) stops working
 /// within the TTL. "No key exists" (open mode) is re-checked on every request, so a key
-/// created with `agentd keys create` while the server runs closes open mode at once.
+/// created with `agentd keys create` while the server runs closes open mode at once; requests
+/// arriving together share that read ([`FreshRead`]: each is answered by a read that began
+/// after it arrived).
 pub struct AuthCache {
     /// Key hash -> (the key, when it was looked up).
     known: Mutex<HashMap<String, (Authenticated, Instant)>>,
     /// Set once any key was seen: the server is then never in open mode again.
     has_keys: AtomicBool,
+    /// The open-mode read, shared by the requests waiting for it at the same moment.
+    open_check: FreshRead<bool>,
     /// The project of open-mode requests.
     default_project: String,
 }
@@ -59,6 +64,7 @@ impl AuthCache {
         AuthCache {
             known: Mutex::new(HashMap::new()),
             has_keys: AtomicBool::new(has_keys),
+            open_check: FreshRead::new(),
             default_project,
         }
     }
@@ -131,7 +137,7 @@ impl AuthCache {
         if self.has_keys.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        if engine.has_keys().await? {
+        if self.open_check.get(|| engine.has_keys()).await? {
             self.has_keys.store(true, Ordering::Relaxed);
             return Ok(false);
         }
