@@ -77,23 +77,9 @@ pub fn response_event_line(kind: &str, response_json: &str, sequence_number: u64
     line.push_str("\",\"response\":");
     line.push_str(response_json);
     line.push_str(",\"sequence_number\":");
-    line.push_str(decimal(sequence_number, &mut [0; 20]));
+    line.push_str(itoa::Buffer::new().format(sequence_number));
     line.push('}');
     line
-}
-
-/// `n` in decimal, written into `digits` without the `fmt` machinery.
-fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &str {
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&digits[at..]).unwrap_or("0")
 }
 
 /// One event line being written: `{"type":"…"` then `,"key":value` pairs, then the sequence
@@ -130,7 +116,7 @@ impl Line {
     fn number(&mut self, key: &str, value: u64) {
         self.key(key);
         self.buf
-            .extend_from_slice(decimal(value, &mut [0; 20]).as_bytes());
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     }
 
     fn end(mut self, sequence_number: u64) -> Result<String, serde_json::Error> {
