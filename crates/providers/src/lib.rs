@@ -45,6 +45,8 @@
 pub mod anthropic;
 pub mod chat_completions;
 pub mod config;
+#[cfg(test)]
+mod edits;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
