@@ -11,7 +11,6 @@ mod common;
 use agentd_store::SqliteStore;
 use common::{TempDir, TestResult, events};
 use engine::store::{ItemKind, ResponseRecord, ResponseStore, StoredItem};
-use protocol::response::Response;
 use serde_json::json;
 
 /// sqlx's SQLite connection threads (`sqlx-sqlite-worker-N`, cut to 15 bytes by Linux).
@@ -59,48 +58,6 @@ fn process_sleeps() -> Result<u64, Box<dyn std::error::Error>> {
     Ok(total)
 }
 
-fn response(id: &str, status: &str) -> Result<Response, serde_json::Error> {
-    serde_json::from_value(json!({
-        "id": id,
-        "object": "response",
-        "created_at": 1_700_000_000,
-        "completed_at": 1_700_000_002,
-        "status": status,
-        "model": "openai/gpt-test",
-        "output": [{
-            "type": "message",
-            "id": "msg_1",
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "It is 42.", "annotations": [], "logprobs": []}]
-        }],
-        "usage": null,
-        "error": null,
-        "incomplete_details": null,
-        "instructions": null,
-        "max_output_tokens": null,
-        "max_tool_calls": null,
-        "max_steps": null,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "tool_choice": "auto",
-        "tools": [],
-        "parallel_tool_calls": true,
-        "truncation": "disabled",
-        "background": false,
-        "store": true,
-        "service_tier": "default",
-        "text": {"format": {"type": "text"}},
-        "metadata": {"k": "v"},
-        "previous_response_id": null,
-        "prompt_cache_key": null,
-        "reasoning": null,
-        "frequency_penalty": 0.0,
-        "presence_penalty": 0.0,
-        "top_logprobs": 0
-    }))
-}
-
 fn record(id: &str, status: &str) -> Result<ResponseRecord, serde_json::Error> {
     let item = |id: &str, kind| StoredItem {
         id: id.to_owned(),
@@ -112,7 +69,7 @@ fn record(id: &str, status: &str) -> Result<ResponseRecord, serde_json::Error> {
         project_id: "proj_a".to_owned(),
         created_at: 1_700_000_000,
         visible: true,
-        response: response(id, status)?,
+        response: common::response(id, status)?,
         transcript: Vec::new(),
         conversation_id: None,
         items: vec![

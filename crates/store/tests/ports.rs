@@ -10,50 +10,8 @@ use engine::store::{
     StoreError,
 };
 use protocol::input::InputItem;
-use protocol::response::{Response, ResponseStatus};
+use protocol::response::ResponseStatus;
 use serde_json::json;
-
-fn response(id: &str, status: &str) -> Result<Response, serde_json::Error> {
-    serde_json::from_value(json!({
-        "id": id,
-        "object": "response",
-        "created_at": 1_700_000_000,
-        "completed_at": 1_700_000_002,
-        "status": status,
-        "model": "openai/gpt-test",
-        "output": [{
-            "type": "message",
-            "id": "msg_1",
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "It is 42.", "annotations": [], "logprobs": []}]
-        }],
-        "usage": null,
-        "error": null,
-        "incomplete_details": null,
-        "instructions": null,
-        "max_output_tokens": null,
-        "max_tool_calls": null,
-        "max_steps": null,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "tool_choice": "auto",
-        "tools": [],
-        "parallel_tool_calls": true,
-        "truncation": "disabled",
-        "background": false,
-        "store": true,
-        "service_tier": "default",
-        "text": {"format": {"type": "text"}},
-        "metadata": {"k": "v"},
-        "previous_response_id": null,
-        "prompt_cache_key": null,
-        "reasoning": null,
-        "frequency_penalty": 0.0,
-        "presence_penalty": 0.0,
-        "top_logprobs": 0
-    }))
-}
 
 fn transcript() -> Result<Vec<InputItem>, serde_json::Error> {
     serde_json::from_value(json!([
@@ -71,7 +29,7 @@ fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, s
         project_id: project_id.to_owned(),
         created_at: 1_700_000_000,
         visible,
-        response: response(id, "completed")?,
+        response: common::response(id, "completed")?,
         transcript: transcript()?,
         conversation_id: None,
         items: Vec::new(),

@@ -186,3 +186,46 @@ pub fn events(range: std::ops::Range<u64>) -> Vec<EventRecord> {
         })
         .collect()
 }
+
+/// A completed response with one message, as the run path stores them.
+pub fn response(id: &str, status: &str) -> Result<protocol::response::Response, serde_json::Error> {
+    serde_json::from_value(serde_json::json!({
+        "id": id,
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "completed_at": 1_700_000_002,
+        "status": status,
+        "model": "openai/gpt-test",
+        "output": [{
+            "type": "message",
+            "id": "msg_1",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "It is 42.", "annotations": [], "logprobs": []}]
+        }],
+        "usage": null,
+        "error": null,
+        "incomplete_details": null,
+        "instructions": null,
+        "max_output_tokens": null,
+        "max_tool_calls": null,
+        "max_steps": null,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "tool_choice": "auto",
+        "tools": [],
+        "parallel_tool_calls": true,
+        "truncation": "disabled",
+        "background": false,
+        "store": true,
+        "service_tier": "default",
+        "text": {"format": {"type": "text"}},
+        "metadata": {"k": "v"},
+        "previous_response_id": null,
+        "prompt_cache_key": null,
+        "reasoning": null,
+        "frequency_penalty": 0.0,
+        "presence_penalty": 0.0,
+        "top_logprobs": 0
+    }))
+}
