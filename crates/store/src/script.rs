@@ -217,11 +217,10 @@ fn positional<'s>(
             .bytes()
             .position(|b| !b.is_ascii_digit())
             .unwrap_or(rest.len());
-        let k = rest.as_bytes()[..digits]
-            .iter()
-            .fold(0usize, |k, &b| k * 10 + usize::from(b - b'0'));
-        let value = k
-            .checked_sub(1)
+        let value = rest[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|k| k.checked_sub(1))
             .and_then(|i| statement.values.get(i))
             .ok_or_else(|| {
                 StoreError::Backend(format!(
