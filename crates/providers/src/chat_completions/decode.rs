@@ -29,8 +29,12 @@ impl SseDecoder for Decoder {
             self.end(out)?;
             return Ok(Step::Done);
         }
-        let chunk: Chunk = serde_json::from_str(data)
-            .map_err(|err| ModelError::Protocol(format!("invalid stream chunk: {err}")))?;
+        // The common chunk in one pass; anything else (and every error) through serde.
+        let chunk: Chunk = match super::fast::chunk(data) {
+            Some(chunk) => chunk,
+            None => serde_json::from_str(data)
+                .map_err(|err| ModelError::Protocol(format!("invalid stream chunk: {err}")))?,
+        };
         if let Some(error) = chunk.error {
             let message = match error {
                 serde_json::Value::String(text) => text,

@@ -7,10 +7,13 @@
 //!
 //! - [`wire`]: the request body and the chunk types (serde).
 //! - [`decode`]: chunks to [`ModelEvent`](engine::model::ModelEvent)s (pure, unit-tested).
+//! - [`fast`]: the common chunk read in one pass, serde's reading by construction (the rest goes
+//!   through serde).
 //! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
 //!   shared (`crate::http::Upstream`, `crate::sse`).
 
 pub(crate) mod decode;
+mod fast;
 mod wire;
 
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
