@@ -322,3 +322,82 @@ async fn numbers_shown_without_a_page_are_not_given_out_again() {
         .collect();
     assert_eq!(cited, ["https://example.com/2", "https://example.com/5"]);
 }
+
+/// `Engine::complete` drives a plain run in its caller's task: a caller that goes away (its
+/// client disconnected) must not take the run with it.
+#[tokio::test]
+async fn a_plain_run_whose_caller_goes_away_still_ends_and_is_stored() {
+    let h = Harness::new();
+    let gate = Arc::new(Notify::new());
+    h.model("m").push(Turn::Stream(vec![
+        Step::Event(ModelEvent::TextDelta("one ".to_owned())),
+        Step::Wait(gate.clone()),
+        Step::Event(ModelEvent::TextDelta("two".to_owned())),
+        Step::Event(ModelEvent::Finish(FinishReason::Stop)),
+    ]));
+    let caller = tokio::spawn({
+        let engine = h.engine.clone();
+        async move {
+            engine
+                .complete(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+                .await
+        }
+    });
+    // The run has asked the model (and waits at the gate mid-answer): the caller goes away.
+    while h.model("m").requests().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    caller.abort();
+    assert!(matches!(caller.await, Err(err) if err.is_cancelled()));
+    gate.notify_one();
+    let id = h.store.lock().responses.keys().next().cloned().unwrap();
+    assert_eq!(h.wait_terminal(&id).await, ResponseStatus::Completed);
+    let stored = serde_json::to_value(&h.store.lock().responses[&id].response).unwrap();
+    assert_eq!(
+        items(&stored, "message")[0]["content"][0]["text"],
+        "one two"
+    );
+    let events = h.store.events_of(&id);
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "response.completed",
+        "the event log is stored to its end"
+    );
+}
+
+/// What `Engine::complete` answers is what `start` then `finish` answers.
+#[tokio::test]
+async fn complete_answers_as_start_then_finish() {
+    let h = Harness::new();
+    h.model("m").push(Turn::text("same answer"));
+    h.model("m").push(Turn::text("same answer"));
+    let body = json!({"model": "fake/m", "input": "x"});
+    let engine::Completed::Finished(Some(completed)) = h
+        .engine
+        .complete(PROJECT, request(body.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("a plain run finishes");
+    };
+    let (started, _) = h.run(body).await;
+    let completed = serde_json::to_value(&completed.response).unwrap();
+    for field in ["status", "output", "usage", "model"] {
+        let (a, b) = (&completed[field], &started[field]);
+        if field == "output" {
+            assert_eq!(a[0]["content"], b[0]["content"]);
+        } else {
+            assert_eq!(a, b, "{field}");
+        }
+    }
+    let background = json!({"model": "fake/m", "input": "x", "background": true});
+    let engine::Completed::Queued(queued) = h
+        .engine
+        .complete(PROJECT, request(background))
+        .await
+        .unwrap()
+    else {
+        panic!("a background run is queued");
+    };
+    assert_eq!(queued.status, ResponseStatus::Queued);
+}
