@@ -5,14 +5,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt as _, Stream};
+use futures::Stream;
 use protocol::request::CreateRequest;
 use protocol::response::{CancelAck, Response, ResponseStatus};
 use tokio::sync::watch;
 
 use crate::config::EngineConfig;
 use crate::core::{Core, Ports};
-use crate::detach::Detachable;
 use crate::error::EngineError;
 use crate::events::EventLog;
 use crate::metrics::MetricsSnapshot;
@@ -55,25 +54,6 @@ pub struct RunHandle {
     done: Option<watch::Receiver<Option<Arc<Finished>>>>,
 }
 
-/// How [`Engine::complete`] ended: the queued snapshot of a background run, or how a
-/// foreground run ended.
-pub enum Completed {
-    Queued(Response),
-    /// `None` when the run ended without an answer (as [`RunHandle::finish`]).
-    Finished(Option<Arc<Finished>>),
-}
-
-/// A run whose start is stored: queued (background), or foreground and not started yet.
-enum Begun {
-    Queued(RunHandle),
-    Foreground {
-        /// Its id, initial snapshot and event log (`done` is not set yet).
-        handle: RunHandle,
-        /// The run itself, to its end; dropped unfinished, it goes on as a task.
-        run: Detachable<Arc<Finished>>,
-    },
-}
-
 impl RunHandle {
     /// Every event of the run from the first, as lines of JSON, ending after the terminal event.
     pub fn events(&self) -> impl futures::Stream<Item = Arc<str>> + Send + 'static {
@@ -109,50 +89,8 @@ impl Engine {
     pub async fn start(
         &self,
         project_id: &str,
-        request: CreateRequest,
-    ) -> Result<RunHandle, EngineError> {
-        Ok(match self.begin(project_id, request).await? {
-            Begun::Queued(handle) => handle,
-            Begun::Foreground { handle, run } => {
-                let (done_tx, done_rx) = watch::channel(None);
-                tokio::spawn(async move {
-                    let _ = done_tx.send(Some(run.await));
-                });
-                RunHandle {
-                    done: Some(done_rx),
-                    ..handle
-                }
-            }
-        })
-    }
-
-    /// Runs a request to its end (foreground) or queues it (`background: true`), for a caller
-    /// that waits for the whole answer: [`Engine::start`] then [`RunHandle::finish`], but the
-    /// run is driven in the caller's own task rather than in one of its own, which saves the
-    /// task and the hand-off of its end to the caller. The guarantee is the same: if the
-    /// caller's future is dropped (its client went away), the run goes on as a task of its own
-    /// to its end and is stored (`detach.rs`).
-    pub async fn complete(
-        &self,
-        project_id: &str,
-        request: CreateRequest,
-    ) -> Result<Completed, EngineError> {
-        Ok(match self.begin(project_id, request).await? {
-            Begun::Queued(handle) => Completed::Queued(handle.initial),
-            // As a spawned run that panicked leaves its handle's `finish` without an answer.
-            Begun::Foreground { run, .. } => {
-                Completed::Finished(std::panic::AssertUnwindSafe(run).catch_unwind().await.ok())
-            }
-        })
-    }
-
-    /// Validates, plans and stores the run's start; a background run is queued, a foreground
-    /// one is returned unstarted with what its callers follow.
-    async fn begin(
-        &self,
-        project_id: &str,
         mut request: CreateRequest,
-    ) -> Result<Begun, EngineError> {
+    ) -> Result<RunHandle, EngineError> {
         let core = &self.core;
         request.validate()?;
         apply_preset(&mut request, &core.config.presets)?;
@@ -263,28 +201,30 @@ impl Engine {
                 })
                 .await?;
             core.job_ready.notify_one();
-            return Ok(Begun::Queued(RunHandle {
+            return Ok(RunHandle {
                 id,
                 initial: response,
                 log: live.log,
                 done: None,
-            }));
+            });
         }
-        let handle = RunHandle {
-            id,
-            initial: response.clone(),
-            log: live.log.clone(),
-            done: None,
-        };
+        let (done_tx, done_rx) = watch::channel(None);
+        let initial = response.clone();
+        let log = live.log.clone();
         let core = core.clone();
-        let run = Detachable::new(async move {
+        tokio::spawn(async move {
             let finished = runner::execute(&core, plan, response, initial_json, live).await;
             if let Some(heartbeat) = heartbeat {
                 heartbeat.abort();
             }
-            Arc::new(finished)
+            let _ = done_tx.send(Some(Arc::new(finished)));
         });
-        Ok(Begun::Foreground { handle, run })
+        Ok(RunHandle {
+            id,
+            initial,
+            log,
+            done: Some(done_rx),
+        })
     }
 
     /// Stops a run and answers the response object (spec decision 8): the run is asked to stop,

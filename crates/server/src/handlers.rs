@@ -25,17 +25,15 @@ pub async fn create(
     StrictRequest(request): StrictRequest,
 ) -> Result<Response, ApiError> {
     let stream = request.stream.unwrap_or(false);
+    let background = request.background.unwrap_or(false);
+    let handle = state.engine.start(&project, request).await?;
     if stream {
-        let handle = state.engine.start(&project, request).await?;
         return Ok(sse::stream(handle.events(), state.sse_keep_alive));
     }
-    // A plain or background request: a plain run is driven in this request's own task (and
-    // goes on as a task of its own if the client goes away: `Engine::complete`).
-    let finished = match state.engine.complete(&project, request).await? {
-        engine::Completed::Queued(initial) => return Ok(Json(initial).into_response()),
-        engine::Completed::Finished(finished) => finished,
-    };
-    match finished {
+    if background {
+        return Ok(Json(handle.initial).into_response());
+    }
+    match handle.finish().await {
         // A run that failed before the model was asked (MCP discovery, a continuation that
         // does not fit) is an HTTP error for a plain request (spec §8.3).
         Some(finished) => match &finished.start_error {

@@ -1,5 +1,5 @@
-//! Group commit: the run-path writes of every concurrent run (`put_response`,
-//! `append_events`, `end_run`, `insert_job`) committed in shared transactions.
+//! Group commit: one writer task that runs the run-path writes of every concurrent run
+//! (`put_response`, `append_events`, `end_run`, `insert_job`) in shared transactions.
 //!
 //! SQLite has one writer at a time, and on the store's single write connection every
 //! transaction costs its `BEGIN`, its `COMMIT` (the WAL frames of every page it touched) and
@@ -12,34 +12,25 @@
 //! SQLite the whole batch, `BEGIN` to `COMMIT`, is one multi-statement query, so one hand-off
 //! to sqlx's connection thread; on PostgreSQL statement by statement.
 //!
-//! Who runs a batch: a write that finds nobody running batches becomes the leader and runs the
-//! batch itself, in its caller's task (no hand-off to a writer task and back: at one request
-//! in flight, every write). Writes that arrive while a batch runs wait; the leader's batch is
-//! the first waiting write (its own) and every write already waiting behind it (up to
-//! [`MAX_BATCH`]). When the leader's batch is committed and writes are waiting, a task of its
-//! own runs their batches until none wait (the leader's caller gets its answer at once, not
-//! after everyone's). Nothing ever waits to fill a batch. Each caller gets its answer after
-//! the commit, so a write reported done is as durable as before. A leader whose caller goes
-//! away mid-batch (its request was dropped) finishes the batch as a task of its own
-//! (`engine::detach`): the other writes of the batch are committed and answered all the same.
+//! The writer takes the first waiting write, then every write already queued behind it (up to
+//! [`MAX_BATCH`]), and runs them in one transaction. It never waits to fill a batch: with one
+//! request in flight a batch is that one write, and nothing is delayed. Each caller gets its
+//! answer after the commit, so a write reported done is as durable as before.
 //!
 //! A write that fails must not take the others with it, nor leave half of itself behind: when
 //! any write of a batch fails (or the commit does), the batch is rolled back and each of its
 //! writes is run again alone, in its own transaction, exactly as without batching.
 //!
-//! A batch is run holding a [`Gate`]. SQLite's checkpointer takes it for the short moment it
-//! needs no commit to land (`checkpoint.rs`: catching the WAL up so that the next commit
-//! starts it over); a batch then waits for it instead of SQLite's busy handler sleeping on
-//! both sides.
+//! The writer holds a [`Gate`] while it runs a batch. SQLite's checkpointer takes it for the
+//! short moment it needs no commit to land (`checkpoint.rs`: catching the WAL up so that the
+//! next commit starts it over); a batch then waits for it instead of SQLite's busy handler
+//! sleeping on both sides.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
-use engine::detach::Detachable;
 use engine::store::StoreError;
-use futures::future::BoxFuture;
 use sqlx::Pool;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::script::Script;
 use crate::script_run::RunScripts;
@@ -47,6 +38,9 @@ use crate::script_run::RunScripts;
 /// Most writes committed in one transaction (bounds the transaction's size and the wait of the
 /// first caller in it).
 pub(crate) const MAX_BATCH: usize = 256;
+
+/// Writes that may wait for the writer before callers are held back (back pressure).
+const QUEUE: usize = 4096;
 
 /// A write waiting for the writer, with where its outcome goes.
 struct Queued {
@@ -58,37 +52,12 @@ struct Queued {
 /// meanwhile (it finishes the batch it is in first).
 pub(crate) type Gate = Arc<tokio::sync::Mutex<()>>;
 
-/// The handle callers send writes through. Cheap to clone.
+/// The handle callers send writes through. Cheap to clone; the writer task ends when the last
+/// handle is dropped.
 #[derive(Clone)]
 pub(crate) struct GroupWriter {
-    shared: Arc<Shared>,
-}
-
-/// What the callers of one store share: the writes waiting, whether someone runs them, the
-/// gate, and the back end that commits a batch.
-struct Shared {
-    state: Mutex<State>,
+    queue: mpsc::Sender<Queued>,
     gate: Gate,
-    committer: Box<dyn Commit>,
-}
-
-/// The writes waiting for a batch and whether a leader is running batches (then it takes
-/// them); no leader means nothing waits.
-#[derive(Default)]
-struct State {
-    waiting: VecDeque<Queued>,
-    leading: bool,
-}
-
-/// Commits a batch on one back end (type-erased so that the handle is not generic).
-trait Commit: Send + Sync {
-    fn commit<'a>(&'a self, batch: &'a mut Vec<Queued>) -> BoxFuture<'a, ()>;
-}
-
-impl<DB: RunScripts> Commit for Pool<DB> {
-    fn commit<'a>(&'a self, batch: &'a mut Vec<Queued>) -> BoxFuture<'a, ()> {
-        Box::pin(commit(self, batch))
-    }
 }
 
 impl std::fmt::Debug for GroupWriter {
@@ -98,92 +67,53 @@ impl std::fmt::Debug for GroupWriter {
 }
 
 impl GroupWriter {
-    /// The writer of `pool`. It spawns a task (on the current tokio runtime) only while
-    /// writes wait behind a batch.
+    /// Starts the writer task on the current tokio runtime, writing through `pool`.
     pub(crate) fn spawn<DB: RunScripts>(pool: Pool<DB>) -> GroupWriter {
-        GroupWriter {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State::default()),
-                gate: Gate::default(),
-                committer: Box::new(pool),
-            }),
-        }
+        let (queue, receiver) = mpsc::channel(QUEUE);
+        let gate = Gate::default();
+        tokio::spawn(run(pool, receiver, Arc::clone(&gate)));
+        GroupWriter { queue, gate }
     }
 
     /// The gate the writer holds while it runs a batch.
     pub(crate) fn gate(&self) -> Gate {
-        Arc::clone(&self.shared.gate)
+        Arc::clone(&self.gate)
     }
 
     /// Runs `script` in a transaction (shared with the other writes waiting at the same
     /// moment) and returns once that transaction is committed, or with the write's own error.
     pub(crate) async fn write(&self, script: Script) -> Result<(), StoreError> {
         let (done, outcome) = oneshot::channel();
-        let leader = {
-            let mut state = self.shared.lock();
-            state.waiting.push_back(Queued { script, done });
-            !std::mem::replace(&mut state.leading, true)
-        };
-        if leader {
-            Detachable::new(lead(Arc::clone(&self.shared))).await;
-        }
+        self.queue
+            .send(Queued { script, done })
+            .await
+            .map_err(|_| stopped())?;
         outcome.await.map_err(|_| stopped())?
-    }
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Moves up to [`MAX_BATCH`] waiting writes into `batch`.
-    fn take(&self, batch: &mut Vec<Queued>) {
-        let mut state = self.lock();
-        let n = state.waiting.len().min(MAX_BATCH);
-        batch.extend(state.waiting.drain(..n));
-    }
-
-    /// Whether writes still wait; if none, the leader steps down (in the same lock).
-    fn more_waiting(&self) -> bool {
-        let mut state = self.lock();
-        if state.waiting.is_empty() {
-            state.leading = false;
-            false
-        } else {
-            true
-        }
-    }
-
-    /// One batch: the gate, then every write waiting by then (the leader's own among them).
-    async fn one_batch(&self, batch: &mut Vec<Queued>) {
-        let turn = self.gate.lock().await;
-        self.take(batch);
-        self.committer.commit(batch).await;
-        drop(turn);
-        batch.clear();
-    }
-}
-
-/// The leader's turn: one batch with its own write; writes that arrived meanwhile are left to a
-/// task of their own (the leader's caller gets its answer now, not after everyone's).
-async fn lead(shared: Arc<Shared>) {
-    let mut batch = Vec::new();
-    shared.one_batch(&mut batch).await;
-    if shared.more_waiting() {
-        tokio::spawn(async move {
-            let mut batch = Vec::with_capacity(MAX_BATCH);
-            loop {
-                shared.one_batch(&mut batch).await;
-                if !shared.more_waiting() {
-                    break;
-                }
-            }
-        });
     }
 }
 
 fn stopped() -> StoreError {
     StoreError::Backend("the store's writer has stopped".to_owned())
+}
+
+/// The writer task: one batch at a time, until every handle is gone.
+async fn run<DB: RunScripts>(pool: Pool<DB>, mut receiver: mpsc::Receiver<Queued>, gate: Gate) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let turn = gate.lock().await;
+        // Writes that arrived while the gate was held join this batch.
+        if batch.len() < MAX_BATCH {
+            while let Ok(queued) = receiver.try_recv() {
+                batch.push(queued);
+                if batch.len() == MAX_BATCH {
+                    break;
+                }
+            }
+        }
+        commit(&pool, &mut batch).await;
+        drop(turn);
+        batch.clear();
+    }
 }
 
 /// Runs a batch in one transaction; on any failure, each write again alone.
@@ -269,22 +199,17 @@ mod tests {
         failing: Option<i64>,
     ) -> Vec<Result<(), StoreError>> {
         let held = writer.gate().lock_owned().await;
-        let mut writes = Vec::new();
+        let mut outcomes = Vec::new();
         for n in 0..10 {
+            let (done, outcome) = oneshot::channel();
             let script = insert(n, Some(n) == failing);
-            writes.push(tokio::spawn({
-                let writer = writer.clone();
-                async move { writer.write(script).await }
-            }));
-            // Queued in this order (the first waits at the gate as the leader).
-            while writer.shared.lock().waiting.len() <= n as usize {
-                tokio::task::yield_now().await;
-            }
+            writer.queue.send(Queued { script, done }).await.unwrap();
+            outcomes.push(outcome);
         }
         drop(held);
         let mut results = Vec::new();
-        for write in writes {
-            results.push(write.await.unwrap());
+        for outcome in outcomes {
+            results.push(outcome.await.unwrap());
         }
         results
     }
