@@ -322,3 +322,41 @@ async fn numbers_shown_without_a_page_are_not_given_out_again() {
         .collect();
     assert_eq!(cited, ["https://example.com/2", "https://example.com/5"]);
 }
+
+/// A plain run whose caller goes away before it ends (the client of a non-streaming request
+/// disconnected: its handler dropped the handle) still runs to its end and is stored.
+#[tokio::test]
+async fn a_plain_run_whose_caller_goes_away_still_ends_and_is_stored() {
+    let h = Harness::new();
+    let gate = Arc::new(Notify::new());
+    h.model("m").push(Turn::Stream(vec![
+        Step::Event(ModelEvent::TextDelta("one ".to_owned())),
+        Step::Wait(gate.clone()),
+        Step::Event(ModelEvent::TextDelta("two".to_owned())),
+        Step::Event(ModelEvent::Finish(FinishReason::Stop)),
+    ]));
+    let handle = h
+        .engine
+        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+        .await
+        .unwrap();
+    let id = handle.id.clone();
+    // The run has asked the model and waits mid-answer: the caller goes away.
+    while h.model("m").requests().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    drop(handle);
+    gate.notify_one();
+    assert_eq!(h.wait_terminal(&id).await, ResponseStatus::Completed);
+    let stored = serde_json::to_value(&h.store.lock().responses[&id].response).unwrap();
+    assert_eq!(
+        items(&stored, "message")[0]["content"][0]["text"],
+        "one two"
+    );
+    let events = h.store.events_of(&id);
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "response.completed",
+        "the event log is stored to its end"
+    );
+}
