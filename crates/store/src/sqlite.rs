@@ -70,16 +70,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// 50 statements of a large batch.
 const WRITER_RESULTS: usize = 4096;
 
-/// The writer connection's page cache, in KiB (SQLite's default is 2,000). Every run writes
-/// pages of several B-trees keyed by random ids (the responses' and the event chunks' keys, the
-/// items' keys and ids) next to ~20 KiB of overflow pages it never reads again; with the
-/// default cache those overflow pages push the index pages out, and the writer reads them back
-/// from the WAL or the database file on the next run that lands on them (measured: ~6 reads per
-/// request on a 1 GB store, none with this cache; docs/benchmarks.md, "Issue 18, fifth pass").
-/// The readers keep SQLite's default: a reader's cache is dropped whenever the WAL changed
-/// since its last read, so with writes going on it never holds anything for long.
-const WRITER_CACHE_KIB: i64 = 32 * 1024;
-
 /// Read connections of a file-backed store (the machine class we target has few cores).
 const READ_CONNECTIONS: u32 = 4;
 
@@ -175,14 +165,10 @@ impl SqliteStore {
             );
         // No ping before each use (`test_before_acquire`): a round trip to the connection's
         // thread per transaction or read, for a local file that cannot hang up.
-        let writer_options = options
-            .clone()
-            .row_buffer_size(WRITER_RESULTS)
-            .pragma("cache_size", (-WRITER_CACHE_KIB).to_string());
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .test_before_acquire(false)
-            .connect_with(writer_options)
+            .connect_with(options.clone().row_buffer_size(WRITER_RESULTS))
             .await
             .map_err(error::backend)?;
         migrate::migrator(migrate::SQLITE)
