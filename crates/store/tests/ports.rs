@@ -77,6 +77,33 @@ async fn put_response_replaces_and_updates_status_column(db: &TestDb) -> TestRes
     Ok(())
 }
 
+/// A response's creation time and project are those of its first write: a later write of the
+/// same run (its end) changes what the run changes, never the columns its listings are indexed
+/// by (`ports/responses.rs`).
+async fn later_writes_keep_the_creation_time_and_project(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    let mut stored = record("resp_1", "proj_a", true)?;
+    stored.response.status = ResponseStatus::InProgress;
+    store.put_response(&stored).await?;
+
+    let mut ended = record("resp_1", "proj_a", true)?;
+    ended.created_at = stored.created_at + 60;
+    store.end_run(&ended, &events(0..2)).await?;
+
+    let loaded = store
+        .get_response("proj_a", "resp_1")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(loaded.created_at, stored.created_at);
+    assert_eq!(loaded.response.status, ResponseStatus::Completed);
+    assert_eq!(loaded.transcript, ended.transcript);
+    let project = db
+        .text("SELECT project_id FROM responses WHERE id = 'resp_1'")
+        .await?;
+    assert_eq!(project, "proj_a");
+    Ok(())
+}
+
 async fn another_projects_response_is_none(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     store
@@ -736,6 +763,7 @@ async fn a_refused_write_among_concurrent_ones_fails_alone(db: &TestDb) -> TestR
 matrix!(
     response_round_trips_with_transcript,
     put_response_replaces_and_updates_status_column,
+    later_writes_keep_the_creation_time_and_project,
     another_projects_response_is_none,
     put_response_cannot_take_over_another_projects_id,
     hidden_response_is_returned_with_visible_false,

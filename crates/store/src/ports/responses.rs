@@ -11,23 +11,28 @@ use crate::script::Script;
 use crate::{error, now_secs};
 
 /// Insert, or replace the record with the same id if it belongs to the same project. A record
-/// of another project is refused by the statement itself: its `project_id` would become NULL
-/// (a NOT NULL violation), so that a write is refused by a failing statement, never by a row
-/// count read afterwards (`script.rs`).
+/// of another project is refused by the statement itself: its `response_json` would become
+/// NULL (a NOT NULL violation), so that a write is refused by a failing statement, never by a
+/// row count read afterwards (`script.rs`).
+///
+/// The update sets only what a run changes. `project_id` is the same whenever the update
+/// happens at all, and `created_at` is the response's creation time, the same in every write
+/// of a run (`Engine::start` and the run's end both take it from the response); leaving them
+/// out of the `SET` list spares SQLite the two indexes holding them (it rewrites an index entry
+/// whenever one of its columns is assigned, to the same value or not): two WAL pages fewer per
+/// run ending (docs/benchmarks.md, "Issue 18, fifth pass").
 const UPSERT: &str = "\
 INSERT INTO responses
     (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at,
      conversation_id, turns_json)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET
-    project_id = CASE WHEN responses.project_id = excluded.project_id
-        THEN excluded.project_id END,
+    response_json = CASE WHEN responses.project_id = excluded.project_id
+        THEN excluded.response_json END,
     conversation_id = excluded.conversation_id,
     turns_json = excluded.turns_json,
-    created_at = excluded.created_at,
     visible = excluded.visible,
     status = excluded.status,
-    response_json = excluded.response_json,
     transcript_json = excluded.transcript_json,
     updated_at = excluded.updated_at";
 
