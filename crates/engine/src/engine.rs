@@ -158,22 +158,22 @@ impl Engine {
         let initial_json: Option<Arc<str>> = serde_json::to_string(&response).ok().map(Arc::from);
         // The record exists from the start so retrieve answers while the run goes on. Its
         // transcript is written at the end: an unfinished response cannot be continued.
-        let stored = core
-            .store
-            .put_response(&ResponseRecord {
-                id: id.clone(),
-                project_id: plan.project_id.clone(),
-                created_at: response.created_at,
-                visible: response.store,
-                response: response.clone(),
-                transcript: Vec::new(),
-                conversation_id: plan.conversation.clone(),
-                items: Vec::new(),
-                append_to: None,
-                turns: Vec::new(),
-                response_json: initial_json.clone(),
-            })
-            .await;
+        let record = ResponseRecord {
+            id: id.clone(),
+            project_id: plan.project_id.clone(),
+            created_at: response.created_at,
+            visible: response.store,
+            response,
+            transcript: Vec::new(),
+            conversation_id: plan.conversation.clone(),
+            items: Vec::new(),
+            append_to: None,
+            turns: Vec::new(),
+            response_json: initial_json.clone(),
+        };
+        let stored = core.store.put_response(&record).await;
+        // The response the record held (moved in and out, not copied).
+        let response = record.response;
         if let Err(err) = stored {
             if let Some(heartbeat) = heartbeat {
                 heartbeat.abort();

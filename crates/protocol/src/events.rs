@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::json_string;
 use crate::output::{ImageResult, OutputContent, OutputItem, SearchResult, UrlContent};
 use crate::response::{ErrorInfo, Response, Usage};
 
@@ -31,21 +32,17 @@ impl StreamEvent {
                 delta,
                 logprobs,
             } => {
-                let mut out = Line::new(
-                    "response.output_text.delta",
-                    item_id.len() + delta.len() + 64,
-                );
-                out.string("item_id", item_id)?;
+                let mut out = Line::new("response.output_text.delta", item_id.len() + delta.len());
+                out.string("item_id", item_id);
                 out.number("output_index", *output_index as u64);
                 out.number("content_index", *content_index as u64);
-                out.string("delta", delta)?;
+                out.string("delta", delta);
                 if logprobs.is_empty() {
                     out.raw("logprobs", "[]");
                 } else {
-                    out.key("logprobs");
-                    serde_json::to_writer(&mut out.buf, logprobs)?;
+                    out.raw("logprobs", &serde_json::to_string(logprobs)?);
                 }
-                out.end(self.sequence_number)
+                Ok(out.end(self.sequence_number))
             }
             EventData::FunctionCallArgumentsDelta {
                 item_id,
@@ -54,12 +51,12 @@ impl StreamEvent {
             } => {
                 let mut out = Line::new(
                     "response.function_call_arguments.delta",
-                    item_id.len() + delta.len() + 32,
+                    item_id.len() + delta.len(),
                 );
-                out.string("item_id", item_id)?;
+                out.string("item_id", item_id);
                 out.number("output_index", *output_index as u64);
-                out.string("delta", delta)?;
-                out.end(self.sequence_number)
+                out.string("delta", delta);
+                Ok(out.end(self.sequence_number))
             }
             _ => serde_json::to_string(self),
         }
@@ -83,46 +80,47 @@ pub fn response_event_line(kind: &str, response_json: &str, sequence_number: u64
 }
 
 /// One event line being written: `{"type":"…"` then `,"key":value` pairs, then the sequence
-/// number and `}`.
+/// number and `}`; strings escaped as serde_json escapes them, straight into the `String`.
 struct Line {
-    buf: Vec<u8>,
+    buf: String,
 }
 
 impl Line {
-    fn new(kind: &str, extra: usize) -> Line {
-        let mut buf = Vec::with_capacity(kind.len() + extra + 40);
-        buf.extend_from_slice(b"{\"type\":\"");
-        buf.extend_from_slice(kind.as_bytes());
-        buf.push(b'"');
+    /// `text` is the length of the line's strings: keys, numbers and a few escapes fit in the
+    /// rest.
+    fn new(kind: &str, text: usize) -> Line {
+        let mut buf = String::with_capacity(kind.len() + text + 128);
+        buf.push_str("{\"type\":\"");
+        buf.push_str(kind);
+        buf.push('"');
         Line { buf }
     }
 
     fn key(&mut self, key: &str) {
-        self.buf.extend_from_slice(b",\"");
-        self.buf.extend_from_slice(key.as_bytes());
-        self.buf.extend_from_slice(b"\":");
+        self.buf.push_str(",\"");
+        self.buf.push_str(key);
+        self.buf.push_str("\":");
     }
 
     fn raw(&mut self, key: &str, json: &str) {
         self.key(key);
-        self.buf.extend_from_slice(json.as_bytes());
+        self.buf.push_str(json);
     }
 
-    fn string(&mut self, key: &str, value: &str) -> Result<(), serde_json::Error> {
+    fn string(&mut self, key: &str, value: &str) {
         self.key(key);
-        serde_json::to_writer(&mut self.buf, value)
+        json_string::push_quoted(&mut self.buf, value);
     }
 
     fn number(&mut self, key: &str, value: u64) {
         self.key(key);
-        self.buf
-            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+        self.buf.push_str(itoa::Buffer::new().format(value));
     }
 
-    fn end(mut self, sequence_number: u64) -> Result<String, serde_json::Error> {
+    fn end(mut self, sequence_number: u64) -> String {
         self.number("sequence_number", sequence_number);
-        self.buf.push(b'}');
-        String::from_utf8(self.buf).map_err(serde::ser::Error::custom)
+        self.buf.push('}');
+        self.buf
     }
 }
 

@@ -51,6 +51,7 @@ pub mod conversations;
 pub mod error;
 pub mod events;
 pub mod input;
+mod json_string;
 pub mod limits;
 pub mod listing;
 pub mod options;

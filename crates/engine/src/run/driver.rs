@@ -153,18 +153,28 @@ impl Driver {
     /// transaction, then publishes the terminal event: a client that reads the end of a stream
     /// and then retrieves the response sees the final object.
     async fn end(&mut self, ending: Ending) -> Finished {
+        let Ending {
+            record,
+            terminal,
+            start_error,
+        } = ending;
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
-        let terminal = ending.terminal.prepare(&self.log);
+        let terminal = terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
-        if let Err(err) = self.store.end_run(&ending.record, &events).await {
-            tracing::error!(response_id = %ending.record.id, error = %err, "final response write failed");
+        if let Err(err) = self.store.end_run(&record, &events).await {
+            tracing::error!(response_id = %record.id, error = %err, "final response write failed");
         }
         self.flushed += events.len();
         self.log.publish(&terminal);
         self.log.close();
-        ending.finished
+        // The stored record's response, not a copy of it.
+        Finished {
+            response: record.response,
+            start_error,
+            response_json: record.response_json,
+        }
     }
 
     /// Connects to every server at once and lists the tools of those asked.

@@ -128,7 +128,8 @@ pub(crate) struct Ending {
     pub(crate) record: ResponseRecord,
     /// The terminal event (`response.completed`, `.incomplete`, `.cancelled` or `.failed`).
     pub(crate) terminal: Terminal,
-    pub(crate) finished: Finished,
+    /// [`Finished::start_error`].
+    pub(crate) start_error: Option<RunFailure>,
 }
 
 /// The terminal event of a run, to be numbered and stored with the final response.

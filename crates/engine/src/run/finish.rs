@@ -11,7 +11,7 @@ use crate::items;
 use crate::pricing::price_usage;
 use crate::store::ResponseRecord;
 
-use super::effects::{Effect, Ending, Finished, Terminal};
+use super::effects::{Effect, Ending, Terminal};
 use super::state::{Machine, Outcome, Phase};
 
 impl Machine {
@@ -91,17 +91,12 @@ impl Machine {
             items,
             append_to,
             turns: std::mem::take(&mut self.turns),
-            response_json: response_json.clone(),
-        };
-        let finished = Finished {
-            response: self.response.clone(),
-            start_error: self.start_error.clone(),
             response_json,
         };
         self.effect(Effect::Finish(Box::new(Ending {
             record,
             terminal,
-            finished,
+            start_error: self.start_error.clone(),
         })));
     }
 }
