@@ -33,10 +33,10 @@ impl StreamEvent {
                 logprobs,
             } => {
                 let mut out = Line::new("response.output_text.delta", item_id.len() + delta.len());
-                out.string("item_id", item_id);
+                out.string("item_id", item_id)?;
                 out.number("output_index", *output_index as u64);
                 out.number("content_index", *content_index as u64);
-                out.string("delta", delta);
+                out.string("delta", delta)?;
                 if logprobs.is_empty() {
                     out.raw("logprobs", "[]");
                 } else {
@@ -53,9 +53,9 @@ impl StreamEvent {
                     "response.function_call_arguments.delta",
                     item_id.len() + delta.len(),
                 );
-                out.string("item_id", item_id);
+                out.string("item_id", item_id)?;
                 out.number("output_index", *output_index as u64);
-                out.string("delta", delta);
+                out.string("delta", delta)?;
                 Ok(out.end(self.sequence_number))
             }
             _ => serde_json::to_string(self),
@@ -80,7 +80,7 @@ pub fn response_event_line(kind: &str, response_json: &str, sequence_number: u64
 }
 
 /// One event line being written: `{"type":"…"` then `,"key":value` pairs, then the sequence
-/// number and `}`; strings escaped as serde_json escapes them, straight into the `String`.
+/// number and `}`; strings written as serde_json writes them, straight into the `String`.
 struct Line {
     buf: String,
 }
@@ -107,9 +107,9 @@ impl Line {
         self.buf.push_str(json);
     }
 
-    fn string(&mut self, key: &str, value: &str) {
+    fn string(&mut self, key: &str, value: &str) -> Result<(), serde_json::Error> {
         self.key(key);
-        json_string::push_quoted(&mut self.buf, value);
+        json_string::push_quoted(&mut self.buf, value)
     }
 
     fn number(&mut self, key: &str, value: u64) {
