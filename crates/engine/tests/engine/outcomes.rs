@@ -342,9 +342,14 @@ async fn a_plain_run_whose_caller_goes_away_still_ends_and_is_stored() {
         .unwrap();
     let id = handle.id.clone();
     // The run has asked the model and waits mid-answer: the caller goes away.
-    while h.model("m").requests().is_empty() {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    let asked = async {
+        while h.model("m").requests().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), asked)
+        .await
+        .expect("the run asks the model within 10 s");
     drop(handle);
     gate.notify_one();
     assert_eq!(h.wait_terminal(&id).await, ResponseStatus::Completed);
