@@ -957,6 +957,18 @@ impl Harness {
     }
 }
 
+/// The steps of a streamed answer held mid-way: `before` as a delta, then a wait until the
+/// returned gate is notified, then `after`.
+pub fn paused(before: &str, after: &str) -> (Vec<Step>, Arc<Notify>) {
+    let gate = Arc::new(Notify::new());
+    let steps = vec![
+        Step::Event(ModelEvent::TextDelta(before.to_owned())),
+        Step::Wait(gate.clone()),
+        Step::Event(ModelEvent::TextDelta(after.to_owned())),
+    ];
+    (steps, gate)
+}
+
 pub fn request(body: Value) -> CreateRequest {
     CreateRequest::parse(body.to_string().as_bytes()).expect("a valid request")
 }

@@ -9,7 +9,7 @@ use protocol::response::ResponseStatus;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::common::{Harness, PROJECT, Step, Turn, items, request, types};
+use crate::common::{Harness, PROJECT, Step, Turn, items, paused, request, types};
 
 #[tokio::test]
 async fn a_text_answer_completes_with_its_events_in_order_and_stored() {
@@ -187,12 +187,8 @@ async fn an_answer_that_breaks_the_structured_output_schema_fails_the_run() {
 #[tokio::test]
 async fn a_cancel_stops_a_streaming_turn_and_keeps_what_it_wrote() {
     let h = Harness::new();
-    let gate = Arc::new(Notify::new());
-    h.model("m").push(Turn::Stream(vec![
-        Step::Event(ModelEvent::TextDelta("partial".to_owned())),
-        Step::Wait(gate.clone()),
-        Step::Event(ModelEvent::TextDelta(" never".to_owned())),
-    ]));
+    let (steps, _gate) = paused("partial", " never");
+    h.model("m").push(Turn::Stream(steps));
     let handle = h
         .engine
         .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
@@ -328,13 +324,9 @@ async fn numbers_shown_without_a_page_are_not_given_out_again() {
 #[tokio::test]
 async fn a_plain_run_whose_caller_goes_away_still_ends_and_is_stored() {
     let h = Harness::new();
-    let gate = Arc::new(Notify::new());
-    h.model("m").push(Turn::Stream(vec![
-        Step::Event(ModelEvent::TextDelta("one ".to_owned())),
-        Step::Wait(gate.clone()),
-        Step::Event(ModelEvent::TextDelta("two".to_owned())),
-        Step::Event(ModelEvent::Finish(FinishReason::Stop)),
-    ]));
+    let (mut steps, gate) = paused("one ", "two");
+    steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
+    h.model("m").push(Turn::Stream(steps));
     let handle = h
         .engine
         .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))

@@ -13,17 +13,13 @@ use protocol::response::ResponseStatus;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::common::{Harness, PROJECT, Step, Turn, request, types};
+use crate::common::{Harness, PROJECT, Step, Turn, paused, request, types};
 
 #[tokio::test(start_paused = true)]
 async fn a_long_turn_reaches_the_store_every_500_ms() {
     let h = Harness::new();
-    let gate = Arc::new(Notify::new());
-    h.model("m").push(Turn::Stream(vec![
-        Step::Event(ModelEvent::TextDelta("first words".to_owned())),
-        Step::Wait(gate.clone()),
-        Step::Event(ModelEvent::TextDelta(" and the rest".to_owned())),
-    ]));
+    let (steps, gate) = paused("first words", " and the rest");
+    h.model("m").push(Turn::Stream(steps));
     let handle = h
         .engine
         .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
