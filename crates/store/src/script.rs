@@ -99,12 +99,20 @@ impl Statement {
 
     /// What this statement's failure means for its write.
     pub(crate) fn error(&self, e: sqlx::Error) -> StoreError {
-        if let Some((kind, message)) = &self.conflict
-            && e.as_database_error().map(|d| d.kind()).as_ref() == Some(kind)
-        {
-            return StoreError::Conflict(message.clone());
+        let kind = e.as_database_error().map(|d| d.kind());
+        self.refusal(kind.as_ref())
+            .unwrap_or_else(|| error::backend(e))
+    }
+
+    /// The refusal of the write when this statement fails with a database error of `kind`
+    /// (`None`: not a database error), or `None` when such a failure is the back end's.
+    pub(crate) fn refusal(&self, kind: Option<&ErrorKind>) -> Option<StoreError> {
+        match &self.conflict {
+            Some((refused, message)) if Some(refused) == kind => {
+                Some(StoreError::Conflict(message.clone()))
+            }
+            _ => None,
         }
-        error::backend(e)
     }
 }
 
@@ -204,7 +212,7 @@ pub(crate) fn joined<'s>(scripts: &[&'s Script]) -> Result<Joined<'s>, StoreErro
 /// placeholder (`$k`) would be bound to the query's k-th argument, and costs SQLite a scan of
 /// the statement's placeholder names for each (quadratic in a multi-row insert's hundreds).
 /// The port SQL has no `$` anywhere else (no string literals with one, no dollar quoting).
-fn positional<'s>(
+pub(crate) fn positional<'s>(
     statement: &'s Statement,
     out: &mut String,
     values: &mut Vec<&'s Value>,
