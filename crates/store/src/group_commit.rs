@@ -8,9 +8,13 @@
 //! that are waiting at the same moment together costs little more than committing one.
 //!
 //! A write is a [`Script`] (`script.rs`): its statements and values, known before it runs.
-//! The back end runs a batch's scripts in one transaction as it likes (`script_run.rs`): on
-//! SQLite the whole batch, `BEGIN` to `COMMIT`, is one multi-statement query, so one hand-off
-//! to sqlx's connection thread; on PostgreSQL statement by statement.
+//! Callers queue writes through a [`GroupWriter`] handle; who takes them depends on the back
+//! end. A file-backed SQLite store's writer is a thread of its own owning a `rusqlite`
+//! connection (`sqlite_writer.rs`), which runs each batch with SQLite's own calls and so costs
+//! no hand-off per statement. PostgreSQL and an in-memory SQLite store keep the task here,
+//! which runs a batch's scripts through a sqlx pool (`script_run.rs`): on SQLite the whole
+//! batch, `BEGIN` to `COMMIT`, as one multi-statement query; on PostgreSQL statement by
+//! statement. Both follow the rules below.
 //!
 //! The writer takes the first waiting write, then every write already queued behind it (up to
 //! [`MAX_BATCH`]), and runs them in one transaction. It never waits to fill a batch: with one

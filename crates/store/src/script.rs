@@ -3,10 +3,13 @@
 //! The run-path writes (`put_response`, `append_events`, `end_run`, `insert_job`) are known in
 //! full before they run: no statement reads what another returns. A write is therefore a
 //! [`Script`] (a list of [`Statement`]s, each with its own `$1`…`$n` placeholders, its values,
-//! and what its failure means), and the back end decides how to run the scripts of a batch
-//! (`script_run.rs`): SQLite joins every statement of a batch, between `BEGIN` and `COMMIT`,
-//! into one multi-statement query, which sqlx runs in one command on the connection's thread
-//! ([`joined`]); PostgreSQL runs them statement by statement in a transaction.
+//! and what its failure means), and the writer decides how to run the scripts of a batch: a
+//! file-backed SQLite store's writer thread runs each statement prepared once and kept, its
+//! placeholders made positional ([`positional`], `sqlite_writer.rs`); through sqlx
+//! (`script_run.rs`), an in-memory SQLite store joins every statement of a batch, between
+//! `BEGIN` and `COMMIT`, into one multi-statement query, which sqlx runs in one command on the
+//! connection's thread ([`joined`]); PostgreSQL runs them statement by statement in a
+//! transaction.
 //!
 //! A write that must be refused (a response id taken by another project, a job that exists
 //! already) is refused by its statement failing (a constraint of the given kind), never by a
