@@ -8,9 +8,13 @@
 //! that are waiting at the same moment together costs little more than committing one.
 //!
 //! A write is a [`Script`] (`script.rs`): its statements and values, known before it runs.
-//! The back end runs a batch's scripts in one transaction as it likes (`script_run.rs`): on
-//! SQLite the whole batch, `BEGIN` to `COMMIT`, is one multi-statement query, so one hand-off
-//! to sqlx's connection thread; on PostgreSQL statement by statement.
+//! Callers queue writes through a [`GroupWriter`] handle; who takes them depends on the back
+//! end. A file-backed SQLite store's writer is a thread of its own owning a `rusqlite`
+//! connection (`sqlite_writer.rs`), which runs each batch with SQLite's own calls and so costs
+//! no hand-off per statement. PostgreSQL and an in-memory SQLite store keep the task here,
+//! which runs a batch's scripts through a sqlx pool (`script_run.rs`): on SQLite the whole
+//! batch, `BEGIN` to `COMMIT`, as one multi-statement query; on PostgreSQL statement by
+//! statement. Both follow the rules below.
 //!
 //! The writer takes the first waiting write, then every write already queued behind it (up to
 //! [`MAX_BATCH`]), and runs them in one transaction. It never waits to fill a batch: with one
@@ -43,9 +47,23 @@ pub(crate) const MAX_BATCH: usize = 256;
 const QUEUE: usize = 4096;
 
 /// A write waiting for the writer, with where its outcome goes.
-struct Queued {
-    script: Script,
+pub(crate) struct Queued {
+    pub(crate) script: Script,
     done: oneshot::Sender<Result<(), StoreError>>,
+}
+
+impl Queued {
+    /// Tells the caller how its write ended. The caller may have gone away (its request was
+    /// dropped): a committed write stands all the same.
+    pub(crate) fn answer(self, outcome: Result<(), StoreError>) {
+        let _ = self.done.send(outcome);
+    }
+}
+
+/// The writer's side of the queue: the writes waiting, and the gate it holds for each batch.
+pub(crate) struct Queue {
+    pub(crate) receiver: mpsc::Receiver<Queued>,
+    pub(crate) gate: Gate,
 }
 
 /// Held by the writer for each batch; whoever else holds it keeps the writer from committing
@@ -67,12 +85,24 @@ impl std::fmt::Debug for GroupWriter {
 }
 
 impl GroupWriter {
-    /// Starts the writer task on the current tokio runtime, writing through `pool`.
-    pub(crate) fn spawn<DB: RunScripts>(pool: Pool<DB>) -> GroupWriter {
+    /// A handle and the queue behind it, for a writer that runs elsewhere (SQLite's writer
+    /// thread, `sqlite_writer.rs`). The queue's receiver ends once every handle is dropped and
+    /// every write queued before has been taken.
+    pub(crate) fn new() -> (GroupWriter, Queue) {
         let (queue, receiver) = mpsc::channel(QUEUE);
         let gate = Gate::default();
-        tokio::spawn(run(pool, receiver, Arc::clone(&gate)));
-        GroupWriter { queue, gate }
+        let writer = GroupWriter {
+            queue,
+            gate: Arc::clone(&gate),
+        };
+        (writer, Queue { receiver, gate })
+    }
+
+    /// Starts the writer task on the current tokio runtime, writing through `pool`.
+    pub(crate) fn spawn<DB: RunScripts>(pool: Pool<DB>) -> GroupWriter {
+        let (writer, queue) = GroupWriter::new();
+        tokio::spawn(run(pool, queue.receiver, queue.gate));
+        writer
     }
 
     /// The gate the writer holds while it runs a batch.
@@ -89,6 +119,19 @@ impl GroupWriter {
             .await
             .map_err(|_| stopped())?;
         outcome.await.map_err(|_| stopped())?
+    }
+
+    /// Queues `script` and returns where its outcome will come (tests: queue writes while the
+    /// gate is held, so that they make one batch).
+    #[cfg(test)]
+    pub(crate) async fn enqueue(
+        &self,
+        script: Script,
+    ) -> oneshot::Receiver<Result<(), StoreError>> {
+        let (done, outcome) = oneshot::channel();
+        let sent = self.queue.send(Queued { script, done }).await;
+        assert!(sent.is_ok(), "the writer has stopped");
+        outcome
     }
 }
 
@@ -122,15 +165,14 @@ async fn commit<DB: RunScripts>(pool: &Pool<DB>, batch: &mut Vec<Queued>) {
         let scripts: Vec<&Script> = batch.iter().map(|queued| &queued.script).collect();
         if DB::run(pool, &scripts).await.is_ok() {
             for queued in batch.drain(..) {
-                // The caller may have gone away (its request was dropped): the write stands.
-                let _ = queued.done.send(Ok(()));
+                queued.answer(Ok(()));
             }
             return;
         }
     }
     for queued in batch.drain(..) {
         let outcome = DB::run(pool, &[&queued.script]).await;
-        let _ = queued.done.send(outcome);
+        queued.answer(outcome);
     }
 }
 

@@ -22,19 +22,20 @@
 //!   one transaction).
 //! - `migrate.rs`: the schema migrations, embedded from `migrations/sqlite/*.sql` and
 //!   `migrations/postgres/*.sql`.
-//! - `group_commit.rs`: the writer task that commits the run-path writes of concurrent runs
-//!   together; `script.rs`: such a write as data (statements and values); `script_run.rs`:
-//!   how each back end runs a batch of them (SQLite: one multi-statement query, one hand-off to
-//!   sqlx's connection thread).
+//! - `group_commit.rs`: the queue of the run-path writes of concurrent runs, committed together,
+//!   and the writer task that runs them through a sqlx pool (PostgreSQL, in-memory SQLite);
+//!   `sqlite_writer.rs`: a file-backed SQLite store's writer instead, a thread of its own owning
+//!   a `rusqlite` connection; `script.rs`: such a write as data (statements and values);
+//!   `script_run.rs`: how the task runs a batch of them on each back end.
 //! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
-//! On SQLite, writes go through a pool of one connection (SQLite admits one writer at a time,
-//! so queueing in-process is cheaper than busy waits); reads use a separate pool and run
-//! concurrently under WAL. The run-path writes (records, event batches, run endings) of all
-//! concurrent runs share transactions (`group_commit.rs`); a job claim is a single transaction
-//! (see `ports/jobs.rs`).
+//! On SQLite, the run-path writes (records, event batches, run endings) of all concurrent runs
+//! share transactions on the writer thread's connection (`sqlite_writer.rs`); the other writes
+//! go through a sqlx pool of one connection, each transaction taking the write lock up front;
+//! reads use a separate pool and run concurrently under WAL. A job claim is a single
+//! transaction (see `ports/jobs.rs`).
 //!
 //! # Example
 //!
@@ -64,6 +65,7 @@ mod postgres;
 mod script;
 mod script_run;
 mod sqlite;
+mod sqlite_writer;
 #[cfg(test)]
 mod upgrade_tests;
 

@@ -33,6 +33,9 @@ mod dialect {
     /// the claim to one claimer.
     pub(super) const CLAIM_BEGIN: &str = "BEGIN";
 
+    /// Opens a write transaction: an ordinary one.
+    pub(super) const WRITE_BEGIN: &str = "BEGIN";
+
     /// The oldest claimable job that no other transaction is claiming, locked until the claim
     /// commits. Rows other replicas are claiming are skipped, not waited for.
     pub(super) const SELECT_CLAIMABLE: &str = "\

@@ -3,10 +3,13 @@
 //! The run-path writes (`put_response`, `append_events`, `end_run`, `insert_job`) are known in
 //! full before they run: no statement reads what another returns. A write is therefore a
 //! [`Script`] (a list of [`Statement`]s, each with its own `$1`…`$n` placeholders, its values,
-//! and what its failure means), and the back end decides how to run the scripts of a batch
-//! (`script_run.rs`): SQLite joins every statement of a batch, between `BEGIN` and `COMMIT`,
-//! into one multi-statement query, which sqlx runs in one command on the connection's thread
-//! ([`joined`]); PostgreSQL runs them statement by statement in a transaction.
+//! and what its failure means), and the writer decides how to run the scripts of a batch: a
+//! file-backed SQLite store's writer thread runs each statement prepared once and kept, its
+//! placeholders made positional ([`positional`], `sqlite_writer.rs`); through sqlx
+//! (`script_run.rs`), an in-memory SQLite store joins every statement of a batch, between
+//! `BEGIN` and `COMMIT`, into one multi-statement query, which sqlx runs in one command on the
+//! connection's thread ([`joined`]); PostgreSQL runs them statement by statement in a
+//! transaction.
 //!
 //! A write that must be refused (a response id taken by another project, a job that exists
 //! already) is refused by its statement failing (a constraint of the given kind), never by a
@@ -99,12 +102,20 @@ impl Statement {
 
     /// What this statement's failure means for its write.
     pub(crate) fn error(&self, e: sqlx::Error) -> StoreError {
-        if let Some((kind, message)) = &self.conflict
-            && e.as_database_error().map(|d| d.kind()).as_ref() == Some(kind)
-        {
-            return StoreError::Conflict(message.clone());
+        let kind = e.as_database_error().map(|d| d.kind());
+        self.refusal(kind.as_ref())
+            .unwrap_or_else(|| error::backend(e))
+    }
+
+    /// The refusal of the write when this statement fails with a database error of `kind`
+    /// (`None`: not a database error), or `None` when such a failure is the back end's.
+    pub(crate) fn refusal(&self, kind: Option<&ErrorKind>) -> Option<StoreError> {
+        match &self.conflict {
+            Some((refused, message)) if Some(refused) == kind => {
+                Some(StoreError::Conflict(message.clone()))
+            }
+            _ => None,
         }
-        error::backend(e)
     }
 }
 
@@ -204,7 +215,7 @@ pub(crate) fn joined<'s>(scripts: &[&'s Script]) -> Result<Joined<'s>, StoreErro
 /// placeholder (`$k`) would be bound to the query's k-th argument, and costs SQLite a scan of
 /// the statement's placeholder names for each (quadratic in a multi-row insert's hundreds).
 /// The port SQL has no `$` anywhere else (no string literals with one, no dollar quoting).
-fn positional<'s>(
+pub(crate) fn positional<'s>(
     statement: &'s Statement,
     out: &mut String,
     values: &mut Vec<&'s Value>,

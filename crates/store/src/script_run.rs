@@ -1,5 +1,6 @@
-//! How each back end runs write [`Script`]s in one transaction (the group writer's batches,
-//! `group_commit.rs`).
+//! How each back end runs write [`Script`]s in one transaction through sqlx (the group writer
+//! task's batches, `group_commit.rs`): PostgreSQL's, and an in-memory SQLite store's (a file's
+//! go through its writer thread instead, `sqlite_writer.rs`).
 //!
 //! SQLite: sqlx runs each SQLite connection on a thread of its own, and every command sent
 //! there (a statement, `BEGIN`, `COMMIT`, each with a reply back) is a wake-up of that thread

@@ -14,7 +14,7 @@ use sqlx::sqlite::{
 
 use crate::checkpoint::{self, Checkpointer};
 use crate::group_commit::GroupWriter;
-use crate::{error, migrate};
+use crate::{error, migrate, sqlite_writer};
 
 // The port modules are shared with the PostgreSQL back end (see `ports/mod.rs`).
 #[allow(clippy::duplicate_mod)]
@@ -34,6 +34,13 @@ mod dialect {
     /// claimers in other processes sharing the file cannot interleave between the read of the
     /// candidate and its update.
     pub(super) const CLAIM_BEGIN: &str = "BEGIN IMMEDIATE";
+
+    /// Opens a write transaction on the writer pool: `BEGIN IMMEDIATE` takes the write lock
+    /// (waiting for it up to the busy timeout) before the first read. The run-path writes go
+    /// through a connection of their own (`sqlite_writer.rs`), and a deferred transaction that
+    /// read before that connection committed could not write after it (`SQLITE_BUSY`, at once,
+    /// without waiting).
+    pub(super) const WRITE_BEGIN: &str = "BEGIN IMMEDIATE";
 
     /// The oldest claimable job and its state before the claim.
     pub(super) const SELECT_CLAIMABLE: &str = "\
@@ -65,9 +72,9 @@ pub const DATABASE_FILE: &str = "agentd.db";
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Statement results the writer connection's thread may queue for the task reading them before
-/// it waits for that task: the group writer's batch is one query with a result per statement
-/// (`script_run.rs`), and sqlx's default (50) would pause the thread, and wake it again, every
-/// 50 statements of a large batch.
+/// it waits for that task: an in-memory store's group writer runs each batch as one query with
+/// a result per statement (`script_run.rs`), and sqlx's default (50) would pause the thread,
+/// and wake it again, every 50 statements of a large batch.
 const WRITER_RESULTS: usize = 4096;
 
 /// Read connections of a file-backed store (the machine class we target has few cores).
@@ -76,15 +83,20 @@ const READ_CONNECTIONS: u32 = 4;
 /// The SQLite implementation of the engine's storage ports. Cheap to clone (pools are shared).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    /// Every write goes through this pool of exactly one connection: SQLite has one writer at a
-    /// time, and queueing here keeps batches as single transactions without `SQLITE_BUSY` retries.
+    /// The writes other than the run path's (administration, job claims, maintenance) go
+    /// through this pool of exactly one connection: SQLite has one writer at a time, and
+    /// queueing here keeps them from waiting on each other in SQLite's busy handler. Their
+    /// transactions take the write lock up front (`dialect::WRITE_BEGIN`): the run-path writes
+    /// of a file-backed store commit on a connection of their own.
     writer: SqlitePool,
     /// Reads run here, concurrently with the writer thanks to WAL. For an in-memory database
     /// this is the writer pool itself, because the database lives inside that one connection.
     reader: SqlitePool,
     /// The run-path writes (response records, event batches, run endings) of all concurrent
-    /// runs go through this task, which commits those waiting together in one transaction on
-    /// the writer connection (`group_commit.rs`).
+    /// runs go through this handle, whose writer commits those waiting together in one
+    /// transaction: for a file, a thread of its own owning a connection of its own
+    /// (`sqlite_writer.rs`); in memory, a task on the writer pool's one connection
+    /// (`group_commit.rs`).
     group: GroupWriter,
     /// Checkpoints the WAL off the commit path (`checkpoint.rs`); `None` in memory (no WAL).
     _checkpointer: Option<Checkpointer>,
@@ -138,7 +150,9 @@ impl SqliteStore {
         self.group.write(script).await
     }
 
-    /// Close both pools, waiting for queries in flight. Use at shutdown.
+    /// Close both pools, waiting for queries in flight. Use at shutdown. (A file-backed store's
+    /// run-path writer thread ends when the last clone of the store is dropped, after the writes
+    /// queued before.)
     pub async fn close(&self) {
         self.reader.close().await;
         self.writer.close().await;
@@ -176,11 +190,17 @@ impl SqliteStore {
             .await
             .map_err(migrate::failed)?;
         let checkpointer = options.connect().await.map_err(error::backend)?;
+        // The run-path writes: on a thread of their own, with the same pragmas.
+        let group = sqlite_writer::start(sqlite_writer::Settings {
+            path: options.get_filename().to_owned(),
+            busy_timeout: BUSY_TIMEOUT,
+            journal_size_limit: checkpoints.journal_size_limit,
+        })
+        .await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .test_before_acquire(false)
             .connect_lazy_with(options);
-        let group = GroupWriter::spawn(writer.clone());
         let gate = group.gate();
         Ok(SqliteStore {
             writer,

@@ -136,7 +136,11 @@ impl ConnectorStore for Store {
     }
 
     async fn delete_connector(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let mut tx = self
+            .writer
+            .begin_with(super::dialect::WRITE_BEGIN)
+            .await
+            .map_err(error::backend)?;
         sqlx::query("DELETE FROM oauth_grants WHERE project_id = $1 AND connector_id = $2")
             .bind(project_id)
             .bind(id)

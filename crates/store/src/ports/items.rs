@@ -224,7 +224,11 @@ impl ItemStore for Store {
     }
 
     async fn delete_response(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let mut tx = self
+            .writer
+            .begin_with(super::dialect::WRITE_BEGIN)
+            .await
+            .map_err(error::backend)?;
         let done = sqlx::query("DELETE FROM responses WHERE id = $1 AND project_id = $2")
             .bind(id)
             .bind(project_id)
@@ -258,7 +262,11 @@ impl ItemStore for Store {
     ) -> Result<(), StoreError> {
         let metadata = serde_json::to_string(&record.metadata)
             .map_err(|e| StoreError::Backend(format!("cannot encode metadata: {e}")))?;
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let mut tx = self
+            .writer
+            .begin_with(super::dialect::WRITE_BEGIN)
+            .await
+            .map_err(error::backend)?;
         sqlx::query(
             "INSERT INTO conversations (id, project_id, created_at, metadata_json) \
              VALUES ($1, $2, $3, $4)",
@@ -331,7 +339,11 @@ impl ItemStore for Store {
     }
 
     async fn delete_conversation(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let mut tx = self
+            .writer
+            .begin_with(super::dialect::WRITE_BEGIN)
+            .await
+            .map_err(error::backend)?;
         let done = sqlx::query("DELETE FROM conversations WHERE id = $1 AND project_id = $2")
             .bind(id)
             .bind(project_id)
@@ -376,7 +388,11 @@ impl ItemStore for Store {
         id: &str,
         items: &[StoredItem],
     ) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let mut tx = self
+            .writer
+            .begin_with(super::dialect::WRITE_BEGIN)
+            .await
+            .map_err(error::backend)?;
         let appended = append(&mut tx, project_id, id, items).await?;
         tx.commit().await.map_err(error::backend)?;
         Ok(appended)

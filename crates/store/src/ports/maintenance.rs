@@ -90,7 +90,10 @@ impl MaintenanceStore for Store {
 /// in one transaction; returns how many events they held (a sequence number stored twice, by a
 /// retried flush, counts twice).
 async fn delete_logs(writer: &sqlx::Pool<Db>, page: &[(i64, String)]) -> Result<u64, StoreError> {
-    let mut tx = writer.begin().await.map_err(error::backend)?;
+    let mut tx = writer
+        .begin_with(super::dialect::WRITE_BEGIN)
+        .await
+        .map_err(error::backend)?;
     let mut chunks = delete_from("event_chunks", page);
     chunks.push(" RETURNING last_sequence - first_sequence + 1 AS events");
     let rows = chunks

@@ -96,7 +96,11 @@ impl ProjectStore for Store {
     }
 
     async fn delete_project(&self, id: &str) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await.map_err(error::backend)?;
+        let mut tx = self
+            .writer
+            .begin_with(super::dialect::WRITE_BEGIN)
+            .await
+            .map_err(error::backend)?;
         for statement in DELETE_OWNED {
             sqlx::query(*statement)
                 .bind(id)

@@ -10,7 +10,10 @@ use sqlx::Row;
 use crate::error;
 
 pub(crate) async fn run(pool: &sqlx::Pool<Db>, reseal: &Resealer<'_>) -> Result<u64, StoreError> {
-    let mut tx = pool.begin().await.map_err(error::backend)?;
+    let mut tx = pool
+        .begin_with(super::dialect::WRITE_BEGIN)
+        .await
+        .map_err(error::backend)?;
     let mut changed = 0_u64;
     let rows =
         sqlx::query("SELECT project_id, id, authorization_sealed, headers_json FROM connectors")

@@ -1,0 +1,520 @@
+//! The group writer of a file-backed SQLite store: a thread of its own owning a `rusqlite`
+//! connection to the database file.
+//!
+//! sqlx runs each SQLite connection on a thread of its own and talks to it through channels:
+//! a command sent there wakes that thread, and each statement result sent back wakes the task
+//! waiting for it, and every connection returned to sqlx's pool is pinged (one more round trip).
+//! For the group writer's batch that was ~25–30 wake-up syscalls per request at one request in
+//! flight, the largest kernel cost left per request (docs/benchmarks.md, fifth pass). Here the
+//! writer *is* the connection's thread: it takes the queued writes ([`Queue`]), runs each batch
+//! with SQLite's own calls (statements prepared once and kept), and answers each caller once
+//! its transaction is committed: one wake-up of the thread per batch (none while it has work
+//! queued) and one of each caller's task.
+//!
+//! Everything else is as the task writer of `group_commit.rs` (which PostgreSQL and an
+//! in-memory SQLite store still use): the first waiting write and every write queued behind
+//! it, up to [`MAX_BATCH`], in one transaction, held at the [`Gate`] the checkpointer takes;
+//! on any failure the batch is rolled back and each write run again alone; each caller gets
+//! its own write's outcome, with the same errors as sqlx's path ([`StoreError::Conflict`] for
+//! the refusals a statement declares, `StoreError::Backend` with sqlx's wording otherwise).
+//! The thread ends when every handle is gone, after the writes queued before: a write reported
+//! done is committed, and a write whose caller went away still runs.
+//!
+//! The connection is opened like the sqlx pools' (`sqlite.rs`): WAL, `synchronous=NORMAL`,
+//! foreign keys, the busy timeout, no checkpoints on commit (`wal_autocheckpoint=0`: the
+//! checkpointer does them) and the journal size limit. Each transaction is `BEGIN IMMEDIATE`:
+//! the store's other writes (administration, job claims) still go through sqlx's writer
+//! connection, so the write lock is taken up front, waiting (busy timeout) for a writer in
+//! flight, instead of at the first statement.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use engine::store::StoreError;
+use rusqlite::types::{Null, ToSql, ToSqlOutput};
+use rusqlite::{Connection, OpenFlags, ffi};
+use sqlx::error::ErrorKind;
+use tokio::sync::oneshot;
+
+use crate::group_commit::{Gate, GroupWriter, MAX_BATCH, Queue, Queued};
+use crate::script::{self, Script, Statement, Value};
+
+/// How the writer's connection is opened.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// The database file (already created and migrated).
+    pub(crate) path: PathBuf,
+    /// How long a statement waits for a lock another connection holds.
+    pub(crate) busy_timeout: Duration,
+    /// Bytes the WAL file is truncated back to when it starts over.
+    pub(crate) journal_size_limit: i64,
+}
+
+/// Prepared statements kept: the run-path writes' few, with room for their multi-row shapes.
+const PREPARED: usize = 64;
+
+/// The thread's name (what `top -H` and `/proc/PID/task/*/comm` show).
+const THREAD: &str = "sqlite-writer";
+
+/// Opens the writer's connection on a new thread and starts taking writes there; the handle
+/// writes through it. Fails if the connection cannot be opened.
+pub(crate) async fn start(settings: Settings) -> Result<GroupWriter, StoreError> {
+    let (writer, queue) = GroupWriter::new();
+    let (opened, outcome) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(THREAD.to_owned())
+        .spawn(move || match open(&settings) {
+            Ok(connection) => {
+                let _ = opened.send(Ok(()));
+                run(connection, queue);
+            }
+            Err(e) => {
+                let _ = opened.send(Err(e));
+            }
+        })
+        .map_err(|e| StoreError::Backend(format!("cannot start the SQLite writer thread: {e}")))?;
+    outcome
+        .await
+        .map_err(|_| StoreError::Backend("the SQLite writer thread stopped".to_owned()))??;
+    Ok(writer)
+}
+
+/// The writer's connection, with the store's pragmas.
+pub(crate) fn open(settings: &Settings) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(&settings.path, flags).map_err(backend)?;
+    connection
+        .busy_timeout(settings.busy_timeout)
+        .map_err(backend)?;
+    connection
+        .execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+             PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {};",
+            settings.journal_size_limit
+        ))
+        .map_err(backend)?;
+    connection.set_prepared_statement_cache_capacity(PREPARED);
+    Ok(connection)
+}
+
+/// The thread: one batch at a time, until every handle is gone and the queue is empty.
+fn run(connection: Connection, mut queue: Queue) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while queue.receiver.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
+        let turn = hold(&queue.gate);
+        // Writes that arrived while the gate was held join this batch.
+        while batch.len() < MAX_BATCH {
+            match queue.receiver.try_recv() {
+                Ok(queued) => batch.push(queued),
+                Err(_) => break,
+            }
+        }
+        commit(&connection, &mut batch);
+        drop(turn);
+    }
+    if let Err((_, e)) = connection.close() {
+        tracing::warn!(error = %e, "closing the SQLite writer connection failed");
+    }
+}
+
+/// Takes the gate, waiting for the checkpointer if it holds it.
+fn hold(gate: &Gate) -> tokio::sync::MutexGuard<'_, ()> {
+    match gate.try_lock() {
+        Ok(turn) => turn,
+        Err(_) => gate.blocking_lock(),
+    }
+}
+
+/// Runs a batch in one transaction; on any failure, each write again alone.
+fn commit(connection: &Connection, batch: &mut Vec<Queued>) {
+    if batch.len() > 1 {
+        let scripts: Vec<&Script> = batch.iter().map(|queued| &queued.script).collect();
+        if transaction(connection, &scripts).is_ok() {
+            for queued in batch.drain(..) {
+                queued.answer(Ok(()));
+            }
+            return;
+        }
+    }
+    for queued in batch.drain(..) {
+        let outcome = transaction(connection, &[&queued.script]);
+        queued.answer(outcome);
+    }
+}
+
+/// Runs scripts in one transaction: all of them, or none (the failing statement's error).
+fn transaction(connection: &Connection, scripts: &[&Script]) -> Result<(), StoreError> {
+    if !connection.is_autocommit() {
+        // A rollback that failed last time: never start inside a transaction of unknown state.
+        connection.execute_batch("ROLLBACK").map_err(backend)?;
+    }
+    run_sql(connection, "BEGIN IMMEDIATE").map_err(backend)?;
+    let mut sql = String::new();
+    let mut values = Vec::new();
+    let outcome = scripts
+        .iter()
+        .flat_map(|script| script.statements())
+        .try_for_each(|statement| execute(connection, statement, &mut sql, &mut values))
+        .and_then(|()| run_sql(connection, "COMMIT").map_err(backend));
+    if outcome.is_err() && !connection.is_autocommit() {
+        // `COMMIT` never ran, or failed. If even the rollback fails, the next transaction
+        // tries it again first.
+        let _ = run_sql(connection, "ROLLBACK");
+    }
+    outcome
+}
+
+/// Runs a statement without values (kept prepared).
+fn run_sql(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.raw_execute().map(|_| ())
+}
+
+/// Runs one statement of a script, its placeholders bound to its values; `sql` and `values`
+/// are buffers reused from one statement to the next.
+fn execute<'s>(
+    connection: &Connection,
+    statement: &'s Statement,
+    sql: &mut String,
+    values: &mut Vec<&'s Value>,
+) -> Result<(), StoreError> {
+    sql.clear();
+    values.clear();
+    // `$k` as plain `?`, each bound in order (as for sqlx's joined query, `script.rs`): SQLite
+    // would number named `$k` placeholders by first use, not by `k`.
+    script::positional(statement, sql, values)?;
+    let run = || -> rusqlite::Result<()> {
+        let mut prepared = connection.prepare_cached(sql.as_str())?;
+        for (at, value) in values.iter().enumerate() {
+            prepared.raw_bind_parameter(at + 1, Bound(value))?;
+        }
+        prepared.raw_execute().map(|_| ())
+    };
+    run().map_err(|e| {
+        statement
+            .refusal(kind(&e).as_ref())
+            .unwrap_or_else(|| backend(e))
+    })
+}
+
+/// A value as SQLite binds it (as sqlx binds the same values).
+struct Bound<'v>(&'v Value);
+
+impl ToSql for Bound<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        match self.0 {
+            Value::Int(n) => n.to_sql(),
+            Value::Text(text) => Ok(ToSqlOutput::from(&**text)),
+            Value::Static(text) => Ok(ToSqlOutput::from(*text)),
+            Value::OptionalText(Some(text)) => Ok(ToSqlOutput::from(&**text)),
+            Value::OptionalText(None) => Null.to_sql(),
+        }
+    }
+}
+
+/// The kind of a database error as sqlx's SQLite driver reports it (`None`: not an error of
+/// the database).
+fn kind(e: &rusqlite::Error) -> Option<ErrorKind> {
+    let rusqlite::Error::SqliteFailure(failure, _) = e else {
+        return None;
+    };
+    Some(match failure.extended_code {
+        ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+            ErrorKind::UniqueViolation
+        }
+        ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ErrorKind::ForeignKeyViolation,
+        ffi::SQLITE_CONSTRAINT_NOTNULL => ErrorKind::NotNullViolation,
+        ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::CheckViolation,
+        _ => ErrorKind::Other,
+    })
+}
+
+/// A failure as a back-end error, worded as sqlx words the same failure.
+fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(match e {
+        rusqlite::Error::SqliteFailure(failure, message) => format!(
+            "error returned from database: (code: {}) {}",
+            failure.extended_code,
+            message.unwrap_or_else(|| failure.to_string())
+        ),
+        other => other.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use engine::store::{EventRecord, EventStore};
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+    use super::*;
+
+    /// A WAL database file holding a table `t` with the row 1000, and a pool reading it.
+    async fn database() -> (PathBuf, SqlitePool) {
+        let path = std::env::temp_dir().join(format!(
+            "agentd-sqlite-writer-{}.db",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .unwrap();
+        sqlx::raw_sql("CREATE TABLE t (n INTEGER PRIMARY KEY); INSERT INTO t (n) VALUES (1000)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        (path, pool)
+    }
+
+    fn settings(path: &Path) -> Settings {
+        Settings {
+            path: path.to_owned(),
+            busy_timeout: Duration::from_secs(5),
+            journal_size_limit: 1 << 20,
+        }
+    }
+
+    /// Inserts `n`; when `fail`, then also the row 1000 again, which is refused.
+    fn insert(n: i64, fail: bool) -> Script {
+        let mut script = Script::new();
+        script.statement("INSERT INTO t (n) VALUES ($1)").bind(n);
+        if fail {
+            script
+                .statement("INSERT INTO t (n) VALUES ($1)")
+                .bind(1000)
+                .conflict_on(ErrorKind::UniqueViolation, format!("write {n} refused"));
+        }
+        script
+    }
+
+    async fn rows(reader: &SqlitePool) -> Vec<i64> {
+        sqlx::query_scalar("SELECT n FROM t ORDER BY n")
+            .fetch_all(reader)
+            .await
+            .unwrap()
+    }
+
+    /// Queues the writes `ns` (the one equal to `failing` fails) while the gate is held, so that
+    /// they make one batch; then drops `writer` if `last`, releases the gate, and returns the
+    /// outcomes.
+    async fn one_batch(
+        writer: GroupWriter,
+        ns: std::ops::Range<i64>,
+        failing: Option<i64>,
+        last: bool,
+    ) -> Vec<Result<(), StoreError>> {
+        let gate = writer.gate();
+        let held = gate.lock().await;
+        let mut outcomes = Vec::new();
+        for n in ns {
+            outcomes.push(writer.enqueue(insert(n, Some(n) == failing)).await);
+        }
+        if last {
+            drop(writer);
+        }
+        drop(held);
+        let mut results = Vec::new();
+        for outcome in outcomes {
+            results.push(outcome.await.unwrap());
+        }
+        results
+    }
+
+    #[tokio::test]
+    async fn a_failing_write_of_a_batch_fails_alone_and_the_others_are_committed() {
+        let (path, reader) = database().await;
+        let writer = start(settings(&path)).await.unwrap();
+        let outcomes = one_batch(writer.clone(), 0..10, Some(4), false).await;
+        for (n, outcome) in outcomes.iter().enumerate() {
+            if n == 4 {
+                assert!(
+                    matches!(outcome, Err(StoreError::Conflict(m)) if m == "write 4 refused"),
+                    "write 4 fails with its own error: {outcome:?}"
+                );
+            } else {
+                assert!(outcome.is_ok(), "write {n}: {outcome:?}");
+            }
+        }
+        assert_eq!(
+            rows(&reader).await,
+            vec![0, 1, 2, 3, 5, 6, 7, 8, 9, 1000],
+            "write 4's first insert is undone, every other write is committed"
+        );
+        // No transaction left open on the thread's connection.
+        writer.write(insert(4, false)).await.unwrap();
+        assert!(rows(&reader).await.contains(&4));
+    }
+
+    #[tokio::test]
+    async fn a_write_failing_alone_leaves_nothing_behind() {
+        let (path, reader) = database().await;
+        let writer = start(settings(&path)).await.unwrap();
+        let outcome = writer.write(insert(7, true)).await;
+        assert!(
+            matches!(&outcome, Err(StoreError::Conflict(m)) if m == "write 7 refused"),
+            "{outcome:?}"
+        );
+        writer.write(insert(8, false)).await.unwrap();
+        assert_eq!(rows(&reader).await, vec![8, 1000]);
+    }
+
+    #[tokio::test]
+    async fn an_undeclared_failure_is_the_back_ends_worded_as_sqlx_words_it() {
+        let (path, reader) = database().await;
+        let writer = start(settings(&path)).await.unwrap();
+        let mut script = Script::new();
+        script.statement("INSERT INTO t (n) VALUES ($1)").bind(1000);
+        let ours = writer.write(script).await;
+        let sqlx = sqlx::query("INSERT INTO t (n) VALUES ($1)")
+            .bind(1000)
+            .execute(&reader)
+            .await
+            .map_err(crate::error::backend);
+        let (Err(StoreError::Backend(ours)), Err(StoreError::Backend(sqlx))) = (ours, sqlx) else {
+            panic!("both fail as the back end's errors");
+        };
+        assert_eq!(ours, sqlx);
+    }
+
+    #[tokio::test]
+    async fn writes_queued_when_the_last_handle_goes_are_still_committed() {
+        let (path, reader) = database().await;
+        let writer = start(settings(&path)).await.unwrap();
+        let outcomes = one_batch(writer, 0..5, None, true).await;
+        assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+        assert_eq!(rows(&reader).await, vec![0, 1, 2, 3, 4, 1000]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_waits_while_the_gate_is_held() {
+        let (path, reader) = database().await;
+        let writer = start(settings(&path)).await.unwrap();
+        let held = writer.gate().lock_owned().await;
+        let write = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.write(insert(1, false)).await }
+        });
+        // Time enough for the write to run if nothing held it back.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            rows(&reader).await,
+            vec![1000],
+            "the write ran past the gate"
+        );
+        drop(held);
+        write.await.unwrap().unwrap();
+        assert_eq!(rows(&reader).await, vec![1, 1000]);
+    }
+
+    #[tokio::test]
+    async fn the_connection_has_the_stores_pragmas() {
+        let (path, _reader) = database().await;
+        let connection = open(&settings(&path)).unwrap();
+        let pragma = |name: &str| -> String {
+            connection
+                .query_row(&format!("PRAGMA {name}"), [], |row| {
+                    row.get::<_, rusqlite::types::Value>(0)
+                })
+                .map(|value| format!("{value:?}"))
+                .unwrap()
+        };
+        assert_eq!(pragma("journal_mode"), r#"Text("wal")"#);
+        assert_eq!(pragma("synchronous"), "Integer(1)", "NORMAL");
+        assert_eq!(pragma("foreign_keys"), "Integer(1)");
+        assert_eq!(pragma("busy_timeout"), "Integer(5000)");
+        assert_eq!(pragma("wal_autocheckpoint"), "Integer(0)");
+        assert_eq!(pragma("journal_size_limit"), "Integer(1048576)");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_stores_other_transactions_wait_for_the_writer_thread_instead_of_failing() {
+        use engine::store::{ConversationRecord, ItemKind, ItemStore, KeyStore, StoredItem};
+        let dir = std::env::temp_dir().join(format!(
+            "agentd-sqlite-writer-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let store = crate::SqliteStore::open(&dir).await.unwrap();
+        let project = store.ensure_project("default").await.unwrap();
+        let conversation = ConversationRecord {
+            id: "conv_1".to_owned(),
+            project_id: project.clone(),
+            created_at: 1,
+            metadata: Default::default(),
+        };
+        store.create_conversation(&conversation, &[]).await.unwrap();
+        // Run-path writes committing on the writer thread all the while.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let runs: Vec<_> = (0..4)
+            .map(|task| {
+                let (store, stop) = (store.clone(), std::sync::Arc::clone(&stop));
+                tokio::spawn(async move {
+                    let mut n = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let event = EventRecord {
+                            sequence_number: 0,
+                            data: "{}".into(),
+                        };
+                        let id = format!("resp_{task}_{n}");
+                        store.append_events(&id, &[event]).await.unwrap();
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        // A transaction on sqlx's writer connection that reads before it writes: a deferred
+        // one fails (`database is locked`) when the thread commits between its read and its
+        // write.
+        for n in 0..200 {
+            let item = StoredItem {
+                id: format!("msg_{n}"),
+                kind: ItemKind::Input,
+                item: serde_json::json!({"type": "message", "id": format!("msg_{n}")}),
+            };
+            let appended = store
+                .append_conversation_items(&project, "conv_1", &[item])
+                .await;
+            assert!(matches!(appended, Ok(true)), "append {n}: {appended:?}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for run in runs {
+            run.await.unwrap();
+        }
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn writes_reported_done_survive_dropping_the_store() {
+        let dir = std::env::temp_dir().join(format!(
+            "agentd-sqlite-writer-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let store = crate::SqliteStore::open(&dir).await.unwrap();
+        for n in 0..20 {
+            let event = EventRecord {
+                sequence_number: 0,
+                data: format!("{{\"n\":{n}}}").into(),
+            };
+            store
+                .append_events(&format!("resp_{n}"), &[event])
+                .await
+                .unwrap();
+        }
+        drop(store);
+        let store = crate::SqliteStore::open(&dir).await.unwrap();
+        for n in 0..20 {
+            let events = store
+                .events_after(&format!("resp_{n}"), None)
+                .await
+                .unwrap();
+            assert_eq!(events.len(), 1, "resp_{n}");
+        }
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
