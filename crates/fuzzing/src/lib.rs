@@ -10,11 +10,13 @@
 //! |---|---|
 //! | [`request`] | a `POST /v1/responses` body: the tool count probe, the strict parser, limits, validation |
 //! | [`upstream_sse`] | an upstream's SSE body through all four wire decoders (and Gemini's JSON body) |
+//! | [`chat_chunks`] | Chat Completions chunks in sequence, the fast path against serde |
 //! | [`mcp_sse`] | the MCP legacy HTTP+SSE stream: events, the `endpoint` check, JSON-RPC messages |
 //! | [`apply_patch`] | the sandbox's `apply_patch` envelope and the application of its chunks |
 //! | [`netguard_url`] | the network guard's URL, IP and allow-list checks |
 
 pub mod apply_patch;
+pub mod chat_chunks;
 pub mod chunks;
 pub mod mcp_sse;
 pub mod netguard_url;
@@ -26,9 +28,10 @@ pub type Body = fn(&[u8]);
 
 /// Every target: its name (the `fuzz/fuzz_targets/<name>.rs` file and `fuzz/corpus/<name>/`)
 /// and its body.
-pub const TARGETS: [(&str, Body); 5] = [
+pub const TARGETS: [(&str, Body); 6] = [
     ("request", request::run),
     ("upstream_sse", upstream_sse::run),
+    ("chat_chunks", chat_chunks::run),
     ("mcp_sse", mcp_sse::run),
     ("apply_patch", apply_patch::run),
     ("netguard_url", netguard_url::run),

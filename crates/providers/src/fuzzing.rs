@@ -21,6 +21,13 @@ pub fn decode_sse(wire: WireApi, chunks: &[&[u8]]) -> Vec<Result<ModelEvent, Mod
     }
 }
 
+/// Chat Completions chunks read in order by the fast path (which keeps what it can reuse from
+/// one chunk to the next) and each on its own by serde: per chunk, the fast path's reading and
+/// serde's (`Debug`), `None` when the fast path left it to serde or serde refused it.
+pub fn chat_chunk_readings(chunks: &[&str]) -> Vec<(Option<String>, Option<String>)> {
+    crate::chat_completions::repeat::readings(chunks)
+}
+
 /// Gemini's non-streamed answer (one JSON object, or `streamGenerateContent`'s JSON array).
 pub fn decode_gemini_body(body: &[u8]) -> Result<Vec<ModelEvent>, ModelError> {
     crate::gemini::decode::body_events(body, call_ids())

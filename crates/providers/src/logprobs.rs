@@ -5,13 +5,13 @@ use engine::model::{TokenLogprob, TopLogprob};
 use serde::Deserialize;
 
 /// `choices[].logprobs`: the logprobs of the content tokens of this chunk (or message).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct Logprobs {
     #[serde(default)]
     pub(crate) content: Option<Vec<WireLogprob>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct WireLogprob {
     pub(crate) token: String,
     pub(crate) logprob: f64,
@@ -21,7 +21,7 @@ pub(crate) struct WireLogprob {
     pub(crate) top_logprobs: Vec<WireTopLogprob>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct WireTopLogprob {
     pub(crate) token: String,
     pub(crate) logprob: f64,

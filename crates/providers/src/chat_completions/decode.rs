@@ -8,12 +8,15 @@
 
 use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
 
+use super::repeat::Chunks;
 use super::wire::{Chunk, Completion, ExtraContent, FunctionDelta, Usage};
 use crate::sse::{SseDecoder, Step};
 
 /// The state of one streamed turn.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
+    /// The fast path, which keeps what it can reuse from one chunk to the next.
+    fast: Chunks,
     finish: Option<FinishReason>,
     usage: Option<TokenUsage>,
 }
@@ -29,8 +32,9 @@ impl SseDecoder for Decoder {
             self.end(out)?;
             return Ok(Step::Done);
         }
-        // The common chunk in one pass; anything else (and every error) through serde.
-        let chunk: Chunk = match super::fast::chunk(data) {
+        // The common chunk in one pass (from its text when it begins as the previous one did);
+        // anything else (and every error) through serde.
+        let chunk: Chunk = match self.fast.chunk(data) {
             Some(chunk) => chunk,
             None => serde_json::from_str(data)
                 .map_err(|err| ModelError::Protocol(format!("invalid stream chunk: {err}")))?,

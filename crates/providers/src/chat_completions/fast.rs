@@ -12,24 +12,76 @@
 //! plain small integer, a struct written as an array), a string with a lone surrogate, nesting
 //! deeper than 64, malformed JSON. Whatever this path returns is what serde returns, and every
 //! error still comes from serde.
+//!
+//! The fields of the chunk, its first choice and that choice's delta are read into data
+//! ([`ChunkFields`], [`ChoiceFields`], [`DeltaFields`]), not closures, so that the reader's
+//! state where the first choice's text begins can be kept ([`Mark`]) and the reading resumed
+//! there ([`after_text`]) for a chunk whose bytes up to that point are the same (`repeat.rs`).
 
 use super::wire::{
     Chunk, ChunkChoice, CompletionTokensDetails, Delta, ExtraContent, FunctionDelta, GoogleExtra,
     PromptTokensDetails, ToolCallDelta, Usage,
 };
 
-/// The chunk `data` holds, or `None`: not read by this path (then serde reads it).
-pub(crate) fn chunk(data: &str) -> Option<Chunk> {
-    let mut reader = Reader { text: data, at: 0 };
-    let chunk = reader.chunk()?;
-    reader.whitespace();
-    (reader.at == data.len()).then_some(chunk)
+/// The chunk `data` holds, or `None`: not read by this path (then serde reads it). With it, where
+/// its first choice's text is, when it has one (what `repeat.rs` resumes from).
+pub(super) fn chunk(data: &str) -> (Option<Chunk>, Option<Mark>) {
+    let mut reader = Reader::new(data, 0);
+    let chunk = reader
+        .chunk()
+        .and_then(|chunk| reader.end().then_some(chunk));
+    let mark = reader.mark.take().filter(|_| chunk.is_some());
+    (chunk, mark)
+}
+
+/// Where a chunk's first choice's text (the value of `choices[0].delta.content`) is, and the
+/// reader's state there.
+#[derive(Debug)]
+pub(super) struct Mark {
+    /// Just after the text's key and its colon.
+    pub(super) at: usize,
+    /// Just after the text's value (`null` included).
+    pub(super) end: usize,
+    pub(super) state: AtText,
+}
+
+/// What the reader holds when it reaches the first choice's text: the fields read so far of
+/// the three objects it is in (the chunk, the first choice, its delta). Reading from there on
+/// with this state is reading the whole chunk, from the same point.
+#[derive(Debug, Clone)]
+pub(super) struct AtText {
+    chunk: ChunkFields,
+    choice: ChoiceFields,
+    delta: DeltaFields,
+}
+
+/// The text value at `at` in `data` (as the first choice's text is read) and where it ends, or
+/// `None`: not read by this path.
+pub(super) fn text_at(data: &str, at: usize) -> Option<(Option<String>, usize)> {
+    let mut reader = Reader::new(data, at);
+    let text = reader.text()?;
+    Some((text, reader.at))
+}
+
+/// The rest of the chunk `data` after its first choice's text (`text`, ending at `end`), the
+/// reader being in `state` at the text: what [`chunk`] reads from the same point.
+pub(super) fn after_text(
+    data: &str,
+    end: usize,
+    state: AtText,
+    text: Option<String>,
+) -> Option<Chunk> {
+    let mut reader = Reader::new(data, end);
+    let chunk = reader.after_text(state, text)?;
+    reader.end().then_some(chunk)
 }
 
 /// A JSON text being read, and how far.
 struct Reader<'a> {
     text: &'a str,
     at: usize,
+    /// Set when the first choice's text is reached.
+    mark: Option<Mark>,
 }
 
 /// Eight copies of a byte, for the eight-at-a-time string scan.
@@ -55,6 +107,20 @@ const fn zeros(word: u64) -> u64 {
 const MAX_DEPTH: u32 = 64;
 
 impl<'a> Reader<'a> {
+    fn new(text: &'a str, at: usize) -> Self {
+        Reader {
+            text,
+            at,
+            mark: None,
+        }
+    }
+
+    /// Whether only whitespace is left.
+    fn end(&mut self) -> bool {
+        self.whitespace();
+        self.at == self.text.len()
+    }
+
     fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
     }
@@ -137,9 +203,17 @@ impl<'a> Reader<'a> {
             self.at += 1;
             return Some(());
         }
+        let key = self.key()?;
+        field(self, key)?;
+        self.object_rest(field)
+    }
+
+    /// The rest of an object after one of its values.
+    fn object_rest(
+        &mut self,
+        mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
         loop {
-            let key = self.key()?;
-            field(self, key)?;
             match self.peek()? {
                 b',' => self.at += 1,
                 b'}' => {
@@ -148,6 +222,8 @@ impl<'a> Reader<'a> {
                 }
                 _ => return None,
             }
+            let key = self.key()?;
+            field(self, key)?;
         }
     }
 
@@ -159,8 +235,17 @@ impl<'a> Reader<'a> {
             self.at += 1;
             return Some(elements);
         }
+        elements.push(element(self)?);
+        self.array_rest(elements, element)
+    }
+
+    /// The rest of an array after its `elements` so far.
+    fn array_rest<T>(
+        &mut self,
+        mut elements: Vec<T>,
+        element: impl Fn(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
         loop {
-            elements.push(element(self)?);
             match self.peek()? {
                 b',' => self.at += 1,
                 b']' => {
@@ -169,6 +254,7 @@ impl<'a> Reader<'a> {
                 }
                 _ => return None,
             }
+            elements.push(element(self)?);
         }
     }
 
@@ -423,71 +509,58 @@ impl<'a> Reader<'a> {
     }
 
     fn chunk(&mut self) -> Option<Chunk> {
-        // Each `Some` once its key was seen: a repeated key is declined (serde refuses it).
-        let mut choices = None;
-        let mut usage = None;
-        let mut error = None;
-        self.object(|reader, key| {
-            match key {
-                b"choices" if choices.is_none() => choices = Some(reader.array(Self::choice)?),
-                b"usage" if usage.is_none() => usage = Some(reader.option(Self::usage)?),
-                b"error" if error.is_none() => error = Some(reader.null()?),
-                b"choices" | b"usage" | b"error" => return None,
-                _ => reader.skip_value()?,
-            }
-            Some(())
-        })?;
-        Some(Chunk {
-            choices: choices.unwrap_or_default(),
-            usage: usage.flatten(),
-            error: None,
-        })
+        let mut fields = ChunkFields::default();
+        self.object(|reader, key| fields.field(reader, key))?;
+        Some(fields.finish())
     }
 
-    fn choice(&mut self) -> Option<ChunkChoice> {
-        let mut index = None;
-        let mut delta = None;
-        let mut finish_reason = None;
-        let mut logprobs = None;
-        self.object(|reader, key| {
-            match key {
-                b"index" if index.is_none() => index = Some(reader.u32()?),
-                b"delta" if delta.is_none() => delta = Some(reader.option(Self::delta)?),
-                b"finish_reason" if finish_reason.is_none() => {
-                    finish_reason = Some(reader.option(Self::string)?);
-                }
-                b"logprobs" if logprobs.is_none() => logprobs = Some(reader.null()?),
-                b"index" | b"delta" | b"finish_reason" | b"logprobs" => return None,
-                _ => reader.skip_value()?,
-            }
-            Some(())
-        })?;
-        Some(ChunkChoice {
-            index: index.unwrap_or_default(),
-            delta: delta.flatten(),
-            finish_reason: finish_reason.flatten(),
-            logprobs: None,
-        })
+    /// `choices`: the first choice read knowing the chunk's fields so far (`chunk`), so that
+    /// its text can be marked.
+    fn choices(&mut self, chunk: &ChunkFields) -> Option<Vec<ChunkChoice>> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(Vec::new());
+        }
+        let first = self.choice(Some(chunk))?;
+        self.array_rest(vec![first], |reader| reader.choice(None))
     }
 
-    fn delta(&mut self) -> Option<Delta> {
-        let mut content = None;
-        let mut tool_calls = None;
-        self.object(|reader, key| {
-            match key {
-                b"content" if content.is_none() => content = Some(reader.option(Self::string)?),
-                b"tool_calls" if tool_calls.is_none() => {
-                    tool_calls = Some(reader.option(|reader| reader.array(Self::tool_call))?);
-                }
-                b"content" | b"tool_calls" => return None,
-                _ => reader.skip_value()?,
-            }
-            Some(())
-        })?;
-        Some(Delta {
-            content: content.flatten(),
-            tool_calls: tool_calls.flatten(),
-        })
+    /// A choice; `chunk` for the first one (its text is marked).
+    fn choice(&mut self, chunk: Option<&ChunkFields>) -> Option<ChunkChoice> {
+        let mut fields = ChoiceFields::default();
+        self.object(|reader, key| fields.field(reader, key, chunk))?;
+        Some(fields.finish())
+    }
+
+    /// A delta; `outer` for the first choice's (its text is marked).
+    fn delta(&mut self, outer: Option<(&ChunkFields, &ChoiceFields)>) -> Option<Delta> {
+        let mut fields = DeltaFields::default();
+        self.object(|reader, key| fields.field(reader, key, outer))?;
+        Some(fields.finish())
+    }
+
+    /// A delta's text (`content`).
+    fn text(&mut self) -> Option<Option<String>> {
+        self.option(Self::string)
+    }
+
+    /// What [`Reader::chunk`] does after the first choice's text (`text`), in `state`.
+    fn after_text(&mut self, state: AtText, text: Option<String>) -> Option<Chunk> {
+        let AtText {
+            chunk: mut chunk_fields,
+            choice: mut choice_fields,
+            delta: mut delta_fields,
+        } = state;
+        delta_fields.content = Some(text);
+        self.object_rest(|reader, key| delta_fields.field(reader, key, None))?;
+        choice_fields.delta = Some(Some(delta_fields.finish()));
+        self.object_rest(|reader, key| choice_fields.field(reader, key, None))?;
+        let choices =
+            self.array_rest(vec![choice_fields.finish()], |reader| reader.choice(None))?;
+        chunk_fields.choices = Some(choices);
+        self.object_rest(|reader, key| chunk_fields.field(reader, key))?;
+        Some(chunk_fields.finish())
     }
 
     fn tool_call(&mut self) -> Option<ToolCallDelta> {
@@ -629,13 +702,142 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The chunk's fields read so far, each `Some` once its key was seen: a repeated key is
+/// declined (serde refuses it).
+#[derive(Debug, Clone, Default)]
+struct ChunkFields {
+    choices: Option<Vec<ChunkChoice>>,
+    usage: Option<Option<Usage>>,
+    error: Option<()>,
+}
+
+impl ChunkFields {
+    fn field<'a>(&mut self, reader: &mut Reader<'a>, key: &'a [u8]) -> Option<()> {
+        match key {
+            b"choices" if self.choices.is_none() => {
+                let choices = reader.choices(self)?;
+                self.choices = Some(choices);
+            }
+            b"usage" if self.usage.is_none() => self.usage = Some(reader.option(Reader::usage)?),
+            // `error` is taken only when `null`.
+            b"error" if self.error.is_none() => self.error = Some(reader.null()?),
+            b"choices" | b"usage" | b"error" => return None,
+            _ => reader.skip_value()?,
+        }
+        Some(())
+    }
+
+    fn finish(self) -> Chunk {
+        Chunk {
+            choices: self.choices.unwrap_or_default(),
+            usage: self.usage.flatten(),
+            error: None,
+        }
+    }
+}
+
+/// A choice's fields read so far (as [`ChunkFields`]).
+#[derive(Debug, Clone, Default)]
+struct ChoiceFields {
+    index: Option<u32>,
+    delta: Option<Option<Delta>>,
+    finish_reason: Option<Option<String>>,
+    logprobs: Option<()>,
+}
+
+impl ChoiceFields {
+    /// `chunk`: the chunk's fields, for the first choice.
+    fn field<'a>(
+        &mut self,
+        reader: &mut Reader<'a>,
+        key: &'a [u8],
+        chunk: Option<&ChunkFields>,
+    ) -> Option<()> {
+        match key {
+            b"index" if self.index.is_none() => self.index = Some(reader.u32()?),
+            b"delta" if self.delta.is_none() => {
+                let outer = chunk.map(|chunk| (chunk, &*self));
+                let delta = reader.option(|reader| reader.delta(outer))?;
+                self.delta = Some(delta);
+            }
+            b"finish_reason" if self.finish_reason.is_none() => {
+                self.finish_reason = Some(reader.option(Reader::string)?);
+            }
+            // `logprobs` is taken only when `null`.
+            b"logprobs" if self.logprobs.is_none() => self.logprobs = Some(reader.null()?),
+            b"index" | b"delta" | b"finish_reason" | b"logprobs" => return None,
+            _ => reader.skip_value()?,
+        }
+        Some(())
+    }
+
+    fn finish(self) -> ChunkChoice {
+        ChunkChoice {
+            index: self.index.unwrap_or_default(),
+            delta: self.delta.flatten(),
+            finish_reason: self.finish_reason.flatten(),
+            logprobs: None,
+        }
+    }
+}
+
+/// A delta's fields read so far (as [`ChunkFields`]).
+#[derive(Debug, Clone, Default)]
+struct DeltaFields {
+    content: Option<Option<String>>,
+    tool_calls: Option<Option<Vec<ToolCallDelta>>>,
+}
+
+impl DeltaFields {
+    /// `outer`: the chunk's and the choice's fields, for the first choice's delta (its text is
+    /// marked).
+    fn field<'a>(
+        &mut self,
+        reader: &mut Reader<'a>,
+        key: &'a [u8],
+        outer: Option<(&ChunkFields, &ChoiceFields)>,
+    ) -> Option<()> {
+        match key {
+            b"content" if self.content.is_none() => {
+                let at = reader.at;
+                let text = reader.text()?;
+                if let Some((chunk, choice)) = outer {
+                    reader.mark = Some(Mark {
+                        at,
+                        end: reader.at,
+                        state: AtText {
+                            chunk: chunk.clone(),
+                            choice: choice.clone(),
+                            delta: self.clone(),
+                        },
+                    });
+                }
+                self.content = Some(text);
+            }
+            b"tool_calls" if self.tool_calls.is_none() => {
+                self.tool_calls = Some(reader.option(|reader| reader.array(Reader::tool_call))?);
+            }
+            b"content" | b"tool_calls" => return None,
+            _ => reader.skip_value()?,
+        }
+        Some(())
+    }
+
+    fn finish(self) -> Delta {
+        Delta {
+            content: self.content.flatten(),
+            tool_calls: self.tool_calls.flatten(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// Whether the fast path took `data`; when it did, serde must read the very same chunk.
     fn agree(data: &str) -> bool {
-        crate::edits::agrees_with_serde(data, chunk(data), serde_json::from_str::<Chunk>(data))
+        crate::edits::agrees_with_serde(data, chunk(data).0, serde_json::from_str::<Chunk>(data))
     }
 
     /// Chunks as real upstreams write them (from their documentation and captured streams):
@@ -695,6 +897,7 @@ mod tests {
         let data = r#"{"choices":[{"index":0,"delta":{"content":"a\n\"q\"\\\/\b\f\r\t é 😀 \u00e9\ud83d\ude00\u0000\uFFFF"}}]}"#;
         assert!(agree(data));
         let text = chunk(data)
+            .0
             .and_then(|chunk| chunk.choices.into_iter().next())
             .and_then(|choice| choice.delta)
             .and_then(|delta| delta.content);

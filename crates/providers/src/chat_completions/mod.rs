@@ -9,11 +9,14 @@
 //! - [`decode`]: chunks to [`ModelEvent`](engine::model::ModelEvent)s (pure, unit-tested).
 //! - [`fast`]: the common chunk read in one pass, serde's reading by construction (the rest goes
 //!   through serde).
+//! - [`repeat`]: the fast path across a turn's chunks: a chunk that begins as the previous one
+//!   did is read from its text on.
 //! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
 //!   shared (`crate::http::Upstream`, `crate::sse`).
 
 pub(crate) mod decode;
 mod fast;
+pub(crate) mod repeat;
 mod wire;
 
 use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};

@@ -348,13 +348,13 @@ impl<'a> From<&'a OutputFormat> for ResponseFormat<'a> {
 }
 
 /// `extra_content.google.thought_signature`, both ways.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ExtraContent<S> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) google: Option<GoogleExtra<S>>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct GoogleExtra<S> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) thought_signature: Option<S>,
@@ -364,7 +364,7 @@ pub(crate) struct GoogleExtra<S> {
 // Response
 
 /// One `chat.completion.chunk` of the stream.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct Chunk {
     #[serde(default)]
     pub(crate) choices: Vec<ChunkChoice>,
@@ -375,7 +375,7 @@ pub(crate) struct Chunk {
     pub(crate) error: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ChunkChoice {
     #[serde(default)]
     pub(crate) index: u32,
@@ -387,7 +387,7 @@ pub(crate) struct ChunkChoice {
     pub(crate) logprobs: Option<crate::logprobs::Logprobs>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct Delta {
     #[serde(default)]
     pub(crate) content: Option<String>,
@@ -395,7 +395,7 @@ pub(crate) struct Delta {
     pub(crate) tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ToolCallDelta {
     /// Missing on a few compatible servers that only ever send one call per chunk.
     #[serde(default)]
@@ -408,7 +408,7 @@ pub(crate) struct ToolCallDelta {
     pub(crate) extra_content: Option<ExtraContent<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct FunctionDelta {
     #[serde(default)]
     pub(crate) name: Option<String>,
@@ -416,7 +416,7 @@ pub(crate) struct FunctionDelta {
     pub(crate) arguments: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct Usage {
     #[serde(default)]
     pub(crate) prompt_tokens: u64,
@@ -428,13 +428,13 @@ pub(crate) struct Usage {
     pub(crate) completion_tokens_details: Option<CompletionTokensDetails>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct PromptTokensDetails {
     #[serde(default)]
     pub(crate) cached_tokens: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct CompletionTokensDetails {
     #[serde(default)]
     pub(crate) reasoning_tokens: Option<u64>,
