@@ -47,6 +47,23 @@ impl EventLog {
         record
     }
 
+    /// Appends the line `write` writes for the next sequence number (an event written from
+    /// its parts rather than from an [`EventData`]); returns the record.
+    pub(crate) fn push_line(
+        &self,
+        write: impl FnOnce(u64) -> Result<String, serde_json::Error>,
+    ) -> EventRecord {
+        let sequence_number = self.lock().events.len() as u64;
+        let record = EventRecord {
+            sequence_number,
+            data: Arc::from(
+                write(sequence_number).unwrap_or_else(|err| failed_line(&err, sequence_number)),
+            ),
+        };
+        self.publish(&record);
+        record
+    }
+
     /// Serializes an event with the next sequence number without publishing it: the run stores
     /// its final response and terminal event together, then publishes. Only the run appends to
     /// its log, so the number stays free until then.
@@ -144,17 +161,21 @@ pub(crate) fn record(sequence_number: u64, data: EventData) -> EventRecord {
         data,
         sequence_number,
     };
-    // Serializing wire types to JSON cannot fail (string keys, no non-finite floats are
-    // produced by the engine); fall back to an error event rather than panic.
-    let line = event.to_json_line().unwrap_or_else(|err| {
-        format!(
-            r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
-        )
-    });
+    let line = event
+        .to_json_line()
+        .unwrap_or_else(|err| failed_line(&err, sequence_number));
     EventRecord {
         sequence_number,
         data: Arc::from(line),
     }
+}
+
+/// Serializing wire types to JSON cannot fail (string keys, no non-finite floats are produced
+/// by the engine); the line of an event that did anyway is an error event rather than a panic.
+fn failed_line(err: &serde_json::Error, sequence_number: u64) -> String {
+    format!(
+        r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
+    )
 }
 
 impl crate::hosted::EventSink for EventLog {

@@ -39,7 +39,7 @@ const MAX_PARALLEL_MCP_CALLS: usize = 8;
 fn ends_next(queue: &VecDeque<Effect>) -> bool {
     for effect in queue {
         match effect {
-            Effect::Emit(_) | Effect::Flush => {}
+            Effect::Emit(_) | Effect::TextDelta(_) | Effect::Flush => {}
             Effect::Finish(_) => return true,
             _ => return false,
         }
@@ -102,6 +102,10 @@ impl Driver {
             let input = match effect {
                 Effect::Emit(data) => {
                     self.log.push(data);
+                    continue;
+                }
+                Effect::TextDelta(delta) => {
+                    delta.push_to(&self.log);
                     continue;
                 }
                 Effect::EmitResponse {
@@ -302,6 +306,7 @@ impl Driver {
                     Effect::Emit(data) => {
                         self.log.push(data);
                     }
+                    Effect::TextDelta(delta) => delta.push_to(&self.log),
                     other => queue.push_back(other),
                 }
             }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use protocol::events::{EventData, response_event_line};
+use protocol::events::{EventData, output_text_delta_line, response_event_line};
 use protocol::response::Response;
 
 use crate::error::RunFailure;
@@ -41,6 +41,8 @@ pub(crate) enum Input {
 pub(crate) enum Effect {
     /// Append a wire event to the run's log (followers see it at once).
     Emit(EventData),
+    /// Append a `response.output_text.delta` (the event of every token), written from its parts.
+    TextDelta(TextDelta),
     /// Append a response event (`type` `kind`: `response.created`, …) written around the
     /// response's JSON, already serialized.
     EmitResponse {
@@ -68,6 +70,33 @@ pub(crate) enum Effect {
     /// The run is over: store the record with the rest of the log and the terminal event in one
     /// transaction, then publish the terminal event and close the log.
     Finish(Box<Ending>),
+}
+
+/// A token of a message's text, as [`Effect::TextDelta`] carries it: the message's id is shared
+/// by all its deltas (a reference count, where an [`EventData::OutputTextDelta`] needs a copy
+/// of the id per token), and the line is written straight from these parts
+/// ([`protocol::events::output_text_delta_line`]), with the bytes serde writes for the event.
+pub(crate) struct TextDelta {
+    pub(crate) item_id: Arc<str>,
+    pub(crate) output_index: usize,
+    pub(crate) delta: String,
+    pub(crate) logprobs: Vec<serde_json::Value>,
+}
+
+impl TextDelta {
+    /// Appends the event to `log`.
+    pub(crate) fn push_to(&self, log: &EventLog) {
+        log.push_line(|sequence_number| {
+            output_text_delta_line(
+                &self.item_id,
+                self.output_index,
+                0,
+                &self.delta,
+                &self.logprobs,
+                sequence_number,
+            )
+        });
+    }
 }
 
 /// One server to connect to when the run starts.

@@ -122,7 +122,8 @@ pub(super) struct TurnState {
 /// The turn's `message` item while it streams.
 pub(super) struct OpenMessage {
     pub(super) index: usize,
-    pub(super) id: String,
+    /// Shared by every delta of the message.
+    pub(super) id: Arc<str>,
     pub(super) text: String,
     /// The logprobs of `text`, when the request asked for them.
     pub(super) logprobs: Vec<serde_json::Value>,
