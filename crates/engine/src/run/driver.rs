@@ -101,7 +101,7 @@ impl Driver {
             };
             let input = match effect {
                 Effect::Emit(data) => {
-                    self.log.push(data);
+                    self.log.push(*data);
                     continue;
                 }
                 Effect::TextDelta(delta) => {
@@ -127,7 +127,7 @@ impl Driver {
                 Effect::Finish(ending) => return self.end(*ending).await,
                 Effect::Discover(jobs) => self.discover(jobs).await,
                 Effect::Refresh => self.refresh().await,
-                Effect::Ask { client, request } => self.ask(client, request, &mut queue).await,
+                Effect::Ask { client, request } => self.ask(client, *request, &mut queue).await,
                 Effect::CallMcp(jobs) => self.call_mcp(jobs).await,
                 Effect::CallHosted(job) => self.call_hosted(job).await,
             };
@@ -304,7 +304,7 @@ impl Driver {
             for effect in effects.drain(..) {
                 match effect {
                     Effect::Emit(data) => {
-                        self.log.push(data);
+                        self.log.push(*data);
                     }
                     Effect::TextDelta(delta) => delta.push_to(&self.log),
                     other => queue.push_back(other),

@@ -37,10 +37,12 @@ pub(crate) enum Input {
     Cancelled,
 }
 
-/// What the machine asks the driver to do, in order.
+/// What the machine asks the driver to do, in order. Kept small (the large payloads boxed):
+/// every effect is moved three times (into the machine's buffer, out to the driver's, matched),
+/// and a streamed turn makes one per token.
 pub(crate) enum Effect {
     /// Append a wire event to the run's log (followers see it at once).
-    Emit(EventData),
+    Emit(Box<EventData>),
     /// Append a `response.output_text.delta` (the event of every token), written from its parts.
     TextDelta(TextDelta),
     /// Append a response event (`type` `kind`: `response.created`, …) written around the
@@ -61,7 +63,7 @@ pub(crate) enum Effect {
     /// [`Input::ModelDone`] or [`Input::ModelFailed`].
     Ask {
         client: Arc<dyn ModelClient>,
-        request: ModelRequest,
+        request: Box<ModelRequest>,
     },
     /// Run these MCP calls at once (bounded); answer [`Input::McpDone`].
     CallMcp(Vec<McpJob>),
@@ -193,5 +195,15 @@ pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -
     EventRecord {
         sequence_number,
         data: response_event_line(kind, response_json, sequence_number).into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An effect stays a few words: one is moved three times per token of a streamed turn
+    /// (it was 448 bytes with a model request and a wire event inline).
+    #[test]
+    fn an_effect_is_small() {
+        assert!(std::mem::size_of::<super::Effect>() <= 96);
     }
 }
