@@ -23,7 +23,31 @@ pub fn output_text_delta_line(
     logprobs: &[Value],
     sequence_number: u64,
 ) -> Result<String, serde_json::Error> {
+    let mut out = String::new();
+    write_output_text_delta(
+        &mut out,
+        item_id,
+        output_index,
+        content_index,
+        delta,
+        logprobs,
+        sequence_number,
+    )?;
+    Ok(out)
+}
+
+/// [`output_text_delta_line`] appended to `out` (a buffer the caller reuses).
+pub fn write_output_text_delta(
+    out: &mut String,
+    item_id: &str,
+    output_index: usize,
+    content_index: usize,
+    delta: &str,
+    logprobs: &[Value],
+    sequence_number: u64,
+) -> Result<(), serde_json::Error> {
     let mut line = Line::new(
+        out,
         "{\"type\":\"response.output_text.delta\",\"item_id\":",
         item_id.len() + delta.len(),
     );
@@ -35,17 +59,20 @@ pub fn output_text_delta_line(
     line.piece(",\"delta\":");
     line.string(delta)?;
     line.logprobs(logprobs)?;
-    Ok(line.end(sequence_number))
+    line.end(sequence_number);
+    Ok(())
 }
 
 /// `response.function_call_arguments.delta`: a piece of a function call's arguments.
-pub(crate) fn function_call_arguments_delta_line(
+pub(crate) fn write_function_call_arguments_delta(
+    out: &mut String,
     item_id: &str,
     output_index: usize,
     delta: &str,
     sequence_number: u64,
-) -> Result<String, serde_json::Error> {
+) -> Result<(), serde_json::Error> {
     let mut line = Line::new(
+        out,
         "{\"type\":\"response.function_call_arguments.delta\",\"item_id\":",
         item_id.len() + delta.len(),
     );
@@ -54,45 +81,49 @@ pub(crate) fn function_call_arguments_delta_line(
     line.number(output_index as u64);
     line.piece(",\"delta\":");
     line.string(delta)?;
-    Ok(line.end(sequence_number))
+    line.end(sequence_number);
+    Ok(())
 }
 
 /// `response.output_item.added` (`done` false) or `.done`.
-pub(crate) fn output_item_line(
+pub(crate) fn write_output_item(
+    out: &mut String,
     done: bool,
     output_index: usize,
     item: &OutputItem,
     sequence_number: u64,
-) -> Result<String, serde_json::Error> {
+) -> Result<(), serde_json::Error> {
     let item = serde_json::to_string(item)?;
     let head = if done {
         "{\"type\":\"response.output_item.done\",\"output_index\":"
     } else {
         "{\"type\":\"response.output_item.added\",\"output_index\":"
     };
-    let mut line = Line::new(head, item.len());
+    let mut line = Line::new(out, head, item.len());
     line.number(output_index as u64);
     line.piece(",\"item\":");
     line.piece(&item);
-    Ok(line.end(sequence_number))
+    line.end(sequence_number);
+    Ok(())
 }
 
 /// `response.content_part.added` (`done` false) or `.done`.
-pub(crate) fn content_part_line(
+pub(crate) fn write_content_part(
+    out: &mut String,
     done: bool,
     item_id: &str,
     output_index: usize,
     content_index: usize,
     part: &OutputContent,
     sequence_number: u64,
-) -> Result<String, serde_json::Error> {
+) -> Result<(), serde_json::Error> {
     let part = serde_json::to_string(part)?;
     let head = if done {
         "{\"type\":\"response.content_part.done\",\"item_id\":"
     } else {
         "{\"type\":\"response.content_part.added\",\"item_id\":"
     };
-    let mut line = Line::new(head, item_id.len() + part.len());
+    let mut line = Line::new(out, head, item_id.len() + part.len());
     line.string(item_id)?;
     line.piece(",\"output_index\":");
     line.number(output_index as u64);
@@ -100,19 +131,22 @@ pub(crate) fn content_part_line(
     line.number(content_index as u64);
     line.piece(",\"part\":");
     line.piece(&part);
-    Ok(line.end(sequence_number))
+    line.end(sequence_number);
+    Ok(())
 }
 
 /// `response.output_text.done`: a message's whole text.
-pub(crate) fn output_text_done_line(
+pub(crate) fn write_output_text_done(
+    out: &mut String,
     item_id: &str,
     output_index: usize,
     content_index: usize,
     text: &str,
     logprobs: &[Value],
     sequence_number: u64,
-) -> Result<String, serde_json::Error> {
+) -> Result<(), serde_json::Error> {
     let mut line = Line::new(
+        out,
         "{\"type\":\"response.output_text.done\",\"item_id\":",
         item_id.len() + text.len(),
     );
@@ -124,7 +158,8 @@ pub(crate) fn output_text_done_line(
     line.piece(",\"text\":");
     line.string(text)?;
     line.logprobs(logprobs)?;
-    Ok(line.end(sequence_number))
+    line.end(sequence_number);
+    Ok(())
 }
 
 /// A response event (`response.completed`, …: `type`, `response`, `sequence_number`) built
@@ -143,17 +178,17 @@ pub fn response_event_line(kind: &str, response_json: &str, sequence_number: u64
     line
 }
 
-/// One event line being written: constant pieces, strings as serde_json writes them, numbers,
-/// then the sequence number and `}`.
-struct Line {
-    buf: String,
+/// One event line being written at the end of a buffer: constant pieces, strings as
+/// serde_json writes them, numbers, then the sequence number and `}`.
+struct Line<'a> {
+    buf: &'a mut String,
 }
 
-impl Line {
+impl Line<'_> {
     /// `head` is the line's opening, up to its first value; `text` the length of its variable
     /// parts (strings, nested JSON): numbers, the end and a few escapes fit in the rest.
-    fn new(head: &str, text: usize) -> Line {
-        let mut buf = String::with_capacity(head.len() + text + 96);
+    fn new<'a>(buf: &'a mut String, head: &str, text: usize) -> Line<'a> {
+        buf.reserve(head.len() + text + 96);
         buf.push_str(head);
         Line { buf }
     }
@@ -164,11 +199,11 @@ impl Line {
     }
 
     fn string(&mut self, value: &str) -> Result<(), serde_json::Error> {
-        json_string::push_quoted(&mut self.buf, value)
+        json_string::push_quoted(self.buf, value)
     }
 
     fn number(&mut self, value: u64) {
-        push_number(&mut self.buf, value);
+        push_number(self.buf, value);
     }
 
     /// `,"logprobs":[…]` (almost always `[]`).
@@ -187,11 +222,10 @@ impl Line {
         Ok(())
     }
 
-    fn end(mut self, sequence_number: u64) -> String {
+    fn end(mut self, sequence_number: u64) {
         self.piece(",\"sequence_number\":");
         self.number(sequence_number);
         self.buf.push('}');
-        self.buf
     }
 }
 

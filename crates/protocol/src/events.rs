@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event_line;
-pub use crate::event_line::{output_text_delta_line, response_event_line};
+pub use crate::event_line::{output_text_delta_line, response_event_line, write_output_text_delta};
 use crate::output::{ImageResult, OutputContent, OutputItem, SearchResult, UrlContent};
 use crate::response::{ErrorInfo, Response, Usage};
 
@@ -26,6 +26,13 @@ impl StreamEvent {
     /// ([`crate::event_line`]), without serde's `flatten` machinery; every other event goes
     /// through serde.
     pub fn to_json_line(&self) -> Result<String, serde_json::Error> {
+        let mut out = String::new();
+        self.write_json_line(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`StreamEvent::to_json_line`] appended to `out` (a buffer the caller reuses).
+    pub fn write_json_line(&self, out: &mut String) -> Result<(), serde_json::Error> {
         let seq = self.sequence_number;
         match &self.data {
             EventData::OutputTextDelta {
@@ -34,7 +41,8 @@ impl StreamEvent {
                 content_index,
                 delta,
                 logprobs,
-            } => event_line::output_text_delta_line(
+            } => event_line::write_output_text_delta(
+                out,
                 item_id,
                 *output_index,
                 *content_index,
@@ -46,19 +54,26 @@ impl StreamEvent {
                 item_id,
                 output_index,
                 delta,
-            } => event_line::function_call_arguments_delta_line(item_id, *output_index, delta, seq),
+            } => event_line::write_function_call_arguments_delta(
+                out,
+                item_id,
+                *output_index,
+                delta,
+                seq,
+            ),
             EventData::OutputItemAdded { output_index, item } => {
-                event_line::output_item_line(false, *output_index, item, seq)
+                event_line::write_output_item(out, false, *output_index, item, seq)
             }
             EventData::OutputItemDone { output_index, item } => {
-                event_line::output_item_line(true, *output_index, item, seq)
+                event_line::write_output_item(out, true, *output_index, item, seq)
             }
             EventData::ContentPartAdded {
                 item_id,
                 output_index,
                 content_index,
                 part,
-            } => event_line::content_part_line(
+            } => event_line::write_content_part(
+                out,
                 false,
                 item_id,
                 *output_index,
@@ -71,7 +86,8 @@ impl StreamEvent {
                 output_index,
                 content_index,
                 part,
-            } => event_line::content_part_line(
+            } => event_line::write_content_part(
+                out,
                 true,
                 item_id,
                 *output_index,
@@ -85,7 +101,8 @@ impl StreamEvent {
                 content_index,
                 text,
                 logprobs,
-            } => event_line::output_text_done_line(
+            } => event_line::write_output_text_done(
+                out,
                 item_id,
                 *output_index,
                 *content_index,
@@ -93,7 +110,10 @@ impl StreamEvent {
                 logprobs,
                 seq,
             ),
-            _ => serde_json::to_string(self),
+            _ => {
+                out.push_str(&serde_json::to_string(self)?);
+                Ok(())
+            }
         }
     }
 }

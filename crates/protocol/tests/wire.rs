@@ -457,6 +457,10 @@ fn directly_written_event_lines_are_what_serde_writes() {
             };
             let expected = serde_json::to_string(&event).expect("serializes");
             assert_eq!(event.to_json_line().expect("writes"), expected);
+            // Appended to a reused buffer, after what it holds.
+            let mut reused = String::from("previous line");
+            event.write_json_line(&mut reused).expect("writes");
+            assert_eq!(reused, format!("previous line{expected}"));
             if let EventData::OutputTextDelta {
                 item_id,
                 output_index,
@@ -475,6 +479,18 @@ fn directly_written_event_lines_are_what_serde_writes() {
                 )
                 .expect("writes");
                 assert_eq!(line, expected);
+                let mut reused = String::from("x");
+                agentd_protocol::events::write_output_text_delta(
+                    &mut reused,
+                    item_id,
+                    *output_index,
+                    *content_index,
+                    delta,
+                    logprobs,
+                    sequence_number,
+                )
+                .expect("writes");
+                assert_eq!(reused, format!("x{expected}"));
             }
         }
     }

@@ -61,6 +61,8 @@ pub(crate) struct Driver {
     sessions: Vec<Option<Arc<dyn McpSession>>>,
     /// Events already written to the store.
     flushed: usize,
+    /// The buffer each event line is written in before the log copies it (`EventLog::push_in`).
+    line: String,
 }
 
 impl Driver {
@@ -87,6 +89,7 @@ impl Driver {
             files,
             sessions: Vec::new(),
             flushed: 0,
+            line: String::new(),
         }
     }
 
@@ -101,11 +104,11 @@ impl Driver {
             };
             let input = match effect {
                 Effect::Emit(data) => {
-                    self.log.push(*data);
+                    self.log.push_in(*data, &mut self.line);
                     continue;
                 }
                 Effect::TextDelta(delta) => {
-                    delta.push_to(&self.log);
+                    delta.push_to(&self.log, &mut self.line);
                     continue;
                 }
                 Effect::EmitResponse {
@@ -304,9 +307,9 @@ impl Driver {
             for effect in effects.drain(..) {
                 match effect {
                     Effect::Emit(data) => {
-                        self.log.push(*data);
+                        self.log.push_in(*data, &mut self.line);
                     }
-                    Effect::TextDelta(delta) => delta.push_to(&self.log),
+                    Effect::TextDelta(delta) => delta.push_to(&self.log, &mut self.line),
                     other => queue.push_back(other),
                 }
             }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use protocol::events::{EventData, output_text_delta_line, response_event_line};
+use protocol::events::{EventData, response_event_line, write_output_text_delta};
 use protocol::response::Response;
 
 use crate::error::RunFailure;
@@ -77,7 +77,7 @@ pub(crate) enum Effect {
 /// A token of a message's text, as [`Effect::TextDelta`] carries it: the message's id is shared
 /// by all its deltas (a reference count, where an [`EventData::OutputTextDelta`] needs a copy
 /// of the id per token), and the line is written straight from these parts
-/// ([`protocol::events::output_text_delta_line`]), with the bytes serde writes for the event.
+/// ([`protocol::events::write_output_text_delta`]), with the bytes serde writes for the event.
 pub(crate) struct TextDelta {
     pub(crate) item_id: Arc<str>,
     pub(crate) output_index: usize,
@@ -86,10 +86,11 @@ pub(crate) struct TextDelta {
 }
 
 impl TextDelta {
-    /// Appends the event to `log`.
-    pub(crate) fn push_to(&self, log: &EventLog) {
-        log.push_line(|sequence_number| {
-            output_text_delta_line(
+    /// Appends the event to `log`, writing it in `scratch` (see [`EventLog::push_in`]).
+    pub(crate) fn push_to(&self, log: &EventLog, scratch: &mut String) {
+        log.push_line(scratch, |out, sequence_number| {
+            write_output_text_delta(
+                out,
                 &self.item_id,
                 self.output_index,
                 0,
