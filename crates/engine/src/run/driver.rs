@@ -94,7 +94,7 @@ impl Driver {
     }
 
     /// Runs to the end, stores the result and returns how the run ended.
-    pub(crate) async fn run(mut self) -> Finished {
+    pub(crate) async fn run(mut self: Box<Self>) -> Finished {
         let mut queue: VecDeque<Effect> = self.machine.on(Input::Start).into();
         loop {
             let Some(effect) = queue.pop_front() else {
@@ -127,7 +127,7 @@ impl Driver {
                     }
                     continue;
                 }
-                Effect::Finish(ending) => return self.end(*ending).await,
+                Effect::Finish(ending) => return self.end(ending).await,
                 Effect::Discover(jobs) => self.discover(jobs).await,
                 Effect::Refresh => self.refresh().await,
                 Effect::Ask { client, request } => self.ask(client, *request, &mut queue).await,
@@ -159,23 +159,25 @@ impl Driver {
     /// Closes the sessions, stores the final response with the rest of the log in one
     /// transaction, then publishes the terminal event: a client that reads the end of a stream
     /// and then retrieves the response sees the final object.
-    async fn end(&mut self, ending: Ending) -> Finished {
-        let Ending {
-            record,
-            terminal,
-            start_error,
-        } = ending;
+    /// (`ending` stays boxed across the waits: the run's future holds a pointer, not the
+    /// record.)
+    async fn end(&mut self, ending: Box<Ending>) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
-        let terminal = terminal.prepare(&self.log);
+        let terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
-        if let Err(err) = self.store.end_run(&record, &events).await {
-            tracing::error!(response_id = %record.id, error = %err, "final response write failed");
+        if let Err(err) = self.store.end_run(&ending.record, &events).await {
+            tracing::error!(response_id = %ending.record.id, error = %err, "final response write failed");
         }
         self.flushed += events.len();
         self.log.publish(&terminal);
         self.log.close();
+        let Ending {
+            record,
+            start_error,
+            ..
+        } = *ending;
         // The stored record's response, not a copy of it.
         Finished {
             response: record.response,
