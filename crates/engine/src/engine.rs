@@ -211,9 +211,9 @@ impl Engine {
         let (done_tx, done_rx) = watch::channel(None);
         let initial = response.clone();
         let log = live.log.clone();
-        let core = core.clone();
+        let run = runner::execute(core, plan, response, initial_json, live);
         tokio::spawn(async move {
-            let finished = runner::execute(&core, plan, response, initial_json, live).await;
+            let finished = run.await;
             if let Some(heartbeat) = heartbeat {
                 heartbeat.abort();
             }

@@ -12,6 +12,9 @@ use tokio::sync::Notify;
 
 use crate::store::EventRecord;
 
+/// The largest buffer a run keeps for writing its event lines (`EventLog::push_line`).
+const MAX_SCRATCH: usize = 64 * 1024;
+
 /// The events of one run.
 #[derive(Debug)]
 pub struct EventLog {
@@ -42,7 +45,43 @@ impl EventLog {
 
     /// Appends an event with the next sequence number; returns the record.
     pub fn push(&self, data: EventData) -> EventRecord {
-        let record = self.prepare(data);
+        self.push_in(data, &mut String::new())
+    }
+
+    /// [`EventLog::push`] writing the line in `scratch` first, a buffer the run reuses for
+    /// every event: the log keeps each line in an `Arc<str>` of its own (shared with the store
+    /// and the readers), so the line is copied once into it either way, and writing it in a
+    /// reused buffer saves the allocation of a `String` per event.
+    pub(crate) fn push_in(&self, data: EventData, scratch: &mut String) -> EventRecord {
+        self.push_line(scratch, |out, sequence_number| {
+            StreamEvent {
+                data,
+                sequence_number,
+            }
+            .write_json_line(out)
+        })
+    }
+
+    /// Appends the line `write` writes (in `scratch`) for the next sequence number; returns
+    /// the record.
+    pub(crate) fn push_line(
+        &self,
+        scratch: &mut String,
+        write: impl FnOnce(&mut String, u64) -> Result<(), serde_json::Error>,
+    ) -> EventRecord {
+        let sequence_number = self.lock().events.len() as u64;
+        scratch.clear();
+        if let Err(err) = write(scratch, sequence_number) {
+            *scratch = failed_line(&err, sequence_number);
+        }
+        let record = EventRecord {
+            sequence_number,
+            data: Arc::from(scratch.as_str()),
+        };
+        if scratch.capacity() > MAX_SCRATCH {
+            // One large event (a big tool result) does not keep its buffer for the whole run.
+            *scratch = String::new();
+        }
         self.publish(&record);
         record
     }
@@ -144,17 +183,21 @@ pub(crate) fn record(sequence_number: u64, data: EventData) -> EventRecord {
         data,
         sequence_number,
     };
-    // Serializing wire types to JSON cannot fail (string keys, no non-finite floats are
-    // produced by the engine); fall back to an error event rather than panic.
-    let line = event.to_json_line().unwrap_or_else(|err| {
-        format!(
-            r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
-        )
-    });
+    let line = event
+        .to_json_line()
+        .unwrap_or_else(|err| failed_line(&err, sequence_number));
     EventRecord {
         sequence_number,
         data: Arc::from(line),
     }
+}
+
+/// Serializing wire types to JSON cannot fail (string keys, no non-finite floats are produced
+/// by the engine); the line of an event that did anyway is an error event rather than a panic.
+fn failed_line(err: &serde_json::Error, sequence_number: u64) -> String {
+    format!(
+        r#"{{"type":"error","message":"event serialization failed: {err}","sequence_number":{sequence_number}}}"#
+    )
 }
 
 impl crate::hosted::EventSink for EventLog {
@@ -201,6 +244,32 @@ mod tests {
         assert!(Arc::ptr_eq(&followed[0], &second.data));
         assert!(second.data.contains(r#""delta":"lo""#));
         assert!(second.data.contains(r#""sequence_number":1"#));
+    }
+
+    /// Lines written in a buffer reused from event to event are each event's own line (nothing
+    /// left from the one before), and one large event does not leave its buffer behind.
+    #[test]
+    fn lines_written_in_a_reused_buffer_are_each_events_line() {
+        let log = EventLog::new();
+        let mut scratch = String::new();
+        let large = "x".repeat(100_000);
+        let texts = ["Hello", "", large.as_str(), "lo"];
+        let mut records = Vec::new();
+        for text in texts {
+            records.push(log.push_in(delta(text), &mut scratch));
+            assert!(scratch.capacity() <= super::MAX_SCRATCH);
+        }
+        for (sequence_number, (record, text)) in (0u64..).zip(records.iter().zip(texts)) {
+            let expected = protocol::events::StreamEvent {
+                data: delta(text),
+                sequence_number,
+            }
+            .to_json_line()
+            .unwrap_or_default();
+            assert_eq!(record.sequence_number, sequence_number);
+            assert_eq!(*record.data, *expected);
+        }
+        assert_eq!(log.records_from(0).len(), 4);
     }
 
     /// A reader waiting for the next event is woken by each append and by the close, however

@@ -13,30 +13,38 @@ use crate::run::Finished;
 use crate::run::Machine;
 use crate::run::driver::Driver;
 
-/// Executes a run to its end and returns how it ended.
-pub(crate) async fn execute(
-    core: &Core,
+/// The run, ready to execute: the returned future runs it to its end and returns how it ended.
+///
+/// The driver (its machine, the plan and the response: ~3 KiB) is built here, before the
+/// future, and boxed: a future holding them inline (the arguments, the machine, the driver and
+/// the driver's own future each kept a copy) was ~16 KiB, copied whole each time it moved, as
+/// when `Engine::start` spawns it. Now the future holds a pointer to the driver.
+pub(crate) fn execute(
+    core: &Arc<Core>,
     plan: RunPlan,
     response: Response,
     response_json: Option<Arc<str>>,
     live: LiveRun,
-) -> Finished {
+) -> impl Future<Output = Finished> + Send + 'static {
     let id = response.id.clone();
-    let started = Instant::now();
-    core.metrics.run_started();
     let mut machine = Machine::new(plan, response, core.clock.clone());
     machine.share_initial(response_json);
-    let driver = Driver::new(
+    let driver = Box::new(Driver::new(
         machine,
         live.log,
         core.store.clone(),
         core.mcp.clone(),
         live.cancel,
         core.clock.clone(),
-    );
-    let finished = driver.run().await;
-    core.metrics
-        .run_finished(finished.response.status, started.elapsed());
-    core.live.remove(&id);
-    finished
+    ));
+    let core = Arc::clone(core);
+    async move {
+        let started = Instant::now();
+        core.metrics.run_started();
+        let finished = driver.run().await;
+        core.metrics
+            .run_finished(finished.response.status, started.elapsed());
+        core.live.remove(&id);
+        finished
+    }
 }

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::json_string;
+use crate::event_line;
+pub use crate::event_line::{output_text_delta_line, response_event_line, write_output_text_delta};
 use crate::output::{ImageResult, OutputContent, OutputItem, SearchResult, UrlContent};
 use crate::response::{ErrorInfo, Response, Usage};
 
@@ -20,10 +21,19 @@ pub struct StreamEvent {
 impl StreamEvent {
     /// The event as one line of compact JSON, byte for byte what `serde_json::to_string` writes.
     /// The events a run emits per token (`response.output_text.delta`,
-    /// `response.function_call_arguments.delta`) are written directly into one buffer of about
-    /// the right size, without serde's `flatten` machinery (a map serializer, a tagged-struct
-    /// adapter and a growing `String`); every other event goes through serde.
+    /// `response.function_call_arguments.delta`) and those of every message item (its
+    /// `output_item.*`, `content_part.*` and `output_text.done`) are written directly
+    /// ([`crate::event_line`]), without serde's `flatten` machinery; every other event goes
+    /// through serde.
     pub fn to_json_line(&self) -> Result<String, serde_json::Error> {
+        let mut out = String::new();
+        self.write_json_line(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`StreamEvent::to_json_line`] appended to `out` (a buffer the caller reuses).
+    pub fn write_json_line(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        let seq = self.sequence_number;
         match &self.data {
             EventData::OutputTextDelta {
                 item_id,
@@ -31,96 +41,80 @@ impl StreamEvent {
                 content_index,
                 delta,
                 logprobs,
-            } => {
-                let mut out = Line::new("response.output_text.delta", item_id.len() + delta.len());
-                out.string("item_id", item_id)?;
-                out.number("output_index", *output_index as u64);
-                out.number("content_index", *content_index as u64);
-                out.string("delta", delta)?;
-                if logprobs.is_empty() {
-                    out.raw("logprobs", "[]");
-                } else {
-                    out.raw("logprobs", &serde_json::to_string(logprobs)?);
-                }
-                Ok(out.end(self.sequence_number))
-            }
+            } => event_line::write_output_text_delta(
+                out,
+                item_id,
+                *output_index,
+                *content_index,
+                delta,
+                logprobs,
+                seq,
+            ),
             EventData::FunctionCallArgumentsDelta {
                 item_id,
                 output_index,
                 delta,
-            } => {
-                let mut out = Line::new(
-                    "response.function_call_arguments.delta",
-                    item_id.len() + delta.len(),
-                );
-                out.string("item_id", item_id)?;
-                out.number("output_index", *output_index as u64);
-                out.string("delta", delta)?;
-                Ok(out.end(self.sequence_number))
+            } => event_line::write_function_call_arguments_delta(
+                out,
+                item_id,
+                *output_index,
+                delta,
+                seq,
+            ),
+            EventData::OutputItemAdded { output_index, item } => {
+                event_line::write_output_item(out, false, *output_index, item, seq)
             }
-            _ => serde_json::to_string(self),
+            EventData::OutputItemDone { output_index, item } => {
+                event_line::write_output_item(out, true, *output_index, item, seq)
+            }
+            EventData::ContentPartAdded {
+                item_id,
+                output_index,
+                content_index,
+                part,
+            } => event_line::write_content_part(
+                out,
+                false,
+                item_id,
+                *output_index,
+                *content_index,
+                part,
+                seq,
+            ),
+            EventData::ContentPartDone {
+                item_id,
+                output_index,
+                content_index,
+                part,
+            } => event_line::write_content_part(
+                out,
+                true,
+                item_id,
+                *output_index,
+                *content_index,
+                part,
+                seq,
+            ),
+            EventData::OutputTextDone {
+                item_id,
+                output_index,
+                content_index,
+                text,
+                logprobs,
+            } => event_line::write_output_text_done(
+                out,
+                item_id,
+                *output_index,
+                *content_index,
+                text,
+                logprobs,
+                seq,
+            ),
+            _ => {
+                out.push_str(&serde_json::to_string(self)?);
+                Ok(())
+            }
         }
-    }
-}
-
-/// A response event (`response.completed`, …: `type`, `response`, `sequence_number`) built
-/// around a response object already serialized (compact JSON, as `serde_json::to_string` writes
-/// it), so the final response is serialized once for the store row, this event and the HTTP
-/// body. Byte for byte what serializing the [`StreamEvent`] writes.
-pub fn response_event_line(kind: &str, response_json: &str, sequence_number: u64) -> String {
-    let mut line = String::with_capacity(response_json.len() + kind.len() + 56);
-    line.push_str("{\"type\":\"");
-    line.push_str(kind);
-    line.push_str("\",\"response\":");
-    line.push_str(response_json);
-    line.push_str(",\"sequence_number\":");
-    line.push_str(itoa::Buffer::new().format(sequence_number));
-    line.push('}');
-    line
-}
-
-/// One event line being written: `{"type":"…"` then `,"key":value` pairs, then the sequence
-/// number and `}`; strings written as serde_json writes them, straight into the `String`.
-struct Line {
-    buf: String,
-}
-
-impl Line {
-    /// `text` is the length of the line's strings: keys, numbers and a few escapes fit in the
-    /// rest.
-    fn new(kind: &str, text: usize) -> Line {
-        let mut buf = String::with_capacity(kind.len() + text + 128);
-        buf.push_str("{\"type\":\"");
-        buf.push_str(kind);
-        buf.push('"');
-        Line { buf }
-    }
-
-    fn key(&mut self, key: &str) {
-        self.buf.push_str(",\"");
-        self.buf.push_str(key);
-        self.buf.push_str("\":");
-    }
-
-    fn raw(&mut self, key: &str, json: &str) {
-        self.key(key);
-        self.buf.push_str(json);
-    }
-
-    fn string(&mut self, key: &str, value: &str) -> Result<(), serde_json::Error> {
-        self.key(key);
-        json_string::push_quoted(&mut self.buf, value)
-    }
-
-    fn number(&mut self, key: &str, value: u64) {
-        self.key(key);
-        self.buf.push_str(itoa::Buffer::new().format(value));
-    }
-
-    fn end(mut self, sequence_number: u64) -> String {
-        self.number("sequence_number", sequence_number);
-        self.buf.push('}');
-        self.buf
     }
 }
 

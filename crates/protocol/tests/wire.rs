@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use agentd_protocol::events::{EventData, StreamEvent};
-use agentd_protocol::output::OutputItem;
+use agentd_protocol::output::{OutputContent, OutputItem};
 use agentd_protocol::response::{Response, ResponseFileList, Usage};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -367,6 +367,132 @@ fn event_lines_are_what_serde_writes() {
     for event in &events {
         let expected = serde_json::to_string(event).expect("serializes");
         assert_eq!(event.to_json_line().expect("writes"), expected);
+    }
+}
+
+/// Texts that need escapes, non-ASCII, and the empty string.
+const TEXTS: &[&str] = &[
+    "",
+    "plain",
+    "quote \" back\\slash",
+    "\u{0}\u{1f}\n\t",
+    "é 日本 🎉",
+    "</script>",
+];
+
+/// The events written directly without serde's `flatten` (every message's item, content part
+/// and text events, and the per-token deltas) are what serde writes, for every output item
+/// type, texts needing escapes, logprobs, and small and large numbers.
+#[test]
+fn directly_written_event_lines_are_what_serde_writes() {
+    let logprob =
+        serde_json::json!({"token": "a", "logprob": -0.5, "bytes": [97], "top_logprobs": []});
+    let numbers: [(usize, u64); 4] = [(0, 0), (9, 10), (10, 99), (usize::MAX, u64::MAX)];
+    let mut events: Vec<EventData> = Vec::new();
+    for json in OUTPUT_ITEMS {
+        let item: OutputItem = serde_json::from_str(json).expect("fixture parses");
+        for &(index, _) in &numbers {
+            events.push(EventData::OutputItemAdded {
+                output_index: index,
+                item: item.clone(),
+            });
+            events.push(EventData::OutputItemDone {
+                output_index: index,
+                item: item.clone(),
+            });
+        }
+    }
+    for text in TEXTS {
+        let part = || {
+            serde_json::from_value::<OutputContent>(serde_json::json!({
+                "type": "output_text",
+                "text": text,
+                "annotations": [{"type": "url_citation", "url": text, "title": text, "start_index": 0, "end_index": 3}],
+                "logprobs": [logprob.clone()],
+            }))
+            .expect("part parses")
+        };
+        for &(index, _) in &numbers {
+            let item_id = format!("msg_{text}");
+            events.push(EventData::ContentPartAdded {
+                item_id: item_id.clone(),
+                output_index: index,
+                content_index: index,
+                part: part(),
+            });
+            events.push(EventData::ContentPartDone {
+                item_id: item_id.clone(),
+                output_index: 1,
+                content_index: index,
+                part: part(),
+            });
+            for logprobs in [Vec::new(), vec![logprob.clone(), logprob.clone()]] {
+                events.push(EventData::OutputTextDone {
+                    item_id: item_id.clone(),
+                    output_index: index,
+                    content_index: 0,
+                    text: (*text).to_owned(),
+                    logprobs: logprobs.clone(),
+                });
+                events.push(EventData::OutputTextDelta {
+                    item_id: item_id.clone(),
+                    output_index: index,
+                    content_index: index,
+                    delta: (*text).to_owned(),
+                    logprobs,
+                });
+            }
+            events.push(EventData::FunctionCallArgumentsDelta {
+                item_id,
+                output_index: index,
+                delta: (*text).to_owned(),
+            });
+        }
+    }
+    for data in events {
+        for &(_, sequence_number) in &numbers {
+            let event = StreamEvent {
+                data: data.clone(),
+                sequence_number,
+            };
+            let expected = serde_json::to_string(&event).expect("serializes");
+            assert_eq!(event.to_json_line().expect("writes"), expected);
+            // Appended to a reused buffer, after what it holds.
+            let mut reused = String::from("previous line");
+            event.write_json_line(&mut reused).expect("writes");
+            assert_eq!(reused, format!("previous line{expected}"));
+            if let EventData::OutputTextDelta {
+                item_id,
+                output_index,
+                content_index,
+                delta,
+                logprobs,
+            } = &event.data
+            {
+                let line = agentd_protocol::events::output_text_delta_line(
+                    item_id,
+                    *output_index,
+                    *content_index,
+                    delta,
+                    logprobs,
+                    sequence_number,
+                )
+                .expect("writes");
+                assert_eq!(line, expected);
+                let mut reused = String::from("x");
+                agentd_protocol::events::write_output_text_delta(
+                    &mut reused,
+                    item_id,
+                    *output_index,
+                    *content_index,
+                    delta,
+                    logprobs,
+                    sequence_number,
+                )
+                .expect("writes");
+                assert_eq!(reused, format!("x{expected}"));
+            }
+        }
     }
 }
 

@@ -39,7 +39,7 @@ const MAX_PARALLEL_MCP_CALLS: usize = 8;
 fn ends_next(queue: &VecDeque<Effect>) -> bool {
     for effect in queue {
         match effect {
-            Effect::Emit(_) | Effect::Flush => {}
+            Effect::Emit(_) | Effect::TextDelta(_) | Effect::Flush => {}
             Effect::Finish(_) => return true,
             _ => return false,
         }
@@ -61,6 +61,8 @@ pub(crate) struct Driver {
     sessions: Vec<Option<Arc<dyn McpSession>>>,
     /// Events already written to the store.
     flushed: usize,
+    /// The buffer each event line is written in before the log copies it (`EventLog::push_in`).
+    line: String,
 }
 
 impl Driver {
@@ -87,11 +89,12 @@ impl Driver {
             files,
             sessions: Vec::new(),
             flushed: 0,
+            line: String::new(),
         }
     }
 
     /// Runs to the end, stores the result and returns how the run ended.
-    pub(crate) async fn run(mut self) -> Finished {
+    pub(crate) async fn run(mut self: Box<Self>) -> Finished {
         let mut queue: VecDeque<Effect> = self.machine.on(Input::Start).into();
         loop {
             let Some(effect) = queue.pop_front() else {
@@ -101,7 +104,11 @@ impl Driver {
             };
             let input = match effect {
                 Effect::Emit(data) => {
-                    self.log.push(data);
+                    self.log.push_in(*data, &mut self.line);
+                    continue;
+                }
+                Effect::TextDelta(delta) => {
+                    delta.push_to(&self.log, &mut self.line);
                     continue;
                 }
                 Effect::EmitResponse {
@@ -120,10 +127,10 @@ impl Driver {
                     }
                     continue;
                 }
-                Effect::Finish(ending) => return self.end(*ending).await,
+                Effect::Finish(ending) => return self.end(ending).await,
                 Effect::Discover(jobs) => self.discover(jobs).await,
                 Effect::Refresh => self.refresh().await,
-                Effect::Ask { client, request } => self.ask(client, request, &mut queue).await,
+                Effect::Ask { client, request } => self.ask(client, *request, &mut queue).await,
                 Effect::CallMcp(jobs) => self.call_mcp(jobs).await,
                 Effect::CallHosted(job) => self.call_hosted(job).await,
             };
@@ -152,23 +159,25 @@ impl Driver {
     /// Closes the sessions, stores the final response with the rest of the log in one
     /// transaction, then publishes the terminal event: a client that reads the end of a stream
     /// and then retrieves the response sees the final object.
-    async fn end(&mut self, ending: Ending) -> Finished {
-        let Ending {
-            record,
-            terminal,
-            start_error,
-        } = ending;
+    /// (`ending` stays boxed across the waits: the run's future holds a pointer, not the
+    /// record.)
+    async fn end(&mut self, ending: Box<Ending>) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
-        let terminal = terminal.prepare(&self.log);
+        let terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
-        if let Err(err) = self.store.end_run(&record, &events).await {
-            tracing::error!(response_id = %record.id, error = %err, "final response write failed");
+        if let Err(err) = self.store.end_run(&ending.record, &events).await {
+            tracing::error!(response_id = %ending.record.id, error = %err, "final response write failed");
         }
         self.flushed += events.len();
         self.log.publish(&terminal);
         self.log.close();
+        let Ending {
+            record,
+            start_error,
+            ..
+        } = *ending;
         // The stored record's response, not a copy of it.
         Finished {
             response: record.response,
@@ -300,8 +309,9 @@ impl Driver {
             for effect in effects.drain(..) {
                 match effect {
                     Effect::Emit(data) => {
-                        self.log.push(data);
+                        self.log.push_in(*data, &mut self.line);
                     }
+                    Effect::TextDelta(delta) => delta.push_to(&self.log, &mut self.line),
                     other => queue.push_back(other),
                 }
             }

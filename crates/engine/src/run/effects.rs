@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use protocol::events::{EventData, response_event_line};
+use protocol::events::{EventData, response_event_line, write_output_text_delta};
 use protocol::response::Response;
 
 use crate::error::RunFailure;
@@ -37,10 +37,14 @@ pub(crate) enum Input {
     Cancelled,
 }
 
-/// What the machine asks the driver to do, in order.
+/// What the machine asks the driver to do, in order. Kept small (the large payloads boxed):
+/// every effect is moved three times (into the machine's buffer, out to the driver's, matched),
+/// and a streamed turn makes one per token.
 pub(crate) enum Effect {
     /// Append a wire event to the run's log (followers see it at once).
-    Emit(EventData),
+    Emit(Box<EventData>),
+    /// Append a `response.output_text.delta` (the event of every token), written from its parts.
+    TextDelta(TextDelta),
     /// Append a response event (`type` `kind`: `response.created`, …) written around the
     /// response's JSON, already serialized.
     EmitResponse {
@@ -59,7 +63,7 @@ pub(crate) enum Effect {
     /// [`Input::ModelDone`] or [`Input::ModelFailed`].
     Ask {
         client: Arc<dyn ModelClient>,
-        request: ModelRequest,
+        request: Box<ModelRequest>,
     },
     /// Run these MCP calls at once (bounded); answer [`Input::McpDone`].
     CallMcp(Vec<McpJob>),
@@ -68,6 +72,34 @@ pub(crate) enum Effect {
     /// The run is over: store the record with the rest of the log and the terminal event in one
     /// transaction, then publish the terminal event and close the log.
     Finish(Box<Ending>),
+}
+
+/// A token of a message's text, as [`Effect::TextDelta`] carries it: the message's id is shared
+/// by all its deltas (a reference count, where an [`EventData::OutputTextDelta`] needs a copy
+/// of the id per token), and the line is written straight from these parts
+/// ([`protocol::events::write_output_text_delta`]), with the bytes serde writes for the event.
+pub(crate) struct TextDelta {
+    pub(crate) item_id: Arc<str>,
+    pub(crate) output_index: usize,
+    pub(crate) delta: String,
+    pub(crate) logprobs: Vec<serde_json::Value>,
+}
+
+impl TextDelta {
+    /// Appends the event to `log`, writing it in `scratch` (see [`EventLog::push_in`]).
+    pub(crate) fn push_to(&self, log: &EventLog, scratch: &mut String) {
+        log.push_line(scratch, |out, sequence_number| {
+            write_output_text_delta(
+                out,
+                &self.item_id,
+                self.output_index,
+                0,
+                &self.delta,
+                &self.logprobs,
+                sequence_number,
+            )
+        });
+    }
 }
 
 /// One server to connect to when the run starts.
@@ -164,5 +196,15 @@ pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -
     EventRecord {
         sequence_number,
         data: response_event_line(kind, response_json, sequence_number).into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An effect stays a few words: one is moved three times per token of a streamed turn
+    /// (it was 448 bytes with a model request and a wire event inline).
+    #[test]
+    fn an_effect_is_small() {
+        assert!(std::mem::size_of::<super::Effect>() <= 96);
     }
 }

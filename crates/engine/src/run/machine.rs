@@ -45,7 +45,7 @@ impl Machine {
                 if let Phase::Asking { attempt, turn, .. } = phase {
                     self.record_turn(attempt, &turn, ModelTurnStatus::Cancelled, None);
                     // A turn being streamed keeps what it wrote, marked incomplete.
-                    self.abandon_turn(turn);
+                    self.abandon_turn(*turn);
                 }
                 self.finish(Outcome::Cancelled);
             }
@@ -78,19 +78,19 @@ impl Machine {
                         turn,
                     };
                 }
-                Input::ModelDone => self.turn_done(attempt, turn),
-                Input::ModelFailed(err) => self.turn_failed(attempt, *request, turn, err),
+                Input::ModelDone => self.turn_done(attempt, *turn),
+                Input::ModelFailed(err) => self.turn_failed(attempt, *request, *turn, err),
                 _ => self.unexpected(),
             },
             (Phase::Calling(mut calls), Input::McpDone(results)) => {
                 self.mcp_done(&mut calls, results);
-                self.continue_calls(calls);
+                self.continue_calls(*calls);
             }
             (Phase::Calling(mut calls), Input::HostedDone(outcome)) => {
                 if let Some(call) = calls.hosted_running.take() {
                     self.hosted_done(call, outcome);
                 }
-                self.continue_calls(calls);
+                self.continue_calls(*calls);
             }
             _ => self.unexpected(),
         }
@@ -211,14 +211,14 @@ impl Machine {
         self.phase = Phase::Asking {
             attempt,
             request: Box::new(request),
-            turn: TurnState {
+            turn: Box::new(TurnState {
                 started_ms: self.clock.now_ms(),
                 ..TurnState::default()
-            },
+            }),
         };
         self.effect(Effect::Ask {
             client,
-            request: upstream,
+            request: Box::new(upstream),
         });
     }
 
@@ -271,7 +271,7 @@ impl Machine {
         if !calls.mcp.is_empty() {
             let jobs = self.mcp_jobs(&calls.mcp);
             calls.mcp_running = calls.mcp.drain(..).map(|(index, _)| index).collect();
-            self.phase = Phase::Calling(calls);
+            self.phase = Phase::Calling(Box::new(calls));
             self.effect(Effect::CallMcp(jobs));
             return;
         }
@@ -283,7 +283,7 @@ impl Machine {
                 next_source: self.next_source,
             }));
             calls.hosted_running = Some(call);
-            self.phase = Phase::Calling(calls);
+            self.phase = Phase::Calling(Box::new(calls));
             return;
         }
         if calls.before_first_step {

@@ -28,14 +28,15 @@ pub(super) enum Outcome {
     Failed(RunFailure),
 }
 
-/// Where the run is.
+/// Where the run is. A few words (the turn and the calls boxed): the machine moves the phase
+/// out and back for every input, one per token of a streamed turn.
 pub(super) enum Phase {
     /// Not started.
     Created,
     /// Waiting for discovery; these approved calls run after it.
     Discovering(Vec<McpApprovalRequest>),
     /// Running calls (a continuation's approved calls, or a turn's).
-    Calling(StepCalls),
+    Calling(Box<StepCalls>),
     /// Waiting for changed tool lists before the step's model turn.
     Refreshing,
     /// A model turn is streaming on `plan.models[attempt]`.
@@ -43,7 +44,7 @@ pub(super) enum Phase {
         attempt: usize,
         /// The step's request, kept for the next model of the chain.
         request: Box<ModelRequest>,
-        turn: TurnState,
+        turn: Box<TurnState>,
     },
     /// Finished; every further input is ignored.
     Ended,
@@ -122,7 +123,8 @@ pub(super) struct TurnState {
 /// The turn's `message` item while it streams.
 pub(super) struct OpenMessage {
     pub(super) index: usize,
-    pub(super) id: String,
+    /// Shared by every delta of the message.
+    pub(super) id: Arc<str>,
     pub(super) text: String,
     /// The logprobs of `text`, when the request asked for them.
     pub(super) logprobs: Vec<serde_json::Value>,
@@ -210,7 +212,7 @@ impl Machine {
     }
 
     pub(super) fn emit(&mut self, data: EventData) {
-        self.effects.push(Effect::Emit(data));
+        self.effects.push(Effect::Emit(Box::new(data)));
     }
 
     /// Whether `max_tool_calls` leaves room for another tool call.
@@ -233,5 +235,15 @@ impl Machine {
             item,
         });
         index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The phase stays a few words: it is moved out and back for every input (it was 256
+    /// bytes with the turn inline).
+    #[test]
+    fn a_phase_is_small() {
+        assert!(std::mem::size_of::<super::Phase>() <= 40);
     }
 }

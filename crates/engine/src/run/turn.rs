@@ -4,6 +4,8 @@
 //! reasoning blocks and usage kept. The message's phase is known at the end: `commentary` when
 //! the turn also called tools, `final_answer` otherwise.
 
+use std::sync::Arc;
+
 use protocol::events::EventData;
 use protocol::input::{InputItem, InputMessage, MessageContent, Role};
 use protocol::output::{
@@ -17,7 +19,7 @@ use crate::ids::{new_call_id, new_id};
 use crate::model::{FinishReason, ModelError, ModelEvent, TokenLogprob, ToolCall};
 use crate::transcript;
 
-use super::effects::Effect;
+use super::effects::{Effect, TextDelta};
 use super::state::{Machine, OpenCall, OpenMessage, PartialCall, TurnState};
 use super::turns::add_usage;
 
@@ -96,18 +98,21 @@ impl Machine {
         if turn.message.is_none() {
             turn.message = Some(self.open_message());
         }
-        let logprobs = logprob_values(std::mem::take(&mut turn.pending_logprobs));
+        let logprobs = if turn.pending_logprobs.is_empty() {
+            Vec::new()
+        } else {
+            logprob_values(std::mem::take(&mut turn.pending_logprobs))
+        };
         if let Some(message) = &mut turn.message {
             message.text.push_str(&delta);
             message.logprobs.extend(logprobs.iter().cloned());
-            let (output_index, item_id) = (message.index, message.id.clone());
-            self.emit(EventData::OutputTextDelta {
-                item_id,
-                output_index,
-                content_index: 0,
+            let delta = TextDelta {
+                item_id: Arc::clone(&message.id),
+                output_index: message.index,
                 delta,
                 logprobs,
-            });
+            };
+            self.effect(Effect::TextDelta(delta));
         }
     }
 
@@ -234,9 +239,9 @@ impl Machine {
     /// Opens the turn's `message` item (`output_item.added`, `content_part.added`).
     fn open_message(&mut self) -> OpenMessage {
         let index = self.response.output.len();
-        let id = new_id("msg");
+        let id: Arc<str> = Arc::from(new_id("msg"));
         let item = OutputItem::Message(OutputMessage {
-            id: id.clone(),
+            id: id.to_string(),
             status: OutputStatus::InProgress,
             role: "assistant".to_owned(),
             content: Vec::new(),
@@ -248,7 +253,7 @@ impl Machine {
             item,
         });
         self.emit(EventData::ContentPartAdded {
-            item_id: id.clone(),
+            item_id: id.to_string(),
             output_index: index,
             content_index: 0,
             part: text_part(""),
@@ -280,20 +285,20 @@ impl Machine {
             logprobs: logprobs.clone(),
         });
         self.emit(EventData::OutputTextDone {
-            item_id: id.clone(),
+            item_id: id.to_string(),
             output_index: index,
             content_index: 0,
             text: text.clone(),
             logprobs,
         });
         self.emit(EventData::ContentPartDone {
-            item_id: id.clone(),
+            item_id: id.to_string(),
             output_index: index,
             content_index: 0,
             part: part.clone(),
         });
         let item = OutputItem::Message(OutputMessage {
-            id,
+            id: id.to_string(),
             status,
             role: "assistant".to_owned(),
             content: vec![part],

@@ -317,3 +317,78 @@ async fn echoed_function_tools_carry_the_strict_flag_in_effect() {
     assert_eq!(response["service_tier"], "default");
     assert_eq!(response["safety_identifier"], Value::Null);
 }
+
+/// Every line a run writes, streamed and stored, is byte for byte what serde writes for the
+/// event: the per-token text deltas (written from their parts, the message's id shared) and the
+/// message's item, content-part and text events (written without serde's `flatten`) among them,
+/// with text that needs escapes, non-ASCII text, logprobs and a streamed function call.
+#[tokio::test]
+async fn every_event_line_is_what_serde_writes() {
+    let h = Harness::new();
+    let token = |t: &str| TokenLogprob {
+        token: t.to_owned(),
+        logprob: -0.25,
+        bytes: t.as_bytes().to_vec(),
+        top_logprobs: Vec::new(),
+    };
+    h.model("m").push(Turn::Stream(vec![
+        Step::Event(ModelEvent::Logprobs(vec![token("Say")])),
+        Step::Event(ModelEvent::TextDelta("Say \"hi\"\\\n".to_owned())),
+        Step::Event(ModelEvent::TextDelta("\u{1} é 日本 🎉".to_owned())),
+        Step::Event(ModelEvent::TextDelta("</script>".to_owned())),
+        Step::Event(ModelEvent::ToolCallDelta {
+            index: 0,
+            id: Some("call_1".to_owned()),
+            name: Some("lookup".to_owned()),
+            arguments: "{\"q\":".to_owned(),
+            thought_signature: None,
+        }),
+        Step::Event(ModelEvent::ToolCallDelta {
+            index: 0,
+            id: None,
+            name: None,
+            arguments: "\"é\"}".to_owned(),
+            thought_signature: None,
+        }),
+        Step::Event(ModelEvent::Finish(engine::model::FinishReason::ToolCalls)),
+    ]));
+    let handle = h
+        .engine
+        .start(
+            crate::common::PROJECT,
+            crate::common::request(json!({"model": "fake/m", "input": "x", "stream": true,
+                "include": ["message.output_text.logprobs"], "top_logprobs": 0,
+                "tools": [function("lookup", false)]})),
+        )
+        .await
+        .unwrap();
+    let id = handle.id.clone();
+    let lines: Vec<std::sync::Arc<str>> = futures::StreamExt::collect(handle.events()).await;
+    let types: Vec<String> = lines
+        .iter()
+        .map(|line| {
+            let event: protocol::events::StreamEvent = serde_json::from_str(line).unwrap();
+            assert_eq!(**line, serde_json::to_string(&event).unwrap());
+            serde_json::from_str::<Value>(line).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for kind in [
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.function_call_arguments.delta",
+    ] {
+        assert!(types.iter().any(|t| t == kind), "{kind} missing: {types:?}");
+    }
+    let stored: Vec<std::sync::Arc<str>> = h.store.lock().events[&id]
+        .iter()
+        .map(|record| record.data.clone())
+        .collect();
+    assert_eq!(stored, lines);
+}
