@@ -3,10 +3,8 @@
 //! which the router adds its `Allow` header; rejections of extractors), a layer's refusal —
 //! is put on the envelope here, with the row of the code table its status has.
 
-use axum::extract::Request;
 use axum::http::header::{ALLOW, CONTENT_TYPE};
 use axum::http::{HeaderMap, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, ErrorLog, code_of_status};
@@ -14,21 +12,23 @@ use crate::error::{ApiError, ErrorLog, code_of_status};
 /// Longest body of another layer's error answer read for its message.
 const MAX_MESSAGE_BYTES: usize = 4096;
 
-/// The middleware (see the module docs).
-pub async fn envelope_errors(request: Request, next: Next) -> Response {
-    let method = request.method().clone();
-    let response = next.run(request).await;
+/// Whether `response` is an error answer not yet on the envelope (one [`rewrite`] must put
+/// there).
+pub fn needed(response: &Response) -> bool {
     let status = response.status();
     let is_error = status.is_client_error() || status.is_server_error();
-    if !is_error || response.extensions().get::<ErrorLog>().is_some() {
-        return response;
-    }
+    is_error && response.extensions().get::<ErrorLog>().is_none()
+}
+
+/// `response` (an answer [`needed`] is true of) on the envelope, for a request of `method`.
+pub async fn rewrite(method: &Method, response: Response) -> Response {
+    let status = response.status();
     let (parts, body) = response.into_parts();
     let text = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {
         Ok(bytes) if is_text(&parts.headers) => String::from_utf8(bytes.to_vec()).ok(),
         _ => None,
     };
-    let message = message(status, &method, text);
+    let message = message(status, method, text);
     let mut answer = ApiError::Other {
         code: code_of_status(status),
         message,

@@ -5,54 +5,27 @@ use std::future::Future;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request;
-use axum::middleware::{self, Next};
-use axum::response::Response;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::ConnectionSettings;
 use crate::connections::{Connections, Limits, task};
-use crate::error::ErrorLog;
+use crate::request_layer::RequestLayer;
 use crate::start::ServerError;
 use crate::state::AppState;
-use crate::{envelope, fdlimit, routes, unread_body, web_guard};
+use crate::{fdlimit, routes};
 
 /// How long running foreground requests may take to finish after a shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// The application: routes plus middleware (outermost first: the unread-body drain, the error
-/// log, the error envelope, open mode's web-page guard). Drivable without a socket.
+/// The application: routes plus what every request goes through around its handler
+/// ([`request_layer`]: open mode's web-page guard; the error envelope, the error log and the
+/// unread-body drain on the answer). Drivable without a socket.
 pub fn app(state: AppState) -> Router {
     routes::routes()
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            web_guard::guard,
-        ))
-        .layer(middleware::from_fn(envelope::envelope_errors))
-        .layer(middleware::from_fn(log_errors))
-        .layer(middleware::from_fn(unread_body::finish_request_body))
+        .layer(RequestLayer::new(state.clone()))
         .with_state(state)
-}
-
-/// Logs each error answer once, here (errors are not logged where they are built).
-async fn log_errors(request: Request, next: Next) -> Response {
-    let method = request.method().clone();
-    // Cloning a request's `Uri` shares its bytes (no allocation per request).
-    let uri = request.uri().clone();
-    let response = next.run(request).await;
-    if let Some(ErrorLog(detail)) = response.extensions().get::<ErrorLog>() {
-        // The path only: query strings may carry values we do not want in logs.
-        let path = uri.path();
-        let status = response.status().as_u16();
-        if response.status().is_server_error() {
-            tracing::error!(%method, %path, status, error = %detail, "request failed");
-        } else {
-            tracing::info!(%method, %path, status, error = %detail, "request refused");
-        }
-    }
-    response
 }
 
 /// Serves until `shutdown` resolves, then lets running requests finish for at most

@@ -7,14 +7,20 @@
 //! their way); every event is still its own SSE frame, and nothing waits for a timer.
 
 use std::convert::Infallible;
+use std::future::Future as _;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut as _, Bytes, BytesMut};
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt as _};
+use http_body::Frame;
+use tokio::time::{Instant, Sleep};
 
 use crate::sse_batch::{self, Batches};
 
@@ -29,25 +35,84 @@ pub fn stream(
     events: impl Stream<Item = Arc<str>> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {
-    let chunks = Batches::new(events.boxed(), MAX_EVENTS_PER_WRITE, sse_batch::MAX_YIELDS)
-        .map(|batch| frames(&batch))
-        .boxed();
-    let body = futures::stream::unfold(chunks, move |mut chunks| async move {
-        // `next` is cancel safe: a timed-out wait loses nothing.
-        match tokio::time::timeout(keep_alive, chunks.next()).await {
-            Ok(Some(chunk)) => Some((Ok::<_, Infallible>(chunk), chunks)),
-            Ok(None) => None,
-            Err(_) => Some((Ok(Bytes::from_static(KEEP_ALIVE)), chunks)),
-        }
-    });
     (
         [
             (CONTENT_TYPE, "text/event-stream"),
             (CACHE_CONTROL, "no-cache"),
         ],
-        Body::from_stream(body),
+        Body::new(SseBody::new(events.boxed(), keep_alive)),
     )
         .into_response()
+}
+
+/// The body: each batch of events as one data frame, and a keep-alive comment whenever
+/// `keep_alive` has passed since the last frame.
+///
+/// One timer serves the whole stream: a frame only notes its time, and the timer, when it
+/// fires, either sends the comment (nothing was written for `keep_alive`) or is set again for
+/// `keep_alive` after the last frame. (A timeout per frame registered a timer and removed it
+/// again for every chunk of a fast stream.)
+struct SseBody {
+    batches: Batches<BoxStream<'static, Arc<str>>>,
+    keep_alive: Duration,
+    /// When the last frame (or comment) was written.
+    last_write: Instant,
+    /// Fires at or before `last_write + keep_alive`, never after.
+    timer: Pin<Box<Sleep>>,
+}
+
+impl SseBody {
+    fn new(events: BoxStream<'static, Arc<str>>, keep_alive: Duration) -> SseBody {
+        let now = Instant::now();
+        SseBody {
+            batches: Batches::new(events, MAX_EVENTS_PER_WRITE, sse_batch::MAX_YIELDS),
+            keep_alive,
+            last_write: now,
+            timer: Box::pin(tokio::time::sleep_until(after(now, keep_alive))),
+        }
+    }
+}
+
+/// `from + by`, or `from` if that is past what an `Instant` holds.
+fn after(from: Instant, by: Duration) -> Instant {
+    from.checked_add(by).unwrap_or(from)
+}
+
+impl http_body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        match this.batches.poll_next_unpin(cx) {
+            Poll::Ready(Some(batch)) => {
+                this.last_write = Instant::now();
+                return Poll::Ready(Some(Ok(Frame::data(frames(&batch)))));
+            }
+            Poll::Ready(None) => return Poll::Ready(None),
+            // A yield while a batch gathers: the task is woken again at once, and the batch
+            // leaves within a few polls; the timer need not be looked at.
+            Poll::Pending if this.batches.holds_events() => return Poll::Pending,
+            Poll::Pending => {}
+        }
+        loop {
+            ready!(this.timer.as_mut().poll(cx));
+            let now = Instant::now();
+            let due = after(this.last_write, this.keep_alive);
+            if due > now {
+                // Frames were written since the timer was set: wait for the rest of the
+                // silence.
+                this.timer.as_mut().reset(due);
+                continue;
+            }
+            this.last_write = now;
+            this.timer.as_mut().reset(after(now, this.keep_alive));
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(KEEP_ALIVE)))));
+        }
+    }
 }
 
 /// The SSE frames of a batch of events, in one buffer: `data: <line>\n` per line of the event
@@ -56,30 +121,106 @@ fn frames(events: &[Arc<str>]) -> Bytes {
     let size = events.iter().map(|e| e.len() + 8).sum();
     let mut buffer = BytesMut::with_capacity(size);
     for event in events {
-        for line in event.split('\n') {
-            buffer.put_slice(b"data: ");
-            buffer.put_slice(line.trim_end_matches('\r').as_bytes());
-            buffer.put_u8(b'\n');
+        if memchr::memchr(b'\n', event.as_bytes()).is_none() {
+            // One line (every serialized event): one vectorized scan instead of `split`'s.
+            frame_line(&mut buffer, event);
+        } else {
+            for line in event.split('\n') {
+                frame_line(&mut buffer, line);
+            }
         }
         buffer.put_u8(b'\n');
     }
     buffer.freeze()
 }
 
+/// `data: <line>\n`, the line without its trailing carriage returns.
+fn frame_line(buffer: &mut BytesMut, line: &str) {
+    buffer.put_slice(b"data: ");
+    buffer.put_slice(line.trim_end_matches('\r').as_bytes());
+    buffer.put_u8(b'\n');
+}
+
 #[cfg(test)]
 mod tests {
+    use futures::channel::mpsc;
+    use http_body::Body as _;
+
     use super::*;
+
+    /// The body's next frame's bytes (`None` at its end).
+    async fn next(body: &mut SseBody) -> Option<Bytes> {
+        let frame = futures::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await;
+        frame.map(|frame| {
+            frame
+                .ok()
+                .and_then(|f| f.into_data().ok())
+                .unwrap_or_default()
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_comment_follows_keep_alive_of_silence_after_the_last_frame() {
+        let keep_alive = Duration::from_secs(10);
+        let (events, rx) = mpsc::unbounded::<Arc<str>>();
+        let mut body = SseBody::new(rx.boxed(), keep_alive);
+        let start = Instant::now();
+        let sender = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(6)).await;
+            let _ = events.unbounded_send(Arc::from("a"));
+            tokio::time::sleep(Duration::from_secs(32)).await;
+            let _ = events.unbounded_send(Arc::from("b"));
+        });
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b"data: a\n\n"[..]));
+        assert_eq!(start.elapsed(), Duration::from_secs(6));
+        // Silence from 6 s on: a comment at 16 s (not at 10 s, when the timer first ran out),
+        // then every 10 s.
+        for at in [16, 26, 36] {
+            assert_eq!(next(&mut body).await.as_deref(), Some(KEEP_ALIVE));
+            assert_eq!(start.elapsed(), Duration::from_secs(at));
+        }
+        // The next event (at 38 s) leaves as it comes.
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b"data: b\n\n"[..]));
+        assert_eq!(start.elapsed(), Duration::from_secs(38));
+        sender.await.unwrap();
+        assert_eq!(
+            next(&mut body).await,
+            None,
+            "the stream ended with the events"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_closer_than_keep_alive_get_no_comment() {
+        let keep_alive = Duration::from_secs(10);
+        let (events, rx) = mpsc::unbounded::<Arc<str>>();
+        let mut body = SseBody::new(rx.boxed(), keep_alive);
+        tokio::spawn(async move {
+            for n in 0..5 {
+                tokio::time::sleep(Duration::from_secs(7)).await;
+                let _ = events.unbounded_send(Arc::from(format!("{n}")));
+            }
+        });
+        for n in 0..5 {
+            let frame = next(&mut body).await.unwrap();
+            assert_eq!(&frame[..], format!("data: {n}\n\n").as_bytes());
+        }
+        assert_eq!(next(&mut body).await, None);
+    }
 
     #[test]
     fn every_event_is_its_own_frame_in_one_buffer() {
         let events: Vec<Arc<str>> = vec![
             Arc::from(r#"{"type":"a"}"#),
             Arc::from("two\nlines"),
+            Arc::from("cr\r\r"),
+            Arc::from("crlf\r\nlines\r"),
             Arc::from(r#"{"type":"b"}"#),
         ];
         assert_eq!(
             &frames(&events)[..],
-            b"data: {\"type\":\"a\"}\n\ndata: two\ndata: lines\n\ndata: {\"type\":\"b\"}\n\n"
+            b"data: {\"type\":\"a\"}\n\ndata: two\ndata: lines\n\ndata: cr\n\n\
+              data: crlf\ndata: lines\n\ndata: {\"type\":\"b\"}\n\n"
         );
     }
 }

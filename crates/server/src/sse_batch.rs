@@ -42,6 +42,12 @@ impl<S> Batches<S> {
             ended: false,
         }
     }
+
+    /// Whether a batch is being gathered: a `Pending` from [`Stream::poll_next`] was then a
+    /// yield (the task is already woken), not a wait for events.
+    pub fn holds_events(&self) -> bool {
+        !self.batch.is_empty()
+    }
 }
 
 impl<S: Stream<Item = Arc<str>> + Unpin> Stream for Batches<S> {
@@ -130,9 +136,11 @@ mod tests {
     fn events_pushed_while_the_writer_yields_leave_in_one_batch() {
         let mut h = Harness::new(64, MAX_YIELDS);
         h.push(0);
+        assert!(!h.batches.holds_events());
         // The first event: the task yields (woken again at once) instead of writing it alone.
         assert_eq!(h.poll(), Poll::Pending);
         assert_eq!(h.wakes.0.load(Ordering::SeqCst), 1);
+        assert!(h.batches.holds_events());
         h.push(1);
         h.push(2);
         assert_eq!(h.poll(), Poll::Pending);
@@ -141,6 +149,11 @@ mod tests {
             h.poll(),
             Poll::Ready(Some(vec![event(0), event(1), event(2)]))
         );
+        // Waiting for events is not a yield: no wake of its own.
+        let wakes = h.wakes.0.load(Ordering::SeqCst);
+        assert_eq!(h.poll(), Poll::Pending);
+        assert!(!h.batches.holds_events());
+        assert_eq!(h.wakes.0.load(Ordering::SeqCst), wakes);
     }
 
     #[test]

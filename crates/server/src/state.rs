@@ -132,6 +132,12 @@ impl AuthCache {
             .retain(|_, (key, _)| key.key_id != key_id);
     }
 
+    /// Whether a key has been seen: the server is then never in open mode again (no store
+    /// read needed to know it).
+    pub fn has_keys(&self) -> bool {
+        self.has_keys.load(Ordering::Relaxed)
+    }
+
     /// Whether the server is in open mode (no key in the store) now.
     pub async fn open_mode(&self, engine: &Engine) -> Result<bool, ApiError> {
         if self.has_keys.load(Ordering::Relaxed) {

@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
-use axum::http::{HeaderValue, Version, header};
-use axum::middleware::Next;
+use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use futures::StreamExt as _;
 use http_body::{Body as _, Frame, SizeHint};
@@ -28,23 +27,35 @@ pub const DRAIN_LIMIT_BYTES: usize = 1024 * 1024;
 /// How long an unread body may take to arrive before the connection is given up instead.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Middleware: reads and drops what the handler left of the request body (see the module doc).
-pub async fn finish_request_body(request: Request, next: Next) -> Response {
-    let http1 = request.version() <= Version::HTTP_11;
+/// The request with its body watched, and where what the handler leaves of it arrives;
+/// `None` for a body already at its end (nothing to drain).
+pub fn watch(request: Request) -> (Request, Option<Unread>) {
     let (parts, body) = request.into_parts();
     if body.is_end_stream() {
-        return next.run(Request::from_parts(parts, body)).await;
+        return (Request::from_parts(parts, body), None);
     }
-    let (unread, mut left) = oneshot::channel();
+    let (unread, left) = oneshot::channel();
     let body = Body::new(Watched {
         inner: Some(body),
         unread: Some(unread),
     });
-    let mut response = next.run(Request::from_parts(parts, body)).await;
-    if let Ok(rest) = left.try_recv()
-        && !drain(rest).await
-        && http1
-    {
+    (Request::from_parts(parts, body), Some(Unread(left)))
+}
+
+/// What a handler left of a watched body, handed back when the body is dropped before its end.
+pub struct Unread(oneshot::Receiver<Body>);
+
+impl Unread {
+    /// The unread rest, if the handler has dropped the body before its end.
+    pub fn take(mut self) -> Option<Body> {
+        self.0.try_recv().ok()
+    }
+}
+
+/// Reads and drops `rest` (see the module docs); `response` gets `Connection: close` when it
+/// could not be read within the limits on an HTTP/1 connection.
+pub async fn finish(rest: Body, http1: bool, mut response: Response) -> Response {
+    if !drain(rest).await && http1 {
         response
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));

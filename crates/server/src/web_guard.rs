@@ -15,20 +15,30 @@
 
 use std::net::IpAddr;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header::{HOST, ORIGIN};
 use axum::http::uri::Authority;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The middleware (see the module docs).
-pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+/// The guard where no store read is needed: a server that has seen a key is never in open mode
+/// again, so its requests pass at once (marked [`OpenModeChecked`]`(false)`). Whether it
+/// decided; [`admit`] decides otherwise.
+pub fn settled(state: &AppState, request: &mut Request) -> bool {
+    if !state.auth.has_keys() {
+        return false;
+    }
+    request.extensions_mut().insert(OpenModeChecked(false));
+    true
+}
+
+/// The guard (see the module docs): the request back, to go on, or the answer that refuses it.
+pub async fn admit(state: AppState, mut request: Request) -> Result<Request, Response> {
     let open = match state.auth.open_mode(&state.engine).await {
         Ok(open) => open,
-        Err(err) => return err.into_response(),
+        Err(err) => return Err(err.into_response()),
     };
     // The authentication extractors of this request reuse the answer (one store read, not two).
     request.extensions_mut().insert(OpenModeChecked(open));
@@ -45,10 +55,10 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             .get(ORIGIN)
             .map(|v| v.to_str().unwrap_or("null").to_owned());
         if let Err(refusal) = check(host.as_deref(), origin.as_deref(), &state.allowed_hosts) {
-            return ApiError::Forbidden(refusal).into_response();
+            return Err(ApiError::Forbidden(refusal).into_response());
         }
     }
-    next.run(request).await
+    Ok(request)
 }
 
 /// Whether the server was in open mode when this request arrived, as the guard found it.
