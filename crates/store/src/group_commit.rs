@@ -187,12 +187,10 @@ mod tests {
 
     /// A WAL database file with a one-connection writer pool, whose connection thread is named
     /// `{tag}-…`, and a separate reader pool (which sees committed rows only), and a table `t`
-    /// holding the row 1000.
-    async fn database(tag: &'static str) -> (SqlitePool, SqlitePool) {
-        let path = std::env::temp_dir().join(format!(
-            "agentd-group-commit-{}.db",
-            uuid::Uuid::new_v4().simple()
-        ));
+    /// holding the row 1000; in a temporary directory removed when the returned guard drops.
+    async fn database(tag: &'static str) -> (tempfile::TempDir, SqlitePool, SqlitePool) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("group-commit.db");
         let options = SqliteConnectOptions::new()
             .filename(&path)
             .create_if_missing(true)
@@ -218,7 +216,7 @@ mod tests {
             .connect_with(options)
             .await
             .unwrap();
-        (writer, reader)
+        (dir, writer, reader)
     }
 
     /// Inserts `n`; when `fail`, then also the row 1000 again, which is refused.
@@ -290,7 +288,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_batch_is_one_hand_off_to_the_connection_thread() {
-        let (pool, reader) = database("gc-batch").await;
+        let (_dir, pool, reader) = database("gc-batch").await;
         let writer = GroupWriter::spawn(pool);
         // Warm up (the statement prepared, the connection idle in the pool).
         writer.write(insert(-1, false)).await.unwrap();
@@ -312,7 +310,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_waits_while_the_gate_is_held() {
-        let (pool, reader) = database("gc-gate").await;
+        let (_dir, pool, reader) = database("gc-gate").await;
         let writer = GroupWriter::spawn(pool);
         let held = writer.gate().lock_owned().await;
         let write = tokio::spawn({
@@ -338,7 +336,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_write_fails_alone_and_leaves_nothing_behind() {
-        let (pool, reader) = database("gc-fail").await;
+        let (_dir, pool, reader) = database("gc-fail").await;
         let writer = GroupWriter::spawn(pool.clone());
         let outcomes = ten_queued_writes(&writer, Some(4)).await;
         for (n, outcome) in outcomes.iter().enumerate() {
@@ -366,7 +364,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_write_failing_alone_leaves_no_transaction_open() {
-        let (pool, reader) = database("gc-alone").await;
+        let (_dir, pool, reader) = database("gc-alone").await;
         let writer = GroupWriter::spawn(pool.clone());
         let outcome = writer.write(insert(7, true)).await;
         assert!(

@@ -249,12 +249,11 @@ mod tests {
 
     use super::*;
 
-    /// A WAL database file holding a table `t` with the row 1000, and a pool reading it.
-    async fn database() -> (PathBuf, SqlitePool) {
-        let path = std::env::temp_dir().join(format!(
-            "agentd-sqlite-writer-{}.db",
-            uuid::Uuid::new_v4().simple()
-        ));
+    /// A WAL database file holding a table `t` with the row 1000, and a pool reading it; in a
+    /// temporary directory removed when the returned guard drops.
+    async fn database() -> (tempfile::TempDir, PathBuf, SqlitePool) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sqlite-writer.db");
         let options = SqliteConnectOptions::new()
             .filename(&path)
             .create_if_missing(true)
@@ -268,7 +267,7 @@ mod tests {
             .execute(&pool)
             .await
             .unwrap();
-        (path, pool)
+        (dir, path, pool)
     }
 
     fn settings(path: &Path) -> Settings {
@@ -327,7 +326,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_write_of_a_batch_fails_alone_and_the_others_are_committed() {
-        let (path, reader) = database().await;
+        let (_dir, path, reader) = database().await;
         let writer = start(settings(&path)).await.unwrap();
         let outcomes = one_batch(writer.clone(), 0..10, Some(4), false).await;
         for (n, outcome) in outcomes.iter().enumerate() {
@@ -352,7 +351,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_write_failing_alone_leaves_nothing_behind() {
-        let (path, reader) = database().await;
+        let (_dir, path, reader) = database().await;
         let writer = start(settings(&path)).await.unwrap();
         let outcome = writer.write(insert(7, true)).await;
         assert!(
@@ -365,7 +364,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_undeclared_failure_is_the_back_ends_worded_as_sqlx_words_it() {
-        let (path, reader) = database().await;
+        let (_dir, path, reader) = database().await;
         let writer = start(settings(&path)).await.unwrap();
         let mut script = Script::new();
         script.statement("INSERT INTO t (n) VALUES ($1)").bind(1000);
@@ -383,7 +382,7 @@ mod tests {
 
     #[tokio::test]
     async fn writes_queued_when_the_last_handle_goes_are_still_committed() {
-        let (path, reader) = database().await;
+        let (_dir, path, reader) = database().await;
         let writer = start(settings(&path)).await.unwrap();
         let outcomes = one_batch(writer, 0..5, None, true).await;
         assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
@@ -392,7 +391,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_waits_while_the_gate_is_held() {
-        let (path, reader) = database().await;
+        let (_dir, path, reader) = database().await;
         let writer = start(settings(&path)).await.unwrap();
         let held = writer.gate().lock_owned().await;
         let write = tokio::spawn({
@@ -413,7 +412,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_connection_has_the_stores_pragmas() {
-        let (path, _reader) = database().await;
+        let (_dir, path, _reader) = database().await;
         let connection = open(&settings(&path)).unwrap();
         let pragma = |name: &str| -> String {
             connection
@@ -434,10 +433,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_stores_other_transactions_wait_for_the_writer_thread_instead_of_failing() {
         use engine::store::{ConversationRecord, ItemKind, ItemStore, KeyStore, StoredItem};
-        let dir = std::env::temp_dir().join(format!(
-            "agentd-sqlite-writer-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("data");
         let store = crate::SqliteStore::open(&dir).await.unwrap();
         let project = store.ensure_project("default").await.unwrap();
         let conversation = ConversationRecord {
@@ -485,15 +482,12 @@ mod tests {
             run.await.unwrap();
         }
         store.close().await;
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
     async fn writes_reported_done_survive_dropping_the_store() {
-        let dir = std::env::temp_dir().join(format!(
-            "agentd-sqlite-writer-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("data");
         let store = crate::SqliteStore::open(&dir).await.unwrap();
         for n in 0..20 {
             let event = EventRecord {
@@ -515,6 +509,5 @@ mod tests {
             assert_eq!(events.len(), 1, "resp_{n}");
         }
         store.close().await;
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
