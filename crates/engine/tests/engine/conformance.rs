@@ -21,27 +21,36 @@ fn events_at(events: &[Value], index: u64) -> Vec<String> {
         .collect()
 }
 
+/// `before`, then a `lookup` call (`call_1`) whose arguments the model writes in two pieces,
+/// then the end of a turn that calls tools.
+fn then_a_call_in_two_pieces(mut before: Vec<Step>, first: &str, second: &str) -> Vec<Step> {
+    let piece = |id: Option<&str>, name: Option<&str>, arguments: &str| {
+        Step::Event(ModelEvent::ToolCallDelta {
+            index: 0,
+            id: id.map(str::to_owned),
+            name: name.map(str::to_owned),
+            arguments: arguments.to_owned(),
+            thought_signature: None,
+        })
+    };
+    before.push(piece(Some("call_1"), Some("lookup"), first));
+    before.push(piece(None, None, second));
+    before.push(Step::Event(ModelEvent::Finish(
+        engine::model::FinishReason::ToolCalls,
+    )));
+    before
+}
+
 #[tokio::test]
 async fn function_call_arguments_stream_as_argument_events() {
     let h = Harness::new();
-    h.model("m").push(Turn::Stream(vec![
-        Step::Event(ModelEvent::TextDelta("Let me look.".to_owned())),
-        Step::Event(ModelEvent::ToolCallDelta {
-            index: 0,
-            id: Some("call_1".to_owned()),
-            name: Some("lookup".to_owned()),
-            arguments: "{\"q\":".to_owned(),
-            thought_signature: None,
-        }),
-        Step::Event(ModelEvent::ToolCallDelta {
-            index: 0,
-            id: None,
-            name: None,
-            arguments: "\"rust\"}".to_owned(),
-            thought_signature: None,
-        }),
-        Step::Event(ModelEvent::Finish(engine::model::FinishReason::ToolCalls)),
-    ]));
+    h.model("m").push(Turn::Stream(then_a_call_in_two_pieces(
+        vec![Step::Event(ModelEvent::TextDelta(
+            "Let me look.".to_owned(),
+        ))],
+        "{\"q\":",
+        "\"rust\"}",
+    )));
     let events = h
         .stream(json!({"model": "fake/m", "input": "x", "stream": true,
             "tools": [function("lookup", false)]}))
@@ -331,27 +340,16 @@ async fn every_event_line_is_what_serde_writes() {
         bytes: t.as_bytes().to_vec(),
         top_logprobs: Vec::new(),
     };
-    h.model("m").push(Turn::Stream(vec![
-        Step::Event(ModelEvent::Logprobs(vec![token("Say")])),
-        Step::Event(ModelEvent::TextDelta("Say \"hi\"\\\n".to_owned())),
-        Step::Event(ModelEvent::TextDelta("\u{1} é 日本 🎉".to_owned())),
-        Step::Event(ModelEvent::TextDelta("</script>".to_owned())),
-        Step::Event(ModelEvent::ToolCallDelta {
-            index: 0,
-            id: Some("call_1".to_owned()),
-            name: Some("lookup".to_owned()),
-            arguments: "{\"q\":".to_owned(),
-            thought_signature: None,
-        }),
-        Step::Event(ModelEvent::ToolCallDelta {
-            index: 0,
-            id: None,
-            name: None,
-            arguments: "\"é\"}".to_owned(),
-            thought_signature: None,
-        }),
-        Step::Event(ModelEvent::Finish(engine::model::FinishReason::ToolCalls)),
-    ]));
+    h.model("m").push(Turn::Stream(then_a_call_in_two_pieces(
+        vec![
+            Step::Event(ModelEvent::Logprobs(vec![token("Say")])),
+            Step::Event(ModelEvent::TextDelta("Say \"hi\"\\\n".to_owned())),
+            Step::Event(ModelEvent::TextDelta("\u{1} é 日本 🎉".to_owned())),
+            Step::Event(ModelEvent::TextDelta("</script>".to_owned())),
+        ],
+        "{\"q\":",
+        "\"é\"}",
+    )));
     let handle = h
         .engine
         .start(
