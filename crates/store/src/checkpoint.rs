@@ -220,16 +220,30 @@ mod tests {
             .unwrap_or(0)
     }
 
+    /// An event line of about 1 KiB that does not compress (the store packs event chunks):
+    /// 1,000 pseudo-random letters.
+    fn noise(seed: u64) -> String {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let pad: String = (0..1000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'a' + (state % 26) as u8)
+            })
+            .collect();
+        format!("{{\"type\":\"x\",\"pad\":\"{pad}\"}}")
+    }
+
     /// Stores `batches` event batches of 50 events of 1 KiB each (about 50 KiB of rows each)
     /// through the group writer; returns the largest WAL file seen after a write.
     async fn write_events(store: &SqliteStore, dir: &Path, batches: std::ops::Range<u64>) -> u64 {
-        let data = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}", "p".repeat(1000));
         let mut largest = 0;
         for batch in batches {
             let events: Vec<EventRecord> = (0..50)
                 .map(|n| EventRecord {
                     sequence_number: n,
-                    data: data.as_str().into(),
+                    data: noise(batch * 50 + n).into(),
                 })
                 .collect();
             store
@@ -304,12 +318,15 @@ mod tests {
                 let store = store.clone();
                 let sent = Arc::clone(&sent);
                 tokio::spawn(async move {
-                    let data = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}", "p".repeat(1000));
-                    while sent.fetch_add(1, Ordering::Relaxed) < 3000 {
+                    loop {
+                        let write = sent.fetch_add(1, Ordering::Relaxed);
+                        if write >= 3000 {
+                            break;
+                        }
                         let events: Vec<EventRecord> = (0..10)
                             .map(|n| EventRecord {
                                 sequence_number: n,
-                                data: data.as_str().into(),
+                                data: noise(write * 10 + n).into(),
                             })
                             .collect();
                         let id = format!("resp_{writer}_{}", uuid::Uuid::new_v4().simple());
