@@ -10,9 +10,16 @@
 //! on commit), and a task of its own, on a connection of its own (so on sqlx's worker thread of
 //! that connection), runs `PRAGMA wal_checkpoint(PASSIVE)` every [`Settings::every`]. A passive
 //! checkpoint never takes the write lock: commits go on while it copies and `fsync`s. Once the
-//! WAL is fully copied, the next commit starts it again from its beginning (and
-//! `journal_size_limit` truncates the file), so the WAL stays about as large as the writes of
-//! one tick.
+//! WAL is fully copied, the next commit starts it again from its beginning, writing over the
+//! frames of the last cycle.
+//!
+//! The WAL file is not made smaller when it starts over, unless it went beyond the bound below:
+//! `journal_size_limit` is that bound's size. With a limit below what one cycle writes (it was
+//! 64 MiB, the catch-up size, while a cycle runs to the catch-up size plus a tick's writes,
+//! ~94 MB at 64 requests in flight), every start over truncated the file and the next cycle
+//! grew it again: each frame past the limit went into a block the file system had to allocate
+//! and zero first (6% of agentd's CPU at C = 64, docs/benchmarks.md, "Issue 18, seventh pass").
+//! Now a cycle writes over blocks the file has, in the page cache.
 //!
 //! Starting the WAL over: a commit starts the WAL from its beginning only when, as it begins,
 //! every frame has been copied. Under a steady stream of commits (one every few milliseconds
@@ -57,12 +64,13 @@ pub(crate) struct Settings {
 }
 
 /// The store's settings: four checkpoints a second; the WAL started over from 16,384 pages (64
-/// MiB with 4 KiB pages), a RESTART beyond 32,768 (128 MiB); the file truncated back to 64 MiB.
+/// MiB with 4 KiB pages), a RESTART beyond 32,768 (128 MiB); the file truncated back to 128 MiB
+/// only (a WAL that went beyond the RESTART bound), never below what a cycle writes again.
 pub(crate) const DEFAULT: Settings = Settings {
     every: Duration::from_millis(250),
     catch_up_pages: 16_384,
     max_wal_pages: 32_768,
-    journal_size_limit: 64 * 1024 * 1024,
+    journal_size_limit: 32_768 * 4096,
 };
 
 /// Keeps the checkpointer running; it stops (after one last passive checkpoint) when the last
@@ -220,16 +228,30 @@ mod tests {
             .unwrap_or(0)
     }
 
+    /// An event line of about 1 KiB that does not compress (the store packs event chunks):
+    /// 1,000 pseudo-random letters.
+    fn noise(seed: u64) -> String {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let pad: String = (0..1000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'a' + (state % 26) as u8)
+            })
+            .collect();
+        format!("{{\"type\":\"x\",\"pad\":\"{pad}\"}}")
+    }
+
     /// Stores `batches` event batches of 50 events of 1 KiB each (about 50 KiB of rows each)
     /// through the group writer; returns the largest WAL file seen after a write.
     async fn write_events(store: &SqliteStore, dir: &Path, batches: std::ops::Range<u64>) -> u64 {
-        let data = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}", "p".repeat(1000));
         let mut largest = 0;
         for batch in batches {
             let events: Vec<EventRecord> = (0..50)
                 .map(|n| EventRecord {
                     sequence_number: n,
-                    data: data.as_str().into(),
+                    data: noise(batch * 50 + n).into(),
                 })
                 .collect();
             store
@@ -304,12 +326,15 @@ mod tests {
                 let store = store.clone();
                 let sent = Arc::clone(&sent);
                 tokio::spawn(async move {
-                    let data = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}", "p".repeat(1000));
-                    while sent.fetch_add(1, Ordering::Relaxed) < 3000 {
+                    loop {
+                        let write = sent.fetch_add(1, Ordering::Relaxed);
+                        if write >= 3000 {
+                            break;
+                        }
                         let events: Vec<EventRecord> = (0..10)
                             .map(|n| EventRecord {
                                 sequence_number: n,
-                                data: data.as_str().into(),
+                                data: noise(write * 10 + n).into(),
                             })
                             .collect();
                         let id = format!("resp_{writer}_{}", uuid::Uuid::new_v4().simple());
@@ -381,6 +406,86 @@ mod tests {
                 .unwrap();
         assert_eq!(count, 160 * 50 + small, "every event is stored");
         drop(connection);
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The WAL header's salts, which change each time the WAL starts over.
+    fn wal_salts(dir: &Path) -> Option<[u8; 8]> {
+        let header = std::fs::read(dir.join(format!("{}-wal", crate::DATABASE_FILE))).ok()?;
+        header.get(16..24)?.try_into().ok()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_file_is_reused_not_truncated_and_regrown() {
+        // The default settings scaled down 64 times (catch up from 1 MiB of WAL, the file kept
+        // up to 2 MiB), under a steady stream of writes: the WAL starts over again and again,
+        // and its file keeps its size: every cycle writes over the blocks of the last one.
+        // With the journal size limit at the catch-up size (as before), each start over
+        // truncated the file and the next cycle grew it again.
+        let (store, dir) = store(Settings {
+            every: Duration::from_millis(10),
+            catch_up_pages: DEFAULT.catch_up_pages / 64,
+            max_wal_pages: DEFAULT.max_wal_pages / 64,
+            journal_size_limit: DEFAULT.journal_size_limit / 64,
+        })
+        .await;
+        // Four writers of 10 KiB each (incompressible), a write every 2 ms each: about 20 MB/s,
+        // 200 KB of WAL per tick.
+        let sent = Arc::new(AtomicU64::new(0));
+        let writers: Vec<_> = (0..4u64)
+            .map(|writer| {
+                let store = store.clone();
+                let sent = Arc::clone(&sent);
+                tokio::spawn(async move {
+                    loop {
+                        let write = sent.fetch_add(1, Ordering::Relaxed);
+                        if write >= 2000 {
+                            break;
+                        }
+                        let events: Vec<EventRecord> = (0..10)
+                            .map(|n| EventRecord {
+                                sequence_number: n,
+                                data: noise(write * 10 + n).into(),
+                            })
+                            .collect();
+                        let id = format!("resp_{writer}_{write}");
+                        store.append_events(&id, &events).await.unwrap();
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                })
+            })
+            .collect();
+        let (mut previous, mut largest, mut shrank, mut started_over) = (0, 0, 0, 0);
+        let mut salts = None;
+        while writers.iter().any(|w| !w.is_finished()) {
+            let now = wal_bytes(&dir);
+            if now < previous {
+                shrank += 1;
+            }
+            let salt = wal_salts(&dir);
+            if salts.is_some() && salt.is_some() && salt != salts {
+                started_over += 1;
+            }
+            salts = salt.or(salts);
+            (previous, largest) = (now, largest.max(now));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        assert!(
+            started_over >= 3,
+            "the WAL started over {started_over} times"
+        );
+        assert_eq!(
+            shrank, 0,
+            "the WAL file shrank {shrank} times in {started_over} cycles (largest {largest} bytes)"
+        );
+        assert!(
+            largest <= DEFAULT.journal_size_limit as u64 / 64,
+            "{largest} bytes"
+        );
         store.close().await;
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -5,15 +5,16 @@
 //! version). Tables are copied in dependency order, in pages walked by SQLite's `rowid`, so
 //! rows keep their relative order (the order of items written in the same second included).
 //! Every insert is `ON CONFLICT DO NOTHING`: a copy interrupted half-way can simply be run
-//! again. Run it while no agentd serves the SQLite store.
+//! again. Run it while no agentd serves the SQLite store. Event chunks packed on SQLite
+//! (`event_pack.rs`) are copied unpacked: PostgreSQL stores their lines as TEXT.
 
 use engine::store::StoreError;
 use sqlx::postgres::Postgres;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row};
+use sqlx::{QueryBuilder, Row, TypeInfo, ValueRef};
 
-use crate::error;
 use crate::{PgStore, SqliteStore};
+use crate::{error, event_pack};
 
 /// Rows read and written per statement.
 const PAGE: i64 = 200;
@@ -26,6 +27,9 @@ enum Column {
     Int(&'static str),
     NullInt(&'static str),
     Blob(&'static str),
+    /// An event chunk's lines: TEXT, or packed in a BLOB on SQLite (`event_pack.rs`); copied as
+    /// the lines (PostgreSQL stores them as TEXT).
+    EventLines(&'static str),
 }
 
 impl Column {
@@ -35,7 +39,8 @@ impl Column {
             | Column::NullText(n)
             | Column::Int(n)
             | Column::NullInt(n)
-            | Column::Blob(n) => n,
+            | Column::Blob(n)
+            | Column::EventLines(n) => n,
         }
     }
 }
@@ -49,9 +54,9 @@ enum Value {
     Blob(Vec<u8>),
 }
 
-use Column::{Blob, Int, NullInt, NullText, Text};
+use Column::{Blob, EventLines, Int, NullInt, NullText, Text};
 
-/// The tables of the schema (version 11), parents before children, with every column.
+/// The tables of the schema (version 12), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -92,7 +97,7 @@ const TABLES: &[(&str, &[Column])] = &[
             Text("response_id"),
             Int("first_sequence"),
             Int("last_sequence"),
-            Text("data"),
+            EventLines("data"),
         ],
     ),
     (
@@ -307,9 +312,31 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
                 Int(n) => Value::Int(row.try_get(n).map_err(bad)?),
                 NullInt(n) => Value::NullInt(row.try_get(n).map_err(bad)?),
                 Blob(n) => Value::Blob(row.try_get(n).map_err(bad)?),
+                EventLines(n) => {
+                    let value = row.try_get_raw(n).map_err(bad)?;
+                    if value.type_info().name() == "BLOB" {
+                        let packed: &[u8] = row.try_get(n).map_err(bad)?;
+                        Value::Text(event_pack::unpack(packed).map_err(|e| {
+                            StoreError::Corrupt(format!("{table}: {} {e}", chunk_of(row)))
+                        })?)
+                    } else {
+                        Value::Text(row.try_get(n).map_err(bad)?)
+                    }
+                }
             })
         })
         .collect()
+}
+
+/// Which chunk a row of `event_chunks` is, for an error.
+fn chunk_of(row: &SqliteRow) -> String {
+    let number = |column| row.try_get::<i64, _>(column).unwrap_or(-1);
+    let response: String = row.try_get("response_id").unwrap_or_default();
+    format!(
+        "the chunk of {response}, sequence numbers {} to {}:",
+        number("first_sequence"),
+        number("last_sequence")
+    )
 }
 
 #[cfg(test)]

@@ -71,6 +71,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "event_chunks",
         include_str!("../migrations/sqlite/0011_event_chunks.sql"),
     ),
+    (
+        12,
+        "packed_event_chunks",
+        include_str!("../migrations/sqlite/0012_packed_event_chunks.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.

@@ -33,6 +33,10 @@ mod dialect {
     /// the claim to one claimer.
     pub(super) const CLAIM_BEGIN: &str = "BEGIN";
 
+    /// Event chunks stay TEXT: TOAST compresses a value beyond ~2 KB already (pglz), and a
+    /// replica of an older version reads them during a rolling upgrade.
+    pub(super) const PACK_EVENTS: bool = false;
+
     /// Opens a write transaction: an ordinary one.
     pub(super) const WRITE_BEGIN: &str = "BEGIN";
 

@@ -35,6 +35,8 @@ pub(crate) enum Value {
     Static(&'static str),
     /// Text or SQL `NULL` (typed as text for PostgreSQL).
     OptionalText(Option<Arc<str>>),
+    /// Bytes (a packed event chunk, `event_pack.rs`; SQLite only).
+    Blob(Arc<[u8]>),
 }
 
 impl From<i64> for Value {
@@ -58,6 +60,12 @@ impl From<&Arc<str>> for Value {
 impl From<&'static str> for Value {
     fn from(value: &'static str) -> Value {
         Value::Static(value)
+    }
+}
+
+impl From<&Arc<[u8]>> for Value {
+    fn from(value: &Arc<[u8]>) -> Value {
+        Value::Blob(Arc::clone(value))
     }
 }
 

@@ -100,6 +100,7 @@ where
     std::sync::Arc<str>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'static str: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Option<std::sync::Arc<str>>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    std::sync::Arc<[u8]>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
     let mut arguments = DB::Arguments::default();
     for value in values {
@@ -108,6 +109,7 @@ where
             Value::Text(text) => arguments.add(std::sync::Arc::clone(text)),
             Value::Static(text) => arguments.add(*text),
             Value::OptionalText(text) => arguments.add(text.clone()),
+            Value::Blob(bytes) => arguments.add(std::sync::Arc::clone(bytes)),
         };
         added.map_err(|e| StoreError::Backend(format!("cannot bind a value: {e}")))?;
     }

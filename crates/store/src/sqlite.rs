@@ -42,6 +42,10 @@ mod dialect {
     /// without waiting).
     pub(super) const WRITE_BEGIN: &str = "BEGIN IMMEDIATE";
 
+    /// Event chunks are stored packed where that makes them smaller (schema version 12,
+    /// `event_pack.rs`): their lines fill pages of the WAL and of the database file.
+    pub(super) const PACK_EVENTS: bool = true;
+
     /// The oldest claimable job and its state before the claim.
     pub(super) const SELECT_CLAIMABLE: &str = "\
 SELECT response_id, state

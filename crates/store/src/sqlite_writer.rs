@@ -207,6 +207,7 @@ impl ToSql for Bound<'_> {
             Value::Static(text) => Ok(ToSqlOutput::from(*text)),
             Value::OptionalText(Some(text)) => Ok(ToSqlOutput::from(&**text)),
             Value::OptionalText(None) => Null.to_sql(),
+            Value::Blob(bytes) => Ok(ToSqlOutput::from(&**bytes)),
         }
     }
 }

@@ -76,11 +76,75 @@ async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestRe
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
         .fetch_one(store.pool())
         .await?;
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     let result = logs_read_back(&store).await;
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
     result
+}
+
+/// A chunk as version 11 stored it: the lines as TEXT, long enough that version 12 packs them.
+fn version_11_chunk() -> (Vec<EventRecord>, String) {
+    let events: Vec<EventRecord> = (0..20)
+        .map(|n| EventRecord {
+            sequence_number: n,
+            data: format!(r#"{{"type":"response.output_text.delta","delta":"é {n}\\n"}}"#).into(),
+        })
+        .collect();
+    let lines: Vec<&str> = events.iter().map(|e| &*e.data).collect();
+    let insert = format!(
+        "INSERT INTO event_chunks (response_id, first_sequence, last_sequence, data) \
+         VALUES ('resp_c', 0, 19, '{}')",
+        lines.join("\n")
+    );
+    (events, insert)
+}
+
+/// A store of version 11 (text chunks) opened by version 12 (which packs the chunks it
+/// writes): the old chunk reads back byte for byte, with the packed ones appended after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_text_chunks_of_version_11_read_with_packed_ones() -> TestResult {
+    let dir =
+        std::env::temp_dir().join(format!("agentd-upgrade-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir)?;
+    let options = SqliteConnectOptions::new()
+        .filename(dir.join(crate::DATABASE_FILE))
+        .create_if_missing(true);
+    let old = sqlx::SqlitePool::connect_with(options).await?;
+    migrate::migrator(before(migrate::SQLITE, 12))
+        .run(&old)
+        .await?;
+    let (mut expected, insert) = version_11_chunk();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(insert))
+        .execute(&old)
+        .await?;
+    old.close().await;
+
+    let store = SqliteStore::open(&dir).await?;
+    let more: Vec<EventRecord> = (20..60)
+        .map(|n| EventRecord {
+            sequence_number: n,
+            data: format!(r#"{{"type":"response.output_text.delta","delta":"ü {n}"}}"#).into(),
+        })
+        .collect();
+    store.append_events("resp_c", &more).await?;
+    expected.extend(more);
+    let kinds: Vec<String> =
+        sqlx::query_scalar("SELECT typeof(data) FROM event_chunks ORDER BY first_sequence")
+            .fetch_all(store.pool())
+            .await?;
+    assert_eq!(kinds, ["text", "blob"]);
+    for after in [None, Some(0), Some(19), Some(20), Some(58)] {
+        let from = after.map_or(0, |n| n as usize + 1);
+        assert_eq!(
+            store.events_after("resp_c", after).await?,
+            expected[from..],
+            "after {after:?}"
+        );
+    }
+    store.close().await;
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

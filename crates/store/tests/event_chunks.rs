@@ -1,13 +1,14 @@
 //! The event log stored in chunks (schema version 11): one row per flushed batch, read back
 //! event by event from any cursor; retried and overlapping flushes read once; the per-event
-//! rows of older versions (table `events`) read, purged and deleted with the chunks. Every
+//! rows of older versions (table `events`) read, purged and deleted with the chunks; on SQLite
+//! (version 12) chunks packed when that makes them smaller, and read back byte for byte. Every
 //! test runs on SQLite and on PostgreSQL.
 
 mod common;
 
-use common::{TestDb, TestResult, TestStore, events};
+use common::{Backend, TestDb, TestResult, TestStore, events};
 use engine::admin_store::{ProjectRecord, ProjectStore};
-use engine::store::{EventRecord, ResponseRecord};
+use engine::store::{EventRecord, ResponseRecord, StoreError};
 use serde_json::json;
 
 /// Rows of `table` holding events of `response_id`.
@@ -250,6 +251,117 @@ async fn deletes_and_the_purge_take_chunks_and_older_rows(db: &TestDb) -> TestRe
     Ok(())
 }
 
+/// A run's event lines as a non-streaming answer flushes them: `response.created`, deltas
+/// (with escapes and characters beyond ASCII), the completed response.
+fn run_lines(tokens: u64) -> Vec<EventRecord> {
+    let item = r#""item_id":"msg_01a2434b-d4ec-747a-8827-03e8bca9c3a0","output_index":0"#;
+    let mut lines = vec![event(
+        0,
+        r#"{"type":"response.created","response":{"id":"resp_run","status":"in_progress"}}"#,
+    )];
+    for n in 1..=tokens {
+        lines.push(event(
+            n,
+            &format!(
+                r#"{{"type":"response.output_text.delta",{item},"delta":" tök{n}\n\"q\"","sequence_number":{n}}}"#
+            ),
+        ));
+    }
+    lines.push(event(
+        tokens + 1,
+        r#"{"type":"response.completed","response":{"id":"resp_run","status":"completed"}}"#,
+    ));
+    lines
+}
+
+/// The storage class of each chunk of `response_id`, in order.
+async fn kinds(db: &TestDb, response_id: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let kind = match db.backend {
+        Backend::Sqlite => "typeof(data)",
+        Backend::Postgres => "'text'",
+    };
+    db.text(&format!(
+        "SELECT COALESCE(string_agg({kind}, ','), '') FROM \
+         (SELECT data FROM event_chunks WHERE response_id = '{response_id}' \
+          ORDER BY first_sequence, last_sequence) AS c"
+    ))
+    .await
+}
+
+/// On SQLite a run's chunk is packed (a BLOB a fraction of the lines' size); one short event
+/// stays TEXT; a single long event is packed too. Every cursor reads the same lines back, byte
+/// for byte, from a store opened again. PostgreSQL stores TEXT.
+async fn packed_chunks_read_back_byte_for_byte(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    let lines = run_lines(70);
+    let joined: usize = lines.iter().map(|e| e.data.len() + 1).sum();
+    store.append_events("resp_run", &lines[..1]).await?;
+    store.append_events("resp_run", &lines[1..]).await?;
+    let long = event(
+        72,
+        &format!(r#"{{"type":"x","text":"{}"}}"#, "ab ".repeat(400)),
+    );
+    store
+        .append_events("resp_run", std::slice::from_ref(&long))
+        .await?;
+    store.close().await;
+
+    match db.backend {
+        Backend::Sqlite => {
+            assert_eq!(kinds(db, "resp_run").await?, "text,blob,blob");
+            let packed: usize = db
+                .text(
+                    "SELECT CAST(length(data) AS TEXT) FROM event_chunks \
+                     WHERE response_id = 'resp_run' AND first_sequence = 1",
+                )
+                .await?
+                .parse()?;
+            assert!(packed * 4 < joined, "{packed} of {joined} bytes");
+        }
+        Backend::Postgres => assert_eq!(kinds(db, "resp_run").await?, "text,text,text"),
+    }
+    let store = db.open().await?;
+    let mut expected = lines;
+    expected.push(long);
+    assert_eq!(store.events_after("resp_run", None).await?, expected);
+    for after in 0..expected.len() as u64 {
+        assert_eq!(
+            store.events_after("resp_run", Some(after)).await?,
+            expected[after as usize + 1..],
+            "after {after}"
+        );
+    }
+    Ok(())
+}
+
+/// A packed chunk that does not unpack (a damaged file) makes the read fail with an error
+/// naming the response and the chunk, not a panic; the other runs still read.
+async fn a_corrupt_packed_chunk_is_an_error_naming_the_response(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    store.append_events("resp_bad", &run_lines(30)).await?;
+    store.append_events("resp_good", &run_lines(30)).await?;
+    store.close().await;
+    let damaged = match db.backend {
+        // The format byte and a length, then a block that is not LZ4.
+        Backend::Sqlite => "x'0140000000ffffffffffffffff'",
+        // PostgreSQL stores no packed chunk: a chunk short of lines stands for the damage.
+        Backend::Postgres => "'{}'",
+    };
+    db.execute(&format!(
+        "UPDATE event_chunks SET data = {damaged} WHERE response_id = 'resp_bad'"
+    ))
+    .await?;
+    let store = db.open().await?;
+    let read = store.events_after("resp_bad", None).await;
+    let Err(StoreError::Corrupt(message)) = read else {
+        return Err(format!("a damaged chunk read as {read:?}").into());
+    };
+    assert!(message.contains("resp_bad"), "{message}");
+    assert!(message.contains("0 to 31"), "{message}");
+    assert_eq!(store.events_after("resp_good", None).await?, run_lines(30));
+    Ok(())
+}
+
 async fn project_deleted(store: &impl ProjectStore) -> Result<bool, Box<dyn std::error::Error>> {
     store
         .create_project(&ProjectRecord {
@@ -268,4 +380,6 @@ matrix!(
     large_batches_become_several_chunks,
     rows_of_older_versions_are_read_with_the_chunks,
     deletes_and_the_purge_take_chunks_and_older_rows,
+    packed_chunks_read_back_byte_for_byte,
+    a_corrupt_packed_chunk_is_an_error_naming_the_response,
 );

@@ -161,7 +161,12 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         }],
         response_json: None,
     };
-    from.end_run(&record, &events(0..3)).await?;
+    // 30 events: one chunk, packed on SQLite (schema version 12), copied as its lines.
+    from.end_run(&record, &events(0..30)).await?;
+    let stored: String = sqlx::query_scalar("SELECT typeof(data) FROM event_chunks")
+        .fetch_one(from.pool())
+        .await?;
+    assert_eq!(stored, "blob");
     from.insert_job(&JobRecord {
         response_id: "resp_2".to_owned(),
         project_id: project.clone(),
@@ -194,7 +199,7 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     let to = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
     let report = agentd_store::copy(&from, &to).await?;
     let inserted: u64 = report.tables.iter().map(|(_, _, n)| n).sum();
-    // project, key, response, 2 old event rows, 1 event chunk (3 events), job, file, item,
+    // project, key, response, 2 old event rows, 1 event chunk (30 events), job, file, item,
     // conversation, conversation item.
     assert_eq!(inserted, 11, "{report:?}");
     assert!(
@@ -209,8 +214,12 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         expected.items.clear();
         Some(expected)
     });
-    assert_eq!(to.events_after("resp_1", None).await?, events(0..3));
-    assert_eq!(to.events_after("resp_1", Some(0)).await?, events(1..3));
+    assert_eq!(to.events_after("resp_1", None).await?, events(0..30));
+    assert_eq!(to.events_after("resp_1", Some(0)).await?, events(1..30));
+    let copied: String = sqlx::query_scalar("SELECT data FROM event_chunks")
+        .fetch_one(to.pool())
+        .await?;
+    assert!(copied.starts_with(r#"{"type":"#), "{copied}");
     assert_eq!(
         to.events_after("resp_old", None).await?,
         vec![

@@ -12,14 +12,19 @@
 //! number once, from the chunk that starts first (the one stored first when they overlap).
 //! Rows of the per-event table `events` (written before version 11, or by an older replica
 //! during a rolling upgrade) are read as one-event chunks.
+//!
+//! On SQLite (schema version 12) a chunk's lines are stored packed, a BLOB (`event_pack.rs`),
+//! when that makes them smaller; a TEXT `data` is the lines as they are. Readers take either.
+//! PostgreSQL stores TEXT, which its TOAST compresses already.
 
 use std::sync::Arc;
 
 use engine::store::{EventRecord, EventStore, StoreError};
-use sqlx::Row;
+use sqlx::{Row, TypeInfo, ValueRef};
 
-use super::Store;
+use super::{DbRow, Store, dialect};
 use crate::error;
+use crate::event_pack;
 use crate::script::Script;
 
 /// Bytes of event lines per chunk: a batch whose lines add up to more is split into several
@@ -48,10 +53,17 @@ ORDER BY first_sequence, last_sequence";
 pub(crate) struct Chunk {
     first: i64,
     last: i64,
+    /// What is stored. Shared: the write may run twice, and both runs bind the same bytes.
+    data: Data,
+}
+
+/// The stored form of a chunk's lines.
+enum Data {
     /// The events' lines joined by `'\n'`; for a chunk of one event, the event log's own
-    /// bytes, shared, not copied. Shared either way: the write may run twice, and both runs
-    /// bind the same bytes.
-    lines: Arc<str>,
+    /// bytes, not copied.
+    Lines(Arc<str>),
+    /// The lines packed (`event_pack.rs`).
+    Packed(Arc<[u8]>),
 }
 
 /// Events encoded for [`insert`]: the chunks of a batch.
@@ -110,8 +122,8 @@ fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chun
     };
     let first = number(events.first())?;
     let last = number(events.last())?;
-    let lines = match events {
-        [one] => Arc::clone(&one.data),
+    let data = match events {
+        [one] => pack(&one.data).unwrap_or_else(|| Data::Lines(Arc::clone(&one.data))),
         _ => {
             let mut joined = String::with_capacity(bytes);
             for (n, event) in events.iter().enumerate() {
@@ -120,10 +132,18 @@ fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chun
                 }
                 joined.push_str(&event.data);
             }
-            Arc::from(joined)
+            pack(&joined).unwrap_or_else(|| Data::Lines(Arc::from(joined)))
         }
     };
-    Ok(Chunk { first, last, lines })
+    Ok(Chunk { first, last, data })
+}
+
+/// The lines packed, where the back end stores them so and packing makes them smaller.
+fn pack(lines: &str) -> Option<Data> {
+    if !dialect::PACK_EVENTS {
+        return None;
+    }
+    event_pack::pack(lines).map(|packed| Data::Packed(Arc::from(packed)))
 }
 
 /// Appends encoded events to a write (idempotent, see the module documentation).
@@ -140,8 +160,11 @@ pub(crate) fn insert(script: &mut Script, response_id: &Arc<str>, chunks: &[Chun
             statement
                 .bind(response_id)
                 .bind(chunk.first)
-                .bind(chunk.last)
-                .bind(&chunk.lines);
+                .bind(chunk.last);
+            match &chunk.data {
+                Data::Lines(lines) => statement.bind(lines),
+                Data::Packed(packed) => statement.bind(packed),
+            };
         }
     }
 }
@@ -203,9 +226,18 @@ impl EventStore for Store {
             if last <= taken {
                 continue;
             }
-            let data: &str = row
-                .try_get("data")
-                .map_err(|e| error::bad_column(&what, "data", e))?;
+            let unpacked;
+            let data: &str = match read(row, &what)? {
+                Stored::Lines(lines) => lines,
+                Stored::Packed(packed) => {
+                    unpacked = event_pack::unpack(packed).map_err(|e| {
+                        StoreError::Corrupt(format!(
+                            "{what}: the chunk of sequence numbers {first} to {last}: {e}"
+                        ))
+                    })?;
+                    &unpacked
+                }
+            };
             if first == last {
                 push(&mut events, first, data);
             } else {
@@ -224,6 +256,24 @@ impl EventStore for Store {
         }
         Ok(events)
     }
+}
+
+/// A chunk's `data` as read.
+enum Stored<'r> {
+    Lines(&'r str),
+    Packed(&'r [u8]),
+}
+
+/// A row's `data`: TEXT is lines, a BLOB packed lines (SQLite reports each value's own
+/// storage class).
+fn read<'r>(row: &'r DbRow, what: &str) -> Result<Stored<'r>, StoreError> {
+    let bad = |e| error::bad_column(what, "data", e);
+    let packed = row.try_get_raw("data").map_err(bad)?.type_info().name() == "BLOB";
+    Ok(if packed {
+        Stored::Packed(row.try_get("data").map_err(bad)?)
+    } else {
+        Stored::Lines(row.try_get("data").map_err(bad)?)
+    })
 }
 
 fn push(events: &mut Vec<EventRecord>, sequence: i64, line: &str) {
