@@ -3,6 +3,13 @@
 //! The run appends each event once (serialized once); any number of readers follow it from any
 //! position (the SSE writer from 0, a resume from `starting_after + 1`), so a slow reader never
 //! makes the run wait and never loses an event. The same lines are flushed to the store.
+//!
+//! The run appends the events of one burst (the deltas of upstream chunks that arrived
+//! together, a step's closing events) without waking the readers, then wakes them once
+//! ([`EventLog::announce`]): before it waits for anything (the next upstream event, a tool, the
+//! store, the end), and at the latest every [`MAX_HELD_EVENTS`] events or [`MAX_HELD_BYTES`], so
+//! the SSE writer takes a burst in one socket write, a large burst does not hold back its first
+//! bytes, and a paced upstream's events leave one by one as they come.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -14,6 +21,12 @@ use crate::store::EventRecord;
 
 /// The largest buffer a run keeps for writing its event lines (`EventLog::push_line`).
 const MAX_SCRATCH: usize = 64 * 1024;
+
+/// Most events appended without waking the readers (see the module docs).
+pub(crate) const MAX_HELD_EVENTS: usize = 64;
+
+/// Most bytes of lines appended without waking the readers.
+pub(crate) const MAX_HELD_BYTES: usize = 32 * 1024;
 
 /// The events of one run.
 #[derive(Debug)]
@@ -29,6 +42,9 @@ struct LogState {
     /// One line of JSON per event; index = sequence number.
     events: Vec<Arc<str>>,
     closed: bool,
+    /// Events appended since the readers were last woken, and their bytes.
+    held_events: usize,
+    held_bytes: usize,
 }
 
 impl EventLog {
@@ -43,15 +59,19 @@ impl EventLog {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Appends an event with the next sequence number; returns the record.
+    /// Appends an event with the next sequence number and wakes the readers; returns the
+    /// record.
     pub fn push(&self, data: EventData) -> EventRecord {
-        self.push_in(data, &mut String::new())
+        let record = self.push_in(data, &mut String::new());
+        self.announce();
+        record
     }
 
-    /// [`EventLog::push`] writing the line in `scratch` first, a buffer the run reuses for
-    /// every event: the log keeps each line in an `Arc<str>` of its own (shared with the store
-    /// and the readers), so the line is copied once into it either way, and writing it in a
-    /// reused buffer saves the allocation of a `String` per event.
+    /// Appends an event with the next sequence number, held from the readers until
+    /// [`EventLog::announce`] (or the bound of a burst), writing the line in `scratch` first, a
+    /// buffer the run reuses for every event: the log keeps each line in an `Arc<str>` of its
+    /// own (shared with the store and the readers), so the line is copied once into it either
+    /// way, and writing it in a reused buffer saves the allocation of a `String` per event.
     pub(crate) fn push_in(&self, data: EventData, scratch: &mut String) -> EventRecord {
         self.push_line(scratch, |out, sequence_number| {
             StreamEvent {
@@ -62,8 +82,8 @@ impl EventLog {
         })
     }
 
-    /// Appends the line `write` writes (in `scratch`) for the next sequence number; returns
-    /// the record.
+    /// Appends the line `write` writes (in `scratch`) for the next sequence number, held as
+    /// [`EventLog::push_in`]'s; returns the record.
     pub(crate) fn push_line(
         &self,
         scratch: &mut String,
@@ -82,7 +102,7 @@ impl EventLog {
             // One large event (a big tool result) does not keep its buffer for the whole run.
             *scratch = String::new();
         }
-        self.publish(&record);
+        self.append(&record);
         record
     }
 
@@ -94,15 +114,46 @@ impl EventLog {
         record(sequence_number, data)
     }
 
-    /// Appends a prepared event.
+    /// Appends a prepared event and wakes the readers.
     pub fn publish(&self, record: &EventRecord) {
-        self.lock().events.push(Arc::clone(&record.data));
+        self.append(record);
+        self.announce();
+    }
+
+    /// Appends a prepared event, held from the readers until [`EventLog::announce`] (or the
+    /// bound of a burst: then they are woken now).
+    pub(crate) fn append(&self, record: &EventRecord) {
+        let mut state = self.lock();
+        state.events.push(Arc::clone(&record.data));
+        state.held_events += 1;
+        state.held_bytes += record.data.len();
+        if state.held_events >= MAX_HELD_EVENTS || state.held_bytes >= MAX_HELD_BYTES {
+            state.held_events = 0;
+            state.held_bytes = 0;
+            drop(state);
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Wakes the readers if events were appended since they were last woken.
+    pub(crate) fn announce(&self) {
+        let mut state = self.lock();
+        if state.held_events == 0 {
+            return;
+        }
+        state.held_events = 0;
+        state.held_bytes = 0;
+        drop(state);
         self.changed.notify_waiters();
     }
 
-    /// Marks the log complete: readers end after the last event.
+    /// Marks the log complete (and wakes the readers): readers end after the last event.
     pub fn close(&self) {
-        self.lock().closed = true;
+        let mut state = self.lock();
+        state.closed = true;
+        state.held_events = 0;
+        state.held_bytes = 0;
+        drop(state);
         self.changed.notify_waiters();
     }
 

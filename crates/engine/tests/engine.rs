@@ -10,6 +10,8 @@
 
 extern crate agentd_engine as engine;
 
+#[path = "engine/bursts.rs"]
+mod bursts;
 #[path = "engine/common.rs"]
 mod common;
 #[path = "engine/conformance.rs"]

@@ -28,7 +28,11 @@ pub async fn create(
     let background = request.background.unwrap_or(false);
     let handle = state.engine.start(&project, request).await?;
     if stream {
-        return Ok(sse::stream(handle.events(), state.sse_keep_alive));
+        if background {
+            // Its first event comes when a worker takes the job: the head leaves at once.
+            return Ok(sse::stream(handle.events(), state.sse_keep_alive));
+        }
+        return Ok(sse::stream_started(handle.events(), state.sse_keep_alive).await);
     }
     if background {
         return Ok(Json(handle.initial).into_response());

@@ -45,6 +45,20 @@ pub fn stream(
         .into_response()
 }
 
+/// [`stream`] for a run just started: answered once its first event is there (or its events
+/// ended), so the response head and the first frame leave in one socket write. (Answered at
+/// once, the head went alone: the run had not yet appended `response.created` when the body was
+/// first polled.) A run appends its first event as it starts; a resume, which may wait long for
+/// the next event, answers with [`stream`] at once.
+pub async fn stream_started(
+    events: impl Stream<Item = Arc<str>> + Send + 'static,
+    keep_alive: Duration,
+) -> Response {
+    let mut events = events.boxed().peekable();
+    Pin::new(&mut events).peek().await;
+    stream(events, keep_alive)
+}
+
 /// The body: each batch of events as one data frame, and a keep-alive comment whenever
 /// `keep_alive` has passed since the last frame.
 ///
@@ -206,6 +220,31 @@ mod tests {
             assert_eq!(&frame[..], format!("data: {n}\n\n").as_bytes());
         }
         assert_eq!(next(&mut body).await, None);
+    }
+
+    /// A started run's response waits for its first event (the head then leaves with it),
+    /// and the event is still the body's first frame.
+    #[tokio::test]
+    async fn a_started_runs_response_waits_for_its_first_event() {
+        let (events, rx) = mpsc::unbounded::<Arc<str>>();
+        let mut response = Box::pin(stream_started(rx, Duration::from_secs(10)));
+        for _ in 0..3 {
+            assert!(futures::poll!(response.as_mut()).is_pending());
+            tokio::task::yield_now().await;
+        }
+        let _ = events.unbounded_send(Arc::from("first"));
+        let response = tokio::time::timeout(Duration::from_secs(5), response)
+            .await
+            .unwrap();
+        let mut body = response.into_body().into_data_stream();
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(&frame[..], b"data: first\n\n");
+        drop(events);
+        assert!(body.next().await.is_none());
     }
 
     #[test]

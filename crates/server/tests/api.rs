@@ -138,6 +138,76 @@ async fn deltas_reach_the_client_before_the_model_finishes() {
     assert!(!seen.contains("response.completed"));
 }
 
+/// The body chunks of a streamed request, as the client reads them (one per SSE write of
+/// agentd: each is an HTTP chunk of its own).
+#[expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test helper fails loudly"
+)]
+async fn body_chunks(app: &TestApp) -> Vec<String> {
+    use futures::StreamExt as _;
+    let response = app
+        .client
+        .post(app.url("/v1/responses"))
+        .json(&json!({"model": MODEL, "input": "?", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut chunks = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while let Some(chunk) = tokio::time::timeout_at(deadline, body.next())
+        .await
+        .expect("the stream ends")
+    {
+        chunks.push(String::from_utf8_lossy(&chunk.unwrap()).into_owned());
+    }
+    chunks
+}
+
+/// 64 deltas that the upstream sends together leave in a few SSE writes, not one (or two)
+/// per event, and every event is still its own frame, in order.
+#[tokio::test]
+async fn a_burst_of_upstream_deltas_reaches_the_client_in_a_few_writes() {
+    let app = TestApp::spawn().await;
+    let tokens: Vec<String> = (0..64).map(|n| format!(" tok{n}")).collect();
+    app.fake.push(Reply::text_chunks(tokens.clone()));
+    let chunks = body_chunks(&app).await;
+    let transcript = testkit::sse::Transcript::parse(&chunks.concat());
+    transcript.assert_invariants();
+    assert_eq!(transcript.events.len(), 72, "{:?}", transcript.types());
+    let text: String = transcript
+        .events
+        .iter()
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert_eq!(text, tokens.concat());
+    assert!(
+        chunks.len() <= 12,
+        "{} body chunks for 72 events",
+        chunks.len()
+    );
+}
+
+/// A paced upstream (a delta every 250 ms): each delta leaves as it comes, in a write of its
+/// own, never held for the next.
+#[tokio::test]
+async fn paced_upstream_deltas_each_reach_the_client_as_they_come() {
+    let app = TestApp::spawn().await;
+    app.fake.push(
+        Reply::text_chunks(["a ", "b ", "c ", "d"])
+            .delay_between_chunks(Duration::from_millis(250)),
+    );
+    let chunks = body_chunks(&app).await;
+    let with_deltas: Vec<usize> = chunks
+        .iter()
+        .map(|c| c.matches("response.output_text.delta").count())
+        .filter(|n| *n > 0)
+        .collect();
+    assert_eq!(with_deltas, [1, 1, 1, 1], "{chunks:?}");
+}
+
 #[tokio::test]
 async fn function_call_round_trip_replay_and_previous_response_id_agree() {
     let app = TestApp::spawn().await;

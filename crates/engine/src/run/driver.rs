@@ -1,8 +1,11 @@
 //! The driver: carries out the machine's effects through the ports and feeds back what came of
 //! them, selecting on the run's cancellation token wherever it waits.
 //!
-//! Wire events go to the run's [`EventLog`] as they are emitted (followers see them at once);
-//! the log reaches the store at step boundaries, every [`FLUSH_EVERY`] during a long turn, and
+//! Wire events go to the run's [`EventLog`] as they are emitted, and its followers are woken
+//! once per burst: before every effect that may wait (a turn's next upstream event, a tool, a
+//! store write, the end), so the events that come together leave together and none waits for a
+//! later one (`events.rs`). A turn takes the upstream events that are ready without waiting
+//! (at most [`MAX_READY_RUN`] in a row) before it wakes the followers and waits. The log reaches the store at step boundaries, every [`FLUSH_EVERY`] during a long turn, and
 //! at the end, in one transaction with the final response. A step boundary that ends the run
 //! (with no MCP session left to close first) leaves its events to that last transaction
 //! instead of a write of their own on the way to the answer.
@@ -11,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::EventLog;
@@ -31,6 +34,10 @@ use super::state::Machine;
 /// much of the event log.
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(500);
 
+/// Most upstream events a turn takes in a row without waiting (and without looking at the
+/// cancellation or the flush timer), however fast they come.
+const MAX_READY_RUN: usize = 256;
+
 /// MCP calls of one turn that run at once.
 const MAX_PARALLEL_MCP_CALLS: usize = 8;
 
@@ -45,6 +52,22 @@ fn ends_next(queue: &VecDeque<Effect>) -> bool {
         }
     }
     false
+}
+
+/// Lets the tasks that are runnable on this worker go first, once: the task is woken at once
+/// and queued behind them (`tokio::task::yield_now` would wait for the worker to run out of
+/// work).
+async fn yield_once() {
+    let mut yielded = false;
+    futures::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await;
 }
 
 /// One run's driver.
@@ -102,6 +125,13 @@ impl Driver {
                 queue.extend(self.machine.on(Input::Cancelled));
                 continue;
             };
+            if !matches!(
+                effect,
+                Effect::Emit(_) | Effect::TextDelta(_) | Effect::EmitResponse { .. }
+            ) {
+                // Anything else may wait: the followers get the events so far first.
+                self.log.announce();
+            }
             let input = match effect {
                 Effect::Emit(data) => {
                     self.log.push_in(*data, &mut self.line);
@@ -116,7 +146,7 @@ impl Driver {
                     response_json,
                 } => {
                     let record = response_record(&self.log, kind, &response_json);
-                    self.log.publish(&record);
+                    self.log.append(&record);
                     continue;
                 }
                 Effect::Flush => {
@@ -164,6 +194,7 @@ impl Driver {
     async fn end(&mut self, ending: Box<Ending>) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
+        self.log.announce();
         let terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
@@ -171,7 +202,8 @@ impl Driver {
             tracing::error!(response_id = %ending.record.id, error = %err, "final response write failed");
         }
         self.flushed += events.len();
-        self.log.publish(&terminal);
+        // One wake for both.
+        self.log.append(&terminal);
         self.log.close();
         let Ending {
             record,
@@ -265,8 +297,10 @@ impl Driver {
         Input::Relisted(lists)
     }
 
-    /// Streams one model turn, feeding every event to the machine as it arrives (its text
-    /// deltas are published at once) and flushing the log regularly.
+    /// Streams one model turn, feeding every event to the machine as it arrives and flushing
+    /// the log regularly. The events that are ready go to the machine one after the other;
+    /// their wire events reach the followers together, when the upstream has nothing more
+    /// ready (or after [`MAX_READY_RUN`]).
     async fn ask(
         &mut self,
         client: Arc<dyn ModelClient>,
@@ -291,14 +325,47 @@ impl Driver {
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
         let mut effects = Vec::new();
+        // Events taken since the turn last waited, and whether the stream was looked at again
+        // after a yield since the last event.
+        let mut ready_run = 0;
+        let mut looked_again = false;
         loop {
-            let event = tokio::select! {
-                () = &mut cancelled => return Input::Cancelled,
-                _ = flush.tick() => {
-                    self.flush().await;
+            // An event that is ready now (the rest of a chunk, a chunk already received) is
+            // taken without waking the followers; they are woken when the upstream would wait.
+            let ready = if ready_run < MAX_READY_RUN {
+                stream.next().now_or_never()
+            } else {
+                None
+            };
+            let event = match ready {
+                Some(event) => {
+                    ready_run += 1;
+                    looked_again = false;
+                    event
+                }
+                None if ready_run > 0 && ready_run < MAX_READY_RUN && !looked_again => {
+                    // The upstream connection's task hands over one chunk at a time and may
+                    // hold the next already (read in the same socket read): let it run once
+                    // before the burst is taken as over.
+                    looked_again = true;
+                    yield_once().await;
                     continue;
                 }
-                event = stream.next() => event,
+                None => {
+                    ready_run = 0;
+                    self.log.announce();
+                    let event = tokio::select! {
+                        () = &mut cancelled => return Input::Cancelled,
+                        _ = flush.tick() => {
+                            self.flush().await;
+                            continue;
+                        }
+                        event = stream.next() => event,
+                    };
+                    ready_run = 1;
+                    looked_again = false;
+                    event
+                }
             };
             let input = match event {
                 None => return Input::ModelDone,

@@ -534,6 +534,9 @@ pub enum Step {
     Fail(ModelError),
     /// Nothing more until the gate opens.
     Wait(Arc<Notify>),
+    /// Runs this (a test's look at what the run did so far) when the stream gets here, in the
+    /// same poll as the next event.
+    Call(Arc<dyn Fn() + Send + Sync>),
 }
 
 /// One scripted turn: the stream's pieces, or a failure before any.
@@ -616,6 +619,7 @@ impl ModelClient for ScriptedModel {
                     Step::Event(event) => return Some((Ok(event), steps)),
                     Step::Fail(err) => return Some((Err(err), Vec::new().into_iter())),
                     Step::Wait(gate) => gate.notified().await,
+                    Step::Call(call) => call(),
                 }
             }
         });

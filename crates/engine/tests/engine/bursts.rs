@@ -1,0 +1,168 @@
+//! How a run's followers are woken: once per burst of upstream events that are ready together
+//! (so the SSE writer takes the burst in one socket write), and at once for each event of a
+//! paced upstream (a burst is never waited for).
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use engine::EventStream;
+use engine::model::{FinishReason, ModelEvent};
+use futures::{Stream, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::common::{Harness, PROJECT, Step, Turn, request};
+
+/// Counts its wakes.
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A follower polled by hand from inside the model's stream: the lines it has read so far.
+struct Follower {
+    events: EventStream,
+    waker: Waker,
+    lines: Vec<String>,
+}
+
+impl Follower {
+    /// Reads every line that is there now; `true` once the stream ended.
+    fn drain(&mut self) -> bool {
+        let mut cx = Context::from_waker(&self.waker);
+        loop {
+            match Pin::new(&mut self.events).poll_next(&mut cx) {
+                Poll::Ready(Some(line)) => self.lines.push(line.to_string()),
+                Poll::Ready(None) => return true,
+                Poll::Pending => return false,
+            }
+        }
+    }
+}
+
+/// 32 deltas that the upstream has ready at once reach the followers in one wake: a follower
+/// waiting when the burst starts is not woken before its last delta is there (it was woken by
+/// the first, then read the burst in pieces, one socket write each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_ready_upstream_events_wakes_the_followers_once() {
+    let h = Harness::new();
+    let gate = Arc::new(Notify::new());
+    let wakes = Arc::new(Wakes::default());
+    let follower: Arc<Mutex<Option<Follower>>> = Arc::default();
+    // Wakes seen during the burst (from its first delta to its last), and the lines the
+    // follower could read when the burst was over.
+    let during: Arc<Mutex<Option<usize>>> = Arc::default();
+    let mut steps = vec![Step::Wait(gate.clone())];
+    {
+        // When the burst starts: the follower reads what is there and waits.
+        let (follower, wakes) = (follower.clone(), wakes.clone());
+        steps.push(Step::Call(Arc::new(move || {
+            if let Some(f) = follower.lock().unwrap().as_mut() {
+                assert!(!f.drain());
+            }
+            wakes.0.store(0, Ordering::SeqCst);
+        })));
+    }
+    for n in 0..32 {
+        steps.push(Step::Event(ModelEvent::TextDelta(format!("t{n} "))));
+    }
+    {
+        // After the last delta of the burst: how often was the follower woken?
+        let (wakes, during) = (wakes.clone(), during.clone());
+        steps.push(Step::Call(Arc::new(move || {
+            *during.lock().unwrap() = Some(wakes.0.load(Ordering::SeqCst));
+        })));
+    }
+    steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
+    h.model("m").push(Turn::Stream(steps));
+    let handle = h
+        .engine
+        .start(
+            PROJECT,
+            request(json!({"model": "fake/m", "input": "x", "stream": true})),
+        )
+        .await
+        .unwrap();
+    *follower.lock().unwrap() = Some(Follower {
+        events: Box::pin(handle.events()),
+        waker: Waker::from(wakes.clone()),
+        lines: Vec::new(),
+    });
+    gate.notify_one();
+    let finished = tokio::time::timeout(Duration::from_secs(10), handle.finish())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(*during.lock().unwrap(), Some(0), "woken during the burst");
+    // The follower then reads every event, in order, to the terminal one.
+    let mut f = follower.lock().unwrap().take().unwrap();
+    assert!(f.drain(), "the log is closed");
+    let events: Vec<Value> = f
+        .lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (n, event) in events.iter().enumerate() {
+        assert_eq!(event["sequence_number"], n as u64);
+    }
+    let text: String = events.iter().filter_map(|e| e["delta"].as_str()).collect();
+    assert_eq!(text, (0..32).map(|n| format!("t{n} ")).collect::<String>());
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some(json!("response.completed"))
+    );
+    assert_eq!(
+        finished.response.status,
+        protocol::response::ResponseStatus::Completed
+    );
+}
+
+/// A paced upstream (the next delta only once the follower has read the one before): each
+/// delta reaches the follower while the upstream waits, never held for a burst to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paced_upstreams_deltas_reach_the_follower_one_by_one() {
+    let h = Harness::new();
+    let gate = Arc::new(Notify::new());
+    let mut steps = Vec::new();
+    for n in 0..6 {
+        steps.push(Step::Event(ModelEvent::TextDelta(format!("p{n} "))));
+        steps.push(Step::Wait(gate.clone()));
+    }
+    steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
+    h.model("m").push(Turn::Stream(steps));
+    let handle = h
+        .engine
+        .start(
+            PROJECT,
+            request(json!({"model": "fake/m", "input": "x", "stream": true})),
+        )
+        .await
+        .unwrap();
+    let mut events = Box::pin(handle.events());
+    for n in 0..6 {
+        let expected = format!("p{n} ");
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(5), events.next())
+                .await
+                .unwrap_or_else(|_| panic!("delta {n} held while the upstream waits"))
+                .unwrap();
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "response.output_text.delta" {
+                assert_eq!(event["delta"], expected.as_str());
+                break;
+            }
+        }
+        gate.notify_one();
+    }
+    let rest: Vec<Arc<str>> = tokio::time::timeout(Duration::from_secs(5), events.collect())
+        .await
+        .unwrap();
+    assert!(rest.last().unwrap().contains("response.completed"));
+}
