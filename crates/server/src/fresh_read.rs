@@ -7,7 +7,9 @@
 //! connections, each a round trip to a connection's thread; the queue alone took seconds.
 //! [`FreshRead`] lets one read answer every request that was already waiting when it began:
 //! requests that arrive while a read is running wait for the next one, so each answer is as
-//! fresh as a read of its own would have been.
+//! fresh as a read of its own would have been. (A file-backed SQLite store answers the read on
+//! the caller's thread without a round trip, `sqlite_reader.rs` in the store crate; the
+//! sharing matters for PostgreSQL's pool and for that reader's fallback to SQLite's pool.)
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};

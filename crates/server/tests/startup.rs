@@ -211,3 +211,40 @@ async fn many_servers_start_at_once_on_fresh_data_dirs_under_load() {
         failures.join("\n")
     );
 }
+
+/// Open mode is checked afresh for every request: a key created through another replica
+/// sharing the database file (or `agentd keys create`) ends it for the very next request,
+/// whichever connection answers the check (the file store's inline reader, its pool).
+#[tokio::test]
+async fn a_key_created_by_another_replica_ends_open_mode_at_the_next_request() {
+    use agentd_server::config::StoreLocation;
+    use serde_json::json;
+    use testkit::{Reply, TestApp};
+
+    let app = TestApp::spawn_with(|config| {
+        config.store = StoreLocation::DataDir(config.data_dir.clone());
+    })
+    .await;
+    let ask = json!({"model": "openai/gpt-test", "input": "hi"});
+    for _ in 0..3 {
+        app.fake.push(Reply::text("open mode"));
+        let (status, body) = app.post("/v1/agent", ask.clone()).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let other = agentd_server::build_state(&config("127.0.0.1:0", &app.data_dir))
+        .await
+        .expect("a second replica on the same data directory");
+    let key = other.engine.create_key("ops").await.expect("key created");
+    let (status, body) = app.post("/v1/agent", ask.clone()).await;
+    assert_eq!(status, 401, "{body}");
+    app.fake.push(Reply::text("with the key"));
+    let answer = app
+        .client
+        .post(app.url("/v1/agent"))
+        .bearer_auth(&key)
+        .json(&ask)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(answer.status().as_u16(), 200);
+}

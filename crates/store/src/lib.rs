@@ -67,6 +67,7 @@ mod postgres;
 mod script;
 mod script_run;
 mod sqlite;
+mod sqlite_reader;
 mod sqlite_writer;
 #[cfg(test)]
 mod upgrade_tests;

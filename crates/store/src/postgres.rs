@@ -163,6 +163,11 @@ impl PgStore {
     pub async fn close(&self) {
         self.writer.close().await;
     }
+
+    /// No read runs inline here (see `SqliteStore::read_inline`): the pool reads.
+    fn read_inline(&self, _sql: &str) -> Option<bool> {
+        None
+    }
 }
 
 /// What is wrong with a URL, without quoting it (sqlx's message may include the URL).

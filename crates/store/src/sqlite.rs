@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::store::StoreError;
@@ -14,6 +15,7 @@ use sqlx::sqlite::{
 
 use crate::checkpoint::{self, Checkpointer};
 use crate::group_commit::GroupWriter;
+use crate::sqlite_reader::InlineReader;
 use crate::{error, migrate, sqlite_writer};
 
 // The port modules are shared with the PostgreSQL back end (see `ports/mod.rs`).
@@ -104,6 +106,9 @@ pub struct SqliteStore {
     group: GroupWriter,
     /// Checkpoints the WAL off the commit path (`checkpoint.rs`); `None` in memory (no WAL).
     _checkpointer: Option<Checkpointer>,
+    /// Open mode's per-request read, at once on the caller's thread (`sqlite_reader.rs`);
+    /// `None` in memory (the database lives in the pool's one connection).
+    inline: Option<Arc<InlineReader>>,
 }
 
 impl SqliteStore {
@@ -146,6 +151,18 @@ impl SqliteStore {
     /// The pool that writes go through, for maintenance and tests that need raw SQL.
     pub fn pool(&self) -> &SqlitePool {
         &self.writer
+    }
+
+    /// Whether `sql` returns a row, read inline when the store has an [`InlineReader`] and it
+    /// can read now; `None` means: read through the pool.
+    fn read_inline(&self, sql: &str) -> Option<bool> {
+        self.inline.as_ref()?.exists(sql)
+    }
+
+    /// The inline reader, if any (tests).
+    #[cfg(test)]
+    pub(crate) fn inline_reader(&self) -> Option<&InlineReader> {
+        self.inline.as_deref()
     }
 
     /// Runs a run-path write through the group writer: in a transaction shared with the other
@@ -201,6 +218,8 @@ impl SqliteStore {
             journal_size_limit: checkpoints.journal_size_limit,
         })
         .await?;
+        // Open mode's per-request read, on the caller's thread.
+        let inline = InlineReader::open(options.get_filename())?;
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .test_before_acquire(false)
@@ -211,6 +230,7 @@ impl SqliteStore {
             reader,
             group,
             _checkpointer: Some(Checkpointer::spawn(checkpointer, checkpoints, gate)),
+            inline: Some(Arc::new(inline)),
         })
     }
 
@@ -237,6 +257,7 @@ impl SqliteStore {
             writer: pool.clone(),
             reader: pool,
             _checkpointer: None,
+            inline: None,
         })
     }
 }

@@ -73,6 +73,11 @@ impl KeyStore for Store {
     }
 
     async fn has_keys(&self) -> Result<bool, StoreError> {
+        // A file-backed SQLite store reads it at once on a connection of its own
+        // (`sqlite_reader.rs`); otherwise, or when that cannot read now, the pool does.
+        if let Some(found) = self.read_inline(ANY_KEY) {
+            return Ok(found);
+        }
         let row = sqlx::query(ANY_KEY)
             .fetch_optional(&self.reader)
             .await

@@ -49,6 +49,7 @@ pub mod models;
 mod render;
 mod reply;
 pub mod responses;
+mod template;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -63,7 +64,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, he
 use axum::response::{IntoResponse, Response};
 use errors::error_response;
 pub use providers::WireApi;
-use render::{Event, Part, Turn, json_response, percent_decode, query_param};
+use render::{Frames, Part, Turn, json_response, percent_decode, query_param};
 use reply::{End, Kind};
 pub use reply::{Gate, Reply};
 use serde_json::{Value, json};
@@ -466,13 +467,13 @@ async fn turn(
             )
         }
         Kind::Answer { .. } if streaming && !reply.not_streamed => {
-            let events = match wire {
+            let frames = match wire {
                 WireApi::ChatCompletions => chat_completions::stream(&turn),
-                WireApi::Responses => responses::stream(&turn),
-                WireApi::AnthropicMessages => anthropic::stream(&turn),
-                WireApi::Gemini => gemini::stream(&turn),
+                WireApi::Responses => Frames::from_events(&responses::stream(&turn)),
+                WireApi::AnthropicMessages => Frames::from_events(&anthropic::stream(&turn)),
+                WireApi::Gemini => Frames::from_events(&gemini::stream(&turn)),
             };
-            sse_reply(shared, &reply, events)
+            sse_reply(shared, &reply, frames)
         }
         // A server that does not stream has nothing to stall after.
         Kind::Answer { .. } if reply.end == End::Hang => hang_forever().await,
@@ -506,23 +507,19 @@ async fn turn(
 const SSE: &str = "text/event-stream; charset=utf-8";
 
 /// The SSE response of a rendered answer, with the reply's gate, delay and end applied.
-fn sse_reply(shared: Arc<Shared>, reply: &Reply, events: Vec<Event>) -> Response {
-    let events: Vec<Event> = match reply.end {
-        End::Finish => events,
-        End::Hang | End::Cut => events
-            .into_iter()
-            .filter(|event| event.part != Part::Closing)
-            .collect(),
-    };
+fn sse_reply(shared: Arc<Shared>, reply: &Reply, mut frames: Frames) -> Response {
+    if reply.end != End::Finish {
+        frames.retain(|part| part != Part::Closing);
+    }
     let gate = reply.gate.clone().map(|gate| {
-        let first_delta = events.iter().position(|event| event.part == Part::Delta);
-        let opening = events
-            .iter()
-            .take_while(|event| event.part == Part::Opening)
+        let first_delta = frames.parts().position(|part| part == Part::Delta);
+        let opening = frames
+            .parts()
+            .take_while(|part| *part == Part::Opening)
             .count();
         (first_delta.map_or(opening, |at| at + 1), gate)
     });
-    let frames = events.iter().map(Event::frame).collect();
+    let frames = frames.into_chunks();
     streamed(shared, 200, SSE, frames, gate, reply.delay, reply.end)
 }
 

@@ -60,11 +60,81 @@ impl Event {
         }
     }
 
-    pub(super) fn frame(&self) -> Bytes {
-        match &self.name {
-            Some(name) => Bytes::from(format!("event: {name}\ndata: {}\n\n", self.data)),
-            None => Bytes::from(format!("data: {}\n\n", self.data)),
+    /// The event's bytes on the wire (`event:` line, `data:` line, blank line).
+    fn write(&self, out: &mut Vec<u8>) {
+        if let Some(name) = &self.name {
+            out.extend_from_slice(b"event: ");
+            out.extend_from_slice(name.as_bytes());
+            out.push(b'\n');
         }
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(self.data.as_bytes());
+        out.extend_from_slice(b"\n\n");
+    }
+}
+
+/// The frames of a rendered stream, one SSE event each, written into one buffer: each frame
+/// is a slice of it, sent as a chunk of its own.
+#[derive(Debug, Default)]
+pub(super) struct Frames {
+    bytes: Vec<u8>,
+    /// Each frame's place in `bytes` and its part of the stream, in order.
+    frames: Vec<(std::ops::Range<usize>, Part)>,
+}
+
+impl Frames {
+    /// Room for `frames` frames of about `bytes` bytes in all.
+    pub(super) fn with_capacity(bytes: usize, frames: usize) -> Frames {
+        Frames {
+            bytes: Vec::with_capacity(bytes),
+            frames: Vec::with_capacity(frames),
+        }
+    }
+
+    pub(super) fn from_events(events: &[Event]) -> Frames {
+        let bytes = events
+            .iter()
+            .map(|event| event.data.len() + event.name.as_ref().map_or(0, |n| n.len() + 8) + 8)
+            .sum();
+        let mut frames = Frames::with_capacity(bytes, events.len());
+        for event in events {
+            frames.push(event);
+        }
+        frames
+    }
+
+    pub(super) fn push(&mut self, event: &Event) {
+        let start = self.bytes.len();
+        event.write(&mut self.bytes);
+        self.frames.push((start..self.bytes.len(), event.part));
+    }
+
+    /// A `data:` event whose payload `write` appends.
+    pub(super) fn push_data(&mut self, part: Part, write: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(b"data: ");
+        write(&mut self.bytes);
+        self.bytes.extend_from_slice(b"\n\n");
+        self.frames.push((start..self.bytes.len(), part));
+    }
+
+    /// Each frame's part, in order.
+    pub(super) fn parts(&self) -> impl Iterator<Item = Part> + '_ {
+        self.frames.iter().map(|(_, part)| *part)
+    }
+
+    /// Keeps only the frames whose part `keep` accepts.
+    pub(super) fn retain(&mut self, keep: impl Fn(Part) -> bool) {
+        self.frames.retain(|(_, part)| keep(*part));
+    }
+
+    /// The frames' bytes, each a slice of the one buffer.
+    pub(super) fn into_chunks(self) -> Vec<Bytes> {
+        let bytes = Bytes::from(self.bytes);
+        self.frames
+            .into_iter()
+            .map(|(range, _)| bytes.slice(range))
+            .collect()
     }
 }
 
@@ -178,5 +248,38 @@ mod tests {
             r#"{"args":{"b":1,"a":"\u00e9 \" x"},"other":"not json"}"#
         );
         assert_eq!(compact("{\n  \"a b\": [1, 2]\n}"), r#"{"a b":[1,2]}"#);
+    }
+
+    #[test]
+    fn frames_are_slices_of_one_buffer_in_the_sse_format() {
+        let named = Event::typed(&json!({"type": "ping"}), Part::Opening);
+        let plain = Event::data(&json!({"a": 1}), Part::Delta);
+        let mut frames = Frames::from_events(&[named, plain]);
+        frames.push_data(Part::Closing, |out| out.extend_from_slice(b"[DONE]"));
+        assert_eq!(
+            frames.parts().collect::<Vec<_>>(),
+            [Part::Opening, Part::Delta, Part::Closing]
+        );
+        let chunks = frames.into_chunks();
+        assert_eq!(
+            chunks,
+            [
+                Bytes::from_static(b"event: ping\ndata: {\"type\":\"ping\"}\n\n"),
+                Bytes::from_static(b"data: {\"a\":1}\n\n"),
+                Bytes::from_static(b"data: [DONE]\n\n"),
+            ]
+        );
+        let mut frames = Frames::default();
+        frames.push_data(Part::Opening, |out| out.push(b'1'));
+        frames.push_data(Part::Closing, |out| out.push(b'2'));
+        frames.push_data(Part::Delta, |out| out.push(b'3'));
+        frames.retain(|part| part != Part::Closing);
+        assert_eq!(
+            frames.into_chunks(),
+            [
+                Bytes::from_static(b"data: 1\n\n"),
+                Bytes::from_static(b"data: 3\n\n")
+            ]
+        );
     }
 }
