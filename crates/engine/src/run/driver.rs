@@ -316,9 +316,12 @@ impl Driver {
                 Err(err) => return Input::ModelFailed(err),
             },
         };
-        let mut flush = tokio::time::interval(FLUSH_EVERY);
+        // The first flush one period from now. (`interval`'s first tick is "immediate", but
+        // tokio rounds a timer's deadline up to the next millisecond: awaiting it put a wait
+        // of up to 1 ms, and a sleep of every thread, in front of every turn.)
+        let mut flush =
+            tokio::time::interval_at(tokio::time::Instant::now() + FLUSH_EVERY, FLUSH_EVERY);
         flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        flush.tick().await;
         // One wait for cancellation for the whole turn, not one registered and dropped per
         // event; one buffer for the effects of every event.
         let cancel = self.cancel.clone();

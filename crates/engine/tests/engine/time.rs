@@ -54,6 +54,26 @@ async fn a_long_turn_reaches_the_store_every_500_ms() {
     );
 }
 
+/// A turn whose model answers at once takes no time: nothing in the run waits on a timer (the
+/// flush timer's first tick, awaited as the turn began, put up to 1 ms in front of every turn:
+/// tokio rounds a deadline up to the next millisecond). The paused clock moves only when
+/// something waits on it; it starts half-way through a millisecond.
+#[tokio::test(start_paused = true)]
+async fn a_turn_answered_at_once_waits_on_no_timer() {
+    tokio::time::advance(Duration::from_micros(500)).await;
+    let h = Harness::new();
+    h.model("m").push(Turn::text("the answer"));
+    let started = tokio::time::Instant::now();
+    let handle = h
+        .engine
+        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+        .await
+        .unwrap();
+    let finished = handle.finish().await.unwrap();
+    assert_eq!(finished.response.status, ResponseStatus::Completed);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_run_that_ends_with_its_turn_stores_its_events_once_with_the_final_response() {
     let h = Harness::new();
