@@ -8,7 +8,7 @@
 
 use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
 
-use super::repeat::Chunks;
+use super::repeat::{Chunks, Reading};
 use super::wire::{Chunk, Completion, ExtraContent, FunctionDelta, Usage};
 use crate::sse::{SseDecoder, Step};
 
@@ -34,11 +34,45 @@ impl SseDecoder for Decoder {
         }
         // The common chunk in one pass (from its text when it begins as the previous one did);
         // anything else (and every error) through serde.
-        let chunk: Chunk = match self.fast.chunk(data) {
-            Some(chunk) => chunk,
+        let chunk: Chunk = match self.fast.next(data) {
+            // A text and nothing else: what `chunk_events` yields for its chunk.
+            Some(Reading::Text(text)) => {
+                if let Some(text) = text.filter(|text| !text.is_empty()) {
+                    out.push(ModelEvent::TextDelta(text));
+                }
+                return Ok(Step::Continue);
+            }
+            Some(Reading::Chunk(chunk)) => chunk,
             None => serde_json::from_str(data)
                 .map_err(|err| ModelError::Protocol(format!("invalid stream chunk: {err}")))?,
         };
+        self.chunk_events(chunk, out)?;
+        Ok(Step::Continue)
+    }
+
+    /// Closes the turn (at `[DONE]`, or when the body ends without it): the usage, then the
+    /// finish. A turn without a finish reason was cut short.
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let Some(finish) = self.finish.take() else {
+            return Err(ModelError::Protocol(
+                "the stream ended without a finish_reason".to_owned(),
+            ));
+        };
+        if let Some(usage) = self.usage.take() {
+            out.push(ModelEvent::Usage(usage));
+        }
+        out.push(ModelEvent::Finish(finish));
+        Ok(())
+    }
+}
+
+impl Decoder {
+    /// The events of one chunk's reading, pushed onto `out`.
+    pub(super) fn chunk_events(
+        &mut self,
+        chunk: Chunk,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
             let message = match error {
                 serde_json::Value::String(text) => text,
@@ -78,21 +112,6 @@ impl SseDecoder for Decoder {
         if let Some(usage) = chunk.usage {
             self.usage = Some(token_usage(&usage));
         }
-        Ok(Step::Continue)
-    }
-
-    /// Closes the turn (at `[DONE]`, or when the body ends without it): the usage, then the
-    /// finish. A turn without a finish reason was cut short.
-    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        let Some(finish) = self.finish.take() else {
-            return Err(ModelError::Protocol(
-                "the stream ended without a finish_reason".to_owned(),
-            ));
-        };
-        if let Some(usage) = self.usage.take() {
-            out.push(ModelEvent::Usage(usage));
-        }
-        out.push(ModelEvent::Finish(finish));
         Ok(())
     }
 }

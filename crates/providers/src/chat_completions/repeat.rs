@@ -18,7 +18,7 @@
 //! and any that differs after the text means reading the rest.
 
 use super::fast::{self, AtText};
-use super::wire::Chunk;
+use super::wire::{Chunk, ChunkChoice, Delta};
 
 /// The fast path across the chunks of one turn: [`fast::chunk`], resumed at the text when a
 /// chunk begins as the one its state was taken from.
@@ -34,8 +34,45 @@ pub(super) enum Path {
     Whole,
     /// From its text on (same bytes before it).
     Resumed,
-    /// Only its text (same bytes before and after it).
+    /// Only its text (same bytes before and after it), put in a copy of the kept reading.
     Text,
+    /// Only its text, and the kept reading holds nothing else: the text alone
+    /// ([`Reading::Text`]), no reading copied.
+    Plain,
+}
+
+/// What the fast path read in a chunk.
+#[derive(Debug)]
+pub(crate) enum Reading {
+    /// The chunk's reading.
+    Chunk(Chunk),
+    /// A chunk whose reading is one choice, index 0, whose delta holds this text and nothing
+    /// else: no tool call, finish reason, logprobs, other choice, usage or error (what serde
+    /// reads is [`Reading::into_chunk`]).
+    Text(Option<String>),
+}
+
+impl Reading {
+    /// The chunk this reading stands for.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn into_chunk(self) -> Chunk {
+        match self {
+            Reading::Chunk(chunk) => chunk,
+            Reading::Text(content) => Chunk {
+                choices: vec![ChunkChoice {
+                    index: 0,
+                    delta: Some(Delta {
+                        content,
+                        tool_calls: None,
+                    }),
+                    finish_reason: None,
+                    logprobs: None,
+                }],
+                usage: None,
+                error: None,
+            },
+        }
+    }
 }
 
 /// A chunk's bytes up to its first choice's text and the reader's state there.
@@ -46,16 +83,62 @@ struct Template {
     /// The bytes after the text of the last chunk read from this state, and (once two chunks
     /// in a row had the same) the reading of that rest, its text left out.
     suffix: String,
-    rest: Option<Chunk>,
+    rest: Option<Rest>,
+}
+
+/// The reading of a kept rest, its text left out.
+#[derive(Debug)]
+enum Rest {
+    /// Nothing but the text's empty place ([`Reading::Text`]'s chunk without its text).
+    Plain,
+    /// Anything else, copied for each chunk.
+    Kept(Chunk),
+}
+
+impl Rest {
+    /// `chunk`, its text taken out. (The patterns name every field: a field added to the
+    /// reading must be decided on here.)
+    fn of(chunk: Chunk) -> Rest {
+        let plain = match &chunk {
+            Chunk {
+                choices,
+                usage: None,
+                error: None,
+            } => matches!(
+                choices.as_slice(),
+                [ChunkChoice {
+                    index: 0,
+                    delta: Some(Delta {
+                        content: None,
+                        tool_calls: None,
+                    }),
+                    finish_reason: None,
+                    logprobs: None,
+                }]
+            ),
+            Chunk { .. } => false,
+        };
+        if plain {
+            Rest::Plain
+        } else {
+            Rest::Kept(chunk)
+        }
+    }
 }
 
 impl Chunks {
     /// The chunk `data` holds, or `None`: not read by the fast path (then serde reads it).
+    #[cfg(feature = "fuzzing")]
     pub(crate) fn chunk(&mut self, data: &str) -> Option<Chunk> {
+        self.next(data).map(Reading::into_chunk)
+    }
+
+    /// What `data` holds, or `None`: not read by the fast path (then serde reads it).
+    pub(crate) fn next(&mut self, data: &str) -> Option<Reading> {
         self.read(data).0
     }
 
-    pub(super) fn read(&mut self, data: &str) -> (Option<Chunk>, Path) {
+    pub(super) fn read(&mut self, data: &str) -> (Option<Reading>, Path) {
         if let Some(last) = &mut self.last
             && data.as_bytes().starts_with(last.prefix.as_bytes())
         {
@@ -72,24 +155,28 @@ impl Chunks {
                 rest: None,
             });
         }
-        (chunk, Path::Whole)
+        (chunk.map(Reading::Chunk), Path::Whole)
     }
 }
 
 impl Template {
     /// `data`, which begins with `self.prefix`, read from its text on.
-    fn resume(&mut self, data: &str) -> (Option<Chunk>, Path) {
+    fn resume(&mut self, data: &str) -> (Option<Reading>, Path) {
         let Some((text, end)) = fast::text_at(data, self.prefix.len()) else {
             return (None, Path::Resumed);
         };
         let after = data.as_bytes().get(end..).unwrap_or_default();
         let same_rest = after == self.suffix.as_bytes();
-        if same_rest && let Some(rest) = &self.rest {
-            let mut chunk = rest.clone();
-            if let Some(slot) = text_slot(&mut chunk) {
-                *slot = text;
-                return (Some(chunk), Path::Text);
+        match &self.rest {
+            Some(Rest::Plain) if same_rest => return (Some(Reading::Text(text)), Path::Plain),
+            Some(Rest::Kept(rest)) if same_rest => {
+                let mut chunk = rest.clone();
+                if let Some(slot) = text_slot(&mut chunk) {
+                    *slot = text;
+                    return (Some(Reading::Chunk(chunk)), Path::Text);
+                }
             }
+            _ => {}
         }
         let Some(mut chunk) = fast::after_text(data, end, self.state.clone(), text) else {
             return (None, Path::Resumed);
@@ -97,7 +184,7 @@ impl Template {
         if same_rest {
             if let Some(slot) = text_slot(&mut chunk) {
                 let text = slot.take();
-                self.rest = Some(chunk.clone());
+                self.rest = Some(Rest::of(chunk.clone()));
                 if let Some(slot) = text_slot(&mut chunk) {
                     *slot = text;
                 }
@@ -107,7 +194,7 @@ impl Template {
             self.suffix.push_str(after);
             self.rest = None;
         }
-        (Some(chunk), Path::Resumed)
+        (Some(Reading::Chunk(chunk)), Path::Resumed)
     }
 }
 
@@ -145,7 +232,8 @@ mod tests {
             .iter()
             .map(|data| {
                 let data = data.as_ref();
-                let (chunk, path) = fast.read(data);
+                let (reading, path) = fast.read(data);
+                let chunk = reading.map(Reading::into_chunk);
                 let serde = serde_json::from_str::<Chunk>(data);
                 crate::edits::agrees_with_serde(data, chunk, serde).then_some(path)
             })
@@ -277,14 +365,22 @@ mod tests {
             assert!(
                 texts
                     .iter()
-                    .all(|path| matches!(path, Some(Path::Resumed | Path::Text))),
+                    .all(|path| matches!(path, Some(Path::Resumed | Path::Text | Path::Plain))),
                 "{text}: {paths:?}"
             );
             let only_text = texts
                 .iter()
-                .filter(|path| **path == Some(Path::Text))
+                .filter(|path| matches!(path, Some(Path::Text | Path::Plain)))
                 .count();
             assert_eq!(only_text == 0, text.contains("{N}"), "{text}: {paths:?}");
+            // Where only the text differs, the text goes straight to its reading: none of these
+            // upstreams' rests holds anything the reading keeps but the text.
+            if !text.contains("{N}") {
+                assert!(
+                    texts[1..].iter().all(|path| *path == Some(Path::Plain)),
+                    "{text}: {paths:?}"
+                );
+            }
             // Every chunk is taken by the fast path.
             assert!(paths.iter().all(Option::is_some), "{text}: {paths:?}");
         }
@@ -305,7 +401,7 @@ mod tests {
         let paths = read_all(&fixture(include_str!(
             "../../tests/fixtures/chat_completions/text.sse"
         )));
-        assert!(paths.contains(&Some(Path::Text)), "{paths:?}");
+        assert!(paths.contains(&Some(Path::Plain)), "{paths:?}");
     }
 
     const PREFIX: &str = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"#;
@@ -357,7 +453,7 @@ mod tests {
             (PREFIX.replace(r#""delta":"#, r#""delta": "#), Some(Path::Whole)),
             (PREFIX.replace("chat.completion.chunk", "chat.completion.chunK"), Some(Path::Whole)),
             // The same prefix, then whitespace before the text.
-            (format!("{PREFIX} \n"), Some(Path::Text)),
+            (format!("{PREFIX} \n"), Some(Path::Plain)),
         ]
         .into_iter()
         .map(|(prefix, path)| (text_chunk(&prefix, "\"x\"", REST), path))
@@ -423,9 +519,9 @@ mod tests {
             [
                 // The text itself: null, escapes, non-ASCII, and values serde refuses or reads
                 // otherwise.
-                ("null", Some(Path::Text)),
-                (r#""a\"b\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#, Some(Path::Text)),
-                ("\"é 😀\"", Some(Path::Text)),
+                ("null", Some(Path::Plain)),
+                (r#""a\"b\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#, Some(Path::Plain)),
+                ("\"é 😀\"", Some(Path::Plain)),
                 (r#""\ud800""#, None),
                 (r#""\ud800\u0041""#, None),
                 ("\"a\tb\"", None),
@@ -457,9 +553,121 @@ mod tests {
         }
     }
 
+    /// A rest that repeats but holds more than the text (a running usage, a finish reason, a
+    /// choice index other than 0, a second choice, a tool call) keeps its reading and copies
+    /// it for each chunk: never the text alone.
+    #[test]
+    fn a_repeated_rest_with_more_than_the_text_is_not_read_as_text_alone() {
+        // (The fake provider's layout: the choice's index after the text.)
+        let index_after = r#"{"choices":[{"delta":{"content":"#;
+        let index_after_rest = r#"},"finish_reason":null,"index":0,"logprobs":null}]}"#;
+        let cases = [
+            (
+                PREFIX,
+                REST,
+                REST.replace(
+                    r#""usage":null"#,
+                    r#""usage":{"prompt_tokens":9,"completion_tokens":2}"#,
+                ),
+            ),
+            (
+                PREFIX,
+                REST,
+                REST.replace(r#""finish_reason":null"#, r#""finish_reason":"stop""#),
+            ),
+            (
+                PREFIX,
+                REST,
+                REST.replace(r#""finish_reason":null"#, r#""finish_reason":"""#),
+            ),
+            (
+                PREFIX,
+                REST,
+                REST.replace("}],", r#"},{"index":1,"delta":{"content":"other"}}],"#),
+            ),
+            (
+                index_after,
+                index_after_rest,
+                index_after_rest.replace(r#""index":0"#, r#""index":1"#),
+            ),
+            (PREFIX, REST, format!(r#","tool_calls":[]{REST}"#)),
+            (
+                PREFIX,
+                REST,
+                format!(r#","tool_calls":[{{"index":0,"function":{{"arguments":"{{}}"}}}}]{REST}"#),
+            ),
+        ];
+        for (prefix, plain, rest) in cases {
+            let mut chunks: Vec<String> = (0..4)
+                .map(|i| text_chunk(prefix, &format!("\"w{i}\""), plain))
+                .collect();
+            chunks.extend((0..4).map(|i| text_chunk(prefix, &format!("\"x{i}\""), &rest)));
+            let paths = read_all(&chunks);
+            assert_eq!(paths[3], Some(Path::Plain), "{rest}: {paths:?}");
+            assert_eq!(
+                paths[4..],
+                [
+                    Some(Path::Resumed),
+                    Some(Path::Resumed),
+                    Some(Path::Text),
+                    Some(Path::Text)
+                ],
+                "{rest}: {paths:?}"
+            );
+            assert_same_events(&chunks);
+        }
+    }
+
+    /// `chunks` through the turn's decoder (the fast path) and, each read by serde, through
+    /// the same decoder's reading of a chunk: the same events, or the same error.
+    fn assert_same_events<S: AsRef<str>>(chunks: &[S]) {
+        use crate::sse::SseDecoder;
+        use engine::model::ModelError;
+        let mut fast = super::super::decode::Decoder::default();
+        let mut slow = super::super::decode::Decoder::default();
+        let (mut fast_events, mut slow_events) = (Vec::new(), Vec::new());
+        for data in chunks {
+            let data = data.as_ref();
+            let fast_step = fast.data(data, &mut fast_events).map(|_| ());
+            let slow_step = serde_json::from_str::<Chunk>(data)
+                .map_err(|err| ModelError::Protocol(format!("invalid stream chunk: {err}")))
+                .and_then(|chunk| slow.chunk_events(chunk, &mut slow_events));
+            assert_eq!(fast_step, slow_step, "{data}");
+            assert_eq!(fast_events, slow_events, "{data}");
+        }
+        assert_eq!(
+            fast.end(&mut fast_events),
+            slow.end(&mut slow_events),
+            "the end"
+        );
+        assert_eq!(fast_events, slow_events, "the end");
+    }
+
+    #[test]
+    fn a_turns_events_are_those_of_serdes_readings() {
+        for (first, text, last) in UPSTREAMS {
+            assert_same_events(&turn(first, text, last));
+        }
+        for sse in [
+            include_str!("../../tests/fixtures/chat_completions/text.sse"),
+            include_str!("../../tests/fixtures/chat_completions/tool_calls.sse"),
+            include_str!("../../tests/fixtures/chat_completions/reasoning.sse"),
+            include_str!("../../tests/fixtures/chat_completions/cut.sse"),
+        ] {
+            assert_same_events(&fixture(sse));
+        }
+        // Texts that are empty or null make no event either way.
+        let chunks: Vec<String> = ["\"a\"", "\"\"", "null", "\"b\"", "\"\"", "null"]
+            .iter()
+            .map(|value| text_chunk(PREFIX, value, REST))
+            .collect();
+        assert_eq!(read_all(&chunks)[3..], [Some(Path::Plain); 3]);
+        assert_same_events(&chunks);
+    }
+
     #[test]
     fn every_one_character_edit_in_a_turn_reads_as_serde_reads_it() {
-        let mut taken = [0_usize; 3];
+        let mut taken = [0_usize; 4];
         let mut edits = 0;
         // The fake provider's turn (the text's rest repeats) and OpenAI's (it does not).
         for (first, text, last) in [UPSTREAMS[1], UPSTREAMS[0]] {
@@ -476,6 +684,7 @@ mod tests {
                         Some(Path::Whole) => taken[0] += 1,
                         Some(Path::Resumed) => taken[1] += 1,
                         Some(Path::Text) => taken[2] += 1,
+                        Some(Path::Plain) => taken[3] += 1,
                         None => {}
                     }
                 }
@@ -484,7 +693,7 @@ mod tests {
         // Each way of reading was taken by many of the edited chunks (only the text's own edits
         // keep both its prefix and its rest).
         assert!(
-            taken[0] > 5_000 && taken[1] > 5_000 && taken[2] > 100,
+            taken[0] > 5_000 && taken[1] > 5_000 && taken[2] + taken[3] > 100 && taken[3] > 100,
             "{taken:?} of {edits}"
         );
     }
