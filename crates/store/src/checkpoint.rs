@@ -231,27 +231,27 @@ mod tests {
     /// An event line of about 1 KiB that does not compress (the store packs event chunks):
     /// 1,000 pseudo-random letters.
     fn noise(seed: u64) -> String {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let pad: String = (0..1000)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                char::from(b'a' + (state % 26) as u8)
-            })
-            .collect();
+        let pad =
+            crate::event_pack::random_letters(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, 1000);
         format!("{{\"type\":\"x\",\"pad\":\"{pad}\"}}")
     }
 
     /// Stores `batches` event batches of 50 events of 1 KiB each (about 50 KiB of rows each)
     /// through the group writer; returns the largest WAL file seen after a write.
-    async fn write_events(store: &SqliteStore, dir: &Path, batches: std::ops::Range<u64>) -> u64 {
+    /// Appends `per_batch` events of ~1 KiB per batch, one transaction each; the WAL file's
+    /// largest size seen after a commit.
+    async fn write_events(
+        store: &SqliteStore,
+        dir: &Path,
+        batches: std::ops::Range<u64>,
+        per_batch: u64,
+    ) -> u64 {
         let mut largest = 0;
         for batch in batches {
-            let events: Vec<EventRecord> = (0..50)
+            let events: Vec<EventRecord> = (0..per_batch)
                 .map(|n| EventRecord {
                     sequence_number: n,
-                    data: noise(batch * 50 + n).into(),
+                    data: noise(batch * per_batch + n).into(),
                 })
                 .collect();
             store
@@ -275,7 +275,7 @@ mod tests {
             journal_size_limit: MIB as i64,
         })
         .await;
-        let largest = write_events(&store, &dir, 0..160).await;
+        let largest = write_events(&store, &dir, 0..160, 50).await;
         assert!(
             largest > 6 * MIB,
             "8 MiB of events all stay in the WAL until the checkpointer runs: {largest} bytes"
@@ -375,10 +375,13 @@ mod tests {
         .await;
         // 8 MiB of events, then small writes: once the checkpointer has copied the WAL into
         // the database file, the next write starts the WAL over and truncates its file to the
-        // journal size limit (1 MiB). Without the checkpointer it would keep growing.
-        let largest = write_events(&store, &dir, 0..160).await;
+        // journal size limit (1 MiB). Without the checkpointer it would keep growing. Three
+        // transactions of 2.7 MiB each: the WAL holds more than 2 MiB after each commit
+        // whatever the checkpointer did meanwhile (with 160 small ones it could keep up, and
+        // the WAL never grew: this test failed about one run in ten).
+        let largest = write_events(&store, &dir, 0..3, 2_700).await;
         assert!(largest > 2 * MIB, "{largest}");
-        // The events' lines alone are 7.8 MiB (one chunk row of 50 per batch).
+        // The events' lines alone are 7.9 MiB (one chunk row of 2,700 per batch).
         checkpointed(&dir, 7 * MIB).await;
         let mut small = 0;
         while wal_bytes(&dir) > MIB {
@@ -404,7 +407,7 @@ mod tests {
                 .fetch_one(&mut *connection)
                 .await
                 .unwrap();
-        assert_eq!(count, 160 * 50 + small, "every event is stored");
+        assert_eq!(count, 3 * 2_700 + small, "every event is stored");
         drop(connection);
         store.close().await;
         let _ = std::fs::remove_dir_all(&dir);

@@ -71,6 +71,20 @@ pub(crate) fn unpack(packed: &[u8]) -> Result<String, String> {
     String::from_utf8(lines).map_err(|_| "a packed chunk whose lines are not UTF-8".to_owned())
 }
 
+/// `n` pseudo-random lowercase letters (xorshift from `state`, which must not be 0): text that
+/// does not compress, for the tests of packed chunks and of the WAL's size.
+#[cfg(test)]
+pub(crate) fn random_letters(mut state: u64, n: usize) -> String {
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'a' + (state % 26) as u8)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,15 +113,7 @@ mod tests {
     fn short_or_random_lines_stay_as_they_are() {
         assert_eq!(pack(&lines(1)), None);
         // 600 pseudo-random letters: LZ4 cannot make them smaller.
-        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-        let random: String = (0..600)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                char::from(b'a' + (state % 26) as u8)
-            })
-            .collect();
+        let random = random_letters(0x9E37_79B9_7F4A_7C15, 600);
         assert_eq!(pack(&random), None);
     }
 
