@@ -57,8 +57,12 @@ async fn logs_read_back(store: &dyn EventStore) -> TestResult {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestResult {
+/// A SQLite store in a new temporary directory, migrated to just before `version`, with `sql`
+/// run on it as that version would have written it; its directory.
+async fn sqlite_store_before(
+    version: i64,
+    sql: String,
+) -> Result<std::path::PathBuf, Box<dyn Error>> {
     let dir =
         std::env::temp_dir().join(format!("agentd-upgrade-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir)?;
@@ -66,11 +70,19 @@ async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestRe
         .filename(dir.join(crate::DATABASE_FILE))
         .create_if_missing(true);
     let old = sqlx::SqlitePool::connect_with(options).await?;
-    migrate::migrator(before(migrate::SQLITE, 11))
+    migrate::migrator(before(migrate::SQLITE, version))
         .run(&old)
         .await?;
-    sqlx::raw_sql(VERSION_10_LOGS).execute(&old).await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&old)
+        .await?;
     old.close().await;
+    Ok(dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestResult {
+    let dir = sqlite_store_before(11, VERSION_10_LOGS.to_owned()).await?;
 
     let store = SqliteStore::open(&dir).await?;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
@@ -104,21 +116,8 @@ fn version_11_chunk() -> (Vec<EventRecord>, String) {
 /// writes): the old chunk reads back byte for byte, with the packed ones appended after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_text_chunks_of_version_11_read_with_packed_ones() -> TestResult {
-    let dir =
-        std::env::temp_dir().join(format!("agentd-upgrade-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir)?;
-    let options = SqliteConnectOptions::new()
-        .filename(dir.join(crate::DATABASE_FILE))
-        .create_if_missing(true);
-    let old = sqlx::SqlitePool::connect_with(options).await?;
-    migrate::migrator(before(migrate::SQLITE, 12))
-        .run(&old)
-        .await?;
     let (mut expected, insert) = version_11_chunk();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(insert))
-        .execute(&old)
-        .await?;
-    old.close().await;
+    let dir = sqlite_store_before(12, insert).await?;
 
     let store = SqliteStore::open(&dir).await?;
     let more: Vec<EventRecord> = (20..60)
