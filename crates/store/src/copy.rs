@@ -56,7 +56,7 @@ enum Value {
 
 use Column::{Blob, EventLines, Int, NullInt, NullText, Text};
 
-/// The tables of the schema (version 12), parents before children, with every column.
+/// The tables of the schema (version 13), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (

@@ -1,20 +1,36 @@
-//! A chunk of event lines compressed for SQLite (schema version 12): the `data` of an
+//! A chunk of event lines compressed for SQLite (schema version 12 and 13): the `data` of an
 //! `event_chunks` row is then a BLOB, not TEXT.
 //!
 //! A run's event lines are very repetitive (every delta repeats the item id, the indexes, the
 //! field names): a non-streaming 64-token answer's 72 lines, 16.7 KB as text (four overflow
 //! pages of SQLite's 4 KiB), are 2 KB in LZ4 (`lz4_flex`, pure Rust, no `unsafe` with the
-//! features the workspace enables): the row fits in its leaf page. Packing takes ~4.5 µs per
-//! such chunk on the caller's task, unpacking ~1.5 µs (zstd saves ~700 more bytes, still one
-//! page, for 2–5× the CPU; docs/benchmarks.md, "Issue 18, seventh pass").
+//! features the workspace enables): the row fits in its leaf page. Since version 13 the block
+//! is compressed against a fixed dictionary, [`DICTIONARY`]: the event lines of a run with its
+//! ids zeroed and its text left out, so that the first `response.created` line and the first
+//! of each kind of event are matches too (2,035 → 1,394 bytes for that chunk): under ~2,030
+//! bytes two rows share a 4 KiB page. Packing takes ~100 k instructions per such chunk on the
+//! caller's task (the same with the dictionary as without: hashing the dictionary costs what
+//! its matches save), into an output buffer kept per thread (docs/benchmarks.md, "Issue 18,
+//! seventh pass" and "eighth pass: the store's CPU per request").
 //!
-//! The format: one format byte [`LZ4`], the length of the lines in bytes (u32, little endian),
-//! then an LZ4 block of the lines. The storage class tells the formats apart: a TEXT `data` is
-//! the lines as they are (rows written before version 12, lines too short or too random to
-//! gain, and PostgreSQL, whose `TEXT` TOAST already compresses), a BLOB is packed.
+//! The format: one format byte ([`LZ4`] or [`LZ4_DICTIONARY`]), the length of the lines in
+//! bytes (u32, little endian), then an LZ4 block of the lines. The storage class tells the
+//! formats apart: a TEXT `data` is the lines as they are (rows written before version 12,
+//! lines too short or too random to gain, and PostgreSQL, whose `TEXT` TOAST already
+//! compresses), a BLOB is packed. Version 12 wrote [`LZ4`] blocks, which still read.
 
-/// The format byte of an LZ4 block.
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// The format byte of an LZ4 block without a dictionary (written by schema version 12).
 const LZ4: u8 = 1;
+
+/// The format byte of an LZ4 block compressed against [`DICTIONARY`] (version 13 on).
+const LZ4_DICTIONARY: u8 = 2;
+
+/// What [`LZ4_DICTIONARY`] blocks are compressed against. Never to be changed: the blocks
+/// stored refer to its bytes (a new dictionary would be a new format byte).
+const DICTIONARY: &[u8] = include_bytes!("event_pack_dictionary.jsonl");
 
 /// Bytes before the block: the format byte and the length.
 const HEADER: usize = 5;
@@ -28,27 +44,57 @@ const MIN_PACKED: usize = 512;
 /// corrupt row, refused before anything is allocated for it.
 const MAX_RATIO: usize = 255;
 
+/// The largest output buffer a thread keeps from one chunk to the next (for lines up to ~58
+/// KB); longer lines are packed into a buffer of their own.
+const KEPT_BUFFER: usize = 64 * 1024;
+
+thread_local! {
+    /// The output buffer of the thread's last packing: not allocated and zeroed again for each
+    /// chunk.
+    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The lines packed, or `None` when they are better stored as they are (short, or not smaller
 /// packed).
-pub(crate) fn pack(lines: &str) -> Option<Vec<u8>> {
+pub(crate) fn pack(lines: &str) -> Option<Arc<[u8]>> {
+    if HEADER + lz4_flex::block::get_maximum_output_size(lines.len()) > KEPT_BUFFER {
+        return pack_with(lines, &mut Vec::new());
+    }
+    BUFFER.with_borrow_mut(|buffer| pack_with(lines, buffer))
+}
+
+/// [`pack`] with `buffer` as the output buffer (grown as needed; whatever it holds is written
+/// over).
+fn pack_with(lines: &str, buffer: &mut Vec<u8>) -> Option<Arc<[u8]>> {
     if lines.len() < MIN_PACKED {
         return None;
     }
     let length = u32::try_from(lines.len()).ok()?;
-    let mut packed = vec![0; HEADER + lz4_flex::block::get_maximum_output_size(lines.len())];
-    packed[0] = LZ4;
-    packed[1..HEADER].copy_from_slice(&length.to_le_bytes());
-    let block = lz4_flex::block::compress_into(lines.as_bytes(), &mut packed[HEADER..]).ok()?;
-    packed.truncate(HEADER + block);
-    (packed.len() < lines.len()).then_some(packed)
+    let size = HEADER + lz4_flex::block::get_maximum_output_size(lines.len());
+    if buffer.len() < size {
+        buffer.resize(size, 0);
+    }
+    let output = &mut buffer[..size];
+    output[0] = LZ4_DICTIONARY;
+    output[1..HEADER].copy_from_slice(&length.to_le_bytes());
+    let block = lz4_flex::block::compress_into_with_dict(
+        lines.as_bytes(),
+        &mut output[HEADER..],
+        DICTIONARY,
+    )
+    .ok()?;
+    let packed = &output[..HEADER + block];
+    (packed.len() < lines.len()).then(|| Arc::from(packed))
 }
 
 /// The lines of a packed chunk; `Err` says what is wrong with it.
 pub(crate) fn unpack(packed: &[u8]) -> Result<String, String> {
     let (&format, rest) = packed.split_first().ok_or("an empty packed chunk")?;
-    if format != LZ4 {
-        return Err(format!("a packed chunk of unknown format {format}"));
-    }
+    let dictionary = match format {
+        LZ4 => None,
+        LZ4_DICTIONARY => Some(DICTIONARY),
+        _ => return Err(format!("a packed chunk of unknown format {format}")),
+    };
     let (length, block) = rest
         .split_first_chunk::<4>()
         .ok_or("a packed chunk cut short")?;
@@ -61,8 +107,13 @@ pub(crate) fn unpack(packed: &[u8]) -> Result<String, String> {
         ));
     }
     let mut lines = vec![0; length];
-    let written = lz4_flex::block::decompress_into(block, &mut lines)
-        .map_err(|e| format!("a packed chunk that does not unpack: {e}"))?;
+    let written = match dictionary {
+        None => lz4_flex::block::decompress_into(block, &mut lines),
+        Some(dictionary) => {
+            lz4_flex::block::decompress_into_with_dict(block, &mut lines, dictionary)
+        }
+    }
+    .map_err(|e| format!("a packed chunk that does not unpack: {e}"))?;
     if written != length {
         return Err(format!(
             "a packed chunk of {written} bytes of lines, not the {length} it claims"
@@ -100,13 +151,111 @@ mod tests {
             .join("\n")
     }
 
+    /// The lines as schema version 12 packed them: an [`LZ4`] block, no dictionary.
+    fn packed_by_version_12(lines: &str) -> Vec<u8> {
+        let mut packed = vec![LZ4];
+        packed.extend_from_slice(&u32::try_from(lines.len()).unwrap().to_le_bytes());
+        packed.extend(lz4_flex::block::compress(lines.as_bytes()));
+        packed
+    }
+
+    /// The event lines of a non-streaming run answering `words` words: the dictionary's lines
+    /// with other ids, the text filled in, one delta per word, each line its own number.
+    fn run_lines(words: usize) -> String {
+        let dictionary = std::str::from_utf8(DICTIONARY)
+            .unwrap()
+            .replace(
+                "00000000-0000-0000-0000-000000000000",
+                "01a243e7-e0bb-732b-a36b-fb43cb9257ce",
+            )
+            .replace(r#""created_at":0"#, r#""created_at":1796435599"#);
+        let said: Vec<String> = (0..words)
+            .map(|n| format!(" w{}", n * 7919 % 1000))
+            .collect();
+        let text = said.concat();
+        let mut lines = Vec::new();
+        for line in dictionary.lines() {
+            if line.contains("response.output_text.delta") {
+                for word in &said {
+                    lines.push(line.replace(r#""delta":"""#, &format!(r#""delta":"{word}""#)));
+                }
+            } else {
+                lines.push(line.replace(r#""text":"""#, &format!(r#""text":"{text}""#)));
+            }
+        }
+        let numbered: Vec<String> = lines
+            .iter()
+            .enumerate()
+            .map(|(n, line)| {
+                let at = line.rfind(r#""sequence_number":"#).unwrap();
+                format!("{}\"sequence_number\":{n}}}", &line[..at])
+            })
+            .collect();
+        numbered.join("\n")
+    }
+
     #[test]
     fn lines_round_trip_byte_for_byte() {
-        for text in [lines(72), lines(5000), format!("{}é\u{1F600}", lines(20))] {
+        for text in [
+            lines(72),
+            lines(5000),
+            format!("{}é\u{1F600}", lines(20)),
+            run_lines(64),
+        ] {
             let packed = pack(&text).unwrap();
+            assert_eq!(packed[0], LZ4_DICTIONARY);
             assert!(packed.len() * 3 < text.len(), "{} bytes", packed.len());
             assert_eq!(unpack(&packed).unwrap(), text);
         }
+    }
+
+    #[test]
+    fn blocks_packed_by_version_12_still_unpack() {
+        for text in [lines(72), run_lines(64), format!("{}é\u{1F600}", lines(20))] {
+            assert_eq!(unpack(&packed_by_version_12(&text)).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn the_dictionary_makes_a_runs_chunk_fit_two_to_a_page() {
+        let text = run_lines(64);
+        let packed = pack(&text).unwrap();
+        let without = packed_by_version_12(&text);
+        // Two rows of ~60 bytes more (the key, SQLite's cell header) in a 4 KiB page.
+        assert!(packed.len() < 1_900, "{} bytes", packed.len());
+        assert!(
+            packed.len() * 4 < without.len() * 3,
+            "{} bytes, {} without the dictionary",
+            packed.len(),
+            without.len()
+        );
+    }
+
+    #[test]
+    fn the_dictionary_is_the_one_stored_blocks_refer_to() {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(DICTIONARY);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex, "fc3b8b281050ce2aa1017752855b94f909d96a817d0903534d2350679b143457",
+            "the dictionary of format {LZ4_DICTIONARY} changed: blocks already stored would \
+             unpack wrong; a new dictionary needs a new format byte"
+        );
+    }
+
+    #[test]
+    fn a_buffer_kept_from_a_longer_chunk_packs_the_same_bytes_as_a_new_one() {
+        let (long, short) = (run_lines(200), lines(30));
+        let fresh = pack_with(&short, &mut Vec::new()).unwrap();
+        let mut kept = Vec::new();
+        pack_with(&long, &mut kept).unwrap();
+        let grown = kept.len();
+        assert_eq!(pack_with(&short, &mut kept).unwrap(), fresh);
+        assert_eq!(kept.len(), grown, "the buffer is reused, not replaced");
+        // And the thread's own buffer, through `pack`.
+        pack(&long).unwrap();
+        assert_eq!(pack(&short).unwrap(), fresh);
+        assert!(BUFFER.with_borrow(|buffer| buffer.len() >= grown));
     }
 
     #[test]
@@ -119,34 +268,41 @@ mod tests {
 
     #[test]
     fn a_corrupt_chunk_is_an_error_not_a_panic() {
-        let good = pack(&lines(72)).unwrap();
-        let claimed = u32::from_le_bytes(good[1..HEADER].try_into().unwrap());
-        let mut wrong_length = good.clone();
-        wrong_length[1..HEADER].copy_from_slice(&(claimed + 1).to_le_bytes());
-        let mut huge = good.clone();
-        huge[1..HEADER].copy_from_slice(&u32::MAX.to_le_bytes());
-        let mut bad_block = good.clone();
-        for byte in &mut bad_block[HEADER..] {
-            *byte = 0xff;
-        }
-        // An LZ4 block of three literal bytes that are not UTF-8.
-        let not_utf8 = [LZ4, 3, 0, 0, 0, 0x30, 0xff, 0xfe, 0xfd];
-        let cases: [(&[u8], &str); 7] = [
-            (&[], "empty"),
-            (&[9, 1, 0, 0, 0], "unknown format 9"),
-            (&good[..3], "cut short"),
-            (&huge, "claiming 4294967295"),
-            (&wrong_length, "not the"),
-            (&bad_block, "unpack"),
-            (&not_utf8, "not UTF-8"),
-        ];
-        for (packed, says) in cases {
-            let err = unpack(packed).unwrap_err();
-            assert!(err.contains(says), "{says}: {err}");
-        }
-        // Every truncation of a good chunk is refused too.
-        for end in 0..good.len() {
-            assert!(unpack(&good[..end]).is_err(), "cut at {end}");
+        for (format, good) in [
+            (LZ4_DICTIONARY, pack(&lines(72)).unwrap().to_vec()),
+            (LZ4, packed_by_version_12(&lines(72))),
+        ] {
+            let claimed = u32::from_le_bytes(good[1..HEADER].try_into().unwrap());
+            let mut wrong_length = good.clone();
+            wrong_length[1..HEADER].copy_from_slice(&(claimed + 1).to_le_bytes());
+            let mut huge = good.clone();
+            huge[1..HEADER].copy_from_slice(&u32::MAX.to_le_bytes());
+            let mut bad_block = good.clone();
+            for byte in &mut bad_block[HEADER..] {
+                *byte = 0xff;
+            }
+            // An LZ4 block of three literal bytes that are not UTF-8.
+            let not_utf8 = [format, 3, 0, 0, 0, 0x30, 0xff, 0xfe, 0xfd];
+            let cases: [(&[u8], &str); 7] = [
+                (&[], "empty"),
+                (&[9, 1, 0, 0, 0], "unknown format 9"),
+                (&good[..3], "cut short"),
+                (&huge, "claiming 4294967295"),
+                (&wrong_length, "not the"),
+                (&bad_block, "unpack"),
+                (&not_utf8, "not UTF-8"),
+            ];
+            for (packed, says) in cases {
+                let err = unpack(packed).unwrap_err();
+                assert!(err.contains(says), "format {format}, {says}: {err}");
+            }
+            // Every truncation of a good chunk is refused too.
+            for end in 0..good.len() {
+                assert!(
+                    unpack(&good[..end]).is_err(),
+                    "format {format}, cut at {end}"
+                );
+            }
         }
     }
 

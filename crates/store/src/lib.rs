@@ -28,7 +28,7 @@
 //!   a `rusqlite` connection; `script.rs`: such a write as data (statements and values);
 //!   `script_run.rs`: how the task runs a batch of them on each back end.
 //! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path.
-//! - `event_pack.rs`: event chunks compressed (LZ4) for SQLite, and unpacked for every reader.
+//! - `event_pack.rs`: event chunks compressed (LZ4, against a fixed dictionary) for SQLite, and unpacked for every reader.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!

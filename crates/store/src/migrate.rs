@@ -76,6 +76,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "packed_event_chunks",
         include_str!("../migrations/sqlite/0012_packed_event_chunks.sql"),
     ),
+    (
+        13,
+        "dictionary_packed_event_chunks",
+        include_str!("../migrations/sqlite/0013_dictionary_packed_event_chunks.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.

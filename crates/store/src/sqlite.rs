@@ -45,7 +45,7 @@ mod dialect {
     pub(super) const WRITE_BEGIN: &str = "BEGIN IMMEDIATE";
 
     /// Event chunks are stored packed where that makes them smaller (schema version 12,
-    /// `event_pack.rs`): their lines fill pages of the WAL and of the database file.
+    /// against a fixed dictionary since 13, `event_pack.rs`): their lines fill pages of the WAL and of the database file.
     pub(super) const PACK_EVENTS: bool = true;
 
     /// The oldest claimable job and its state before the claim.

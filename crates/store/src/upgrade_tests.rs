@@ -88,7 +88,7 @@ async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestRe
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
         .fetch_one(store.pool())
         .await?;
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     let result = logs_read_back(&store).await;
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
@@ -112,7 +112,7 @@ fn version_11_chunk() -> (Vec<EventRecord>, String) {
     (events, insert)
 }
 
-/// A store of version 11 (text chunks) opened by version 12 (which packs the chunks it
+/// A store of version 11 (text chunks) opened by this version (which packs the chunks it
 /// writes): the old chunk reads back byte for byte, with the packed ones appended after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_text_chunks_of_version_11_read_with_packed_ones() -> TestResult {
@@ -133,6 +133,56 @@ async fn sqlite_text_chunks_of_version_11_read_with_packed_ones() -> TestResult 
             .fetch_all(store.pool())
             .await?;
     assert_eq!(kinds, ["text", "blob"]);
+    for after in [None, Some(0), Some(19), Some(20), Some(58)] {
+        let from = after.map_or(0, |n| n as usize + 1);
+        assert_eq!(
+            store.events_after("resp_c", after).await?,
+            expected[from..],
+            "after {after:?}"
+        );
+    }
+    store.close().await;
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}
+
+/// A store of version 12 (chunks packed without a dictionary) opened by version 13 (which packs
+/// against the dictionary): the old chunk reads back byte for byte, with the new ones after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_chunks_packed_by_version_12_read_with_the_new_ones() -> TestResult {
+    let (mut expected, _) = version_11_chunk();
+    let lines: Vec<&str> = expected.iter().map(|e| &*e.data).collect();
+    let lines = lines.join("\n");
+    // As version 12 packed it: format byte 1, the length, an LZ4 block without a dictionary.
+    let mut packed = vec![1];
+    packed.extend_from_slice(&u32::try_from(lines.len())?.to_le_bytes());
+    packed.extend(lz4_flex::block::compress(lines.as_bytes()));
+    let hex: String = packed.iter().map(|b| format!("{b:02X}")).collect();
+    let insert = format!(
+        "INSERT INTO event_chunks (response_id, first_sequence, last_sequence, data) \
+         VALUES ('resp_c', 0, 19, X'{hex}')"
+    );
+    let dir = sqlite_store_before(13, insert).await?;
+
+    let store = SqliteStore::open(&dir).await?;
+    let more: Vec<EventRecord> = (20..60)
+        .map(|n| EventRecord {
+            sequence_number: n,
+            data: format!(r#"{{"type":"response.output_text.delta","delta":"ü {n}"}}"#).into(),
+        })
+        .collect();
+    store.append_events("resp_c", &more).await?;
+    expected.extend(more);
+    let formats: Vec<String> = sqlx::query_scalar(
+        "SELECT hex(substr(data, 1, 1)) FROM event_chunks ORDER BY first_sequence",
+    )
+    .fetch_all(store.pool())
+    .await?;
+    assert_eq!(
+        formats,
+        ["01", "02"],
+        "the old chunk kept, the new one against the dictionary"
+    );
     for after in [None, Some(0), Some(19), Some(20), Some(58)] {
         let from = after.map_or(0, |n| n as usize + 1);
         assert_eq!(

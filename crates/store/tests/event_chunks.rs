@@ -1,8 +1,8 @@
 //! The event log stored in chunks (schema version 11): one row per flushed batch, read back
 //! event by event from any cursor; retried and overlapping flushes read once; the per-event
 //! rows of older versions (table `events`) read, purged and deleted with the chunks; on SQLite
-//! (version 12) chunks packed when that makes them smaller, and read back byte for byte. Every
-//! test runs on SQLite and on PostgreSQL.
+//! (version 12; 13: against a dictionary) chunks packed when that makes them smaller, and read
+//! back byte for byte. Every test runs on SQLite and on PostgreSQL.
 
 mod common;
 

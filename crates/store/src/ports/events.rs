@@ -13,7 +13,7 @@
 //! Rows of the per-event table `events` (written before version 11, or by an older replica
 //! during a rolling upgrade) are read as one-event chunks.
 //!
-//! On SQLite (schema version 12) a chunk's lines are stored packed, a BLOB (`event_pack.rs`),
+//! On SQLite (schema version 12; 13: against a dictionary) a chunk's lines are stored packed, a BLOB (`event_pack.rs`),
 //! when that makes them smaller; a TEXT `data` is the lines as they are. Readers take either.
 //! PostgreSQL stores TEXT, which its TOAST compresses already.
 
@@ -143,7 +143,7 @@ fn pack(lines: &str) -> Option<Data> {
     if !dialect::PACK_EVENTS {
         return None;
     }
-    event_pack::pack(lines).map(|packed| Data::Packed(Arc::from(packed)))
+    event_pack::pack(lines).map(Data::Packed)
 }
 
 /// Appends encoded events to a write (idempotent, see the module documentation).
