@@ -74,13 +74,7 @@ pub(crate) async fn transcript_for(
     project_id: &str,
     request: &CreateRequest,
 ) -> Result<(Vec<InputItem>, Continuation), EngineError> {
-    // A run of this process whose row is not stored yet is still in progress: refused as its
-    // stored row would be.
-    if let Some(previous_id) = request.previous_response_id.as_deref()
-        && let Some(previous) = core.live.unstored(project_id, previous_id)?
-    {
-        return Err(not_continuable(previous_id, previous.response.status));
-    }
+    refuse_unwritten(core, project_id, request.previous_response_id.as_deref())?;
     transcript_of(
         core.store.as_ref(),
         project_id,
@@ -89,6 +83,21 @@ pub(crate) async fn transcript_for(
         request.input.clone(),
     )
     .await
+}
+
+/// A `previous_response_id` naming a run of this process whose row is not written yet (it is
+/// in progress: `live.rs`) is refused as its stored in-progress row would be.
+pub(crate) fn refuse_unwritten(
+    core: &Core,
+    project_id: &str,
+    previous_id: Option<&str>,
+) -> Result<(), EngineError> {
+    if let Some(previous_id) = previous_id
+        && let Some(previous) = core.live.unstored(project_id, previous_id)?
+    {
+        return Err(not_continuable(previous_id, previous.response.status));
+    }
+    Ok(())
 }
 
 /// The refusal of a `previous_response_id` whose response has not ended (or failed).
