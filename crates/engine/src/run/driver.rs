@@ -229,9 +229,9 @@ impl Driver {
     /// record.)
     ///
     /// When this is the run's first write and it fails, nothing of the run is stored: the run
-    /// fails as a failed start write failed it before the row was written at the end (a plain
-    /// request answers the store's HTTP error, a stream ends with `response.failed`), and the
-    /// failed response is written once more (a store that failed once may take it).
+    /// fails, visibly, as a failed write at start made it fail when the row was written there
+    /// (a plain request answers the store's HTTP error, a stream ends with `response.failed`),
+    /// and the failed response is written once more (a store that failed once may take it).
     async fn end(&mut self, mut ending: Box<Ending>) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
