@@ -224,8 +224,7 @@ impl Engine {
     ) -> Result<Deleted, EngineError> {
         let record = self
             .core
-            .store
-            .get_response(project_id, id)
+            .response(project_id, id)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("response \"{id}\" not found")))?;
         if !record.response.status.is_terminal() {

@@ -17,7 +17,7 @@ use crate::mcp::McpConnector;
 use crate::metrics::Metrics;
 use crate::model::ModelRouter;
 use crate::secrets::Sealer;
-use crate::store::Store;
+use crate::store::{ResponseRecord, Store, StoreError};
 
 /// Everything slow or external the engine reaches, as adapters of its ports.
 pub struct Ports {
@@ -78,5 +78,25 @@ impl Core {
             jobs: TaskTracker::new(),
             oauth_pending: Default::default(),
         }
+    }
+}
+
+impl Core {
+    /// A response of this project by id, wherever it is: a run of this process whose row is not
+    /// written yet answers its in-progress record from memory (`live.rs`, [`UnstoredRow`]),
+    /// anything else the store's row. Every lookup by id (retrieve, cancel, resume, delete,
+    /// input items, files, listing cursors) goes through here. The live map is asked first: its
+    /// row is dropped only after the store has it, so a run is never in neither.
+    ///
+    /// [`UnstoredRow`]: crate::live::UnstoredRow
+    pub(crate) async fn response(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ResponseRecord>, StoreError> {
+        if let Some(record) = self.live.unstored(project_id, id)? {
+            return Ok(Some(record));
+        }
+        self.store.get_response(project_id, id).await
     }
 }

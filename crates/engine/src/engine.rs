@@ -14,6 +14,7 @@ use crate::config::EngineConfig;
 use crate::core::{Core, Ports};
 use crate::error::EngineError;
 use crate::events::EventLog;
+use crate::live::InitialRow;
 use crate::metrics::MetricsSnapshot;
 use crate::model::ModelRouter;
 use crate::plan::{self, JobPayload};
@@ -105,8 +106,7 @@ impl Engine {
                 )));
             }
         }
-        let (transcript, context) =
-            plan::transcript_for(core.store.as_ref(), project_id, &request).await?;
+        let (transcript, context) = plan::transcript_for(core, project_id, &request).await?;
         let connectors = connector_tools::resolve(
             core,
             project_id,
@@ -156,31 +156,50 @@ impl Engine {
         };
         // Serialized once for the stored row and the run's first two events.
         let initial_json: Option<Arc<str>> = serde_json::to_string(&response).ok().map(Arc::from);
-        // The record exists from the start so retrieve answers while the run goes on. Its
-        // transcript is written at the end: an unfinished response cannot be continued.
-        let record = ResponseRecord {
-            id: id.clone(),
-            project_id: plan.project_id.clone(),
-            created_at: response.created_at,
-            visible: response.store,
-            response,
-            transcript: Vec::new(),
-            conversation_id: plan.conversation.clone(),
-            items: Vec::new(),
-            append_to: None,
-            turns: Vec::new(),
-            response_json: initial_json.clone(),
-        };
-        let stored = core.store.put_response(&record).await;
-        // The response the record held (moved in and out, not copied).
-        let response = record.response;
-        if let Err(err) = stored {
-            if let Some(heartbeat) = heartbeat {
-                heartbeat.abort();
+        let response = match &initial_json {
+            // A foreground run on a store no other replica reads: its row is written by its
+            // first flush or its end (`run/driver.rs`), so a run that ends before its first
+            // flush is stored in one transaction, and none waits for a write before the model
+            // is asked. Until then lookups by id answer it from the live map (`Core::response`).
+            Some(json) if !background && !core.config.shared_store => {
+                live.unstored.set(InitialRow {
+                    project_id: plan.project_id.clone(),
+                    visible: response.store,
+                    created_at: response.created_at,
+                    conversation_id: plan.conversation.clone(),
+                    response_json: Arc::clone(json),
+                });
+                response
             }
-            core.live.remove(&id);
-            return Err(err.into());
-        }
+            // A background run's row is what its poller and its worker read, and another
+            // replica must see a run in progress: the record exists from the start. Its
+            // transcript is written at the end: an unfinished response cannot be continued.
+            _ => {
+                let record = ResponseRecord {
+                    id: id.clone(),
+                    project_id: plan.project_id.clone(),
+                    created_at: response.created_at,
+                    visible: response.store,
+                    response,
+                    transcript: Vec::new(),
+                    conversation_id: plan.conversation.clone(),
+                    items: Vec::new(),
+                    append_to: None,
+                    turns: Vec::new(),
+                    response_json: initial_json.clone(),
+                };
+                let stored = core.store.put_response(&record).await;
+                if let Err(err) = stored {
+                    if let Some(heartbeat) = heartbeat {
+                        heartbeat.abort();
+                    }
+                    core.live.remove(&id);
+                    return Err(err.into());
+                }
+                // The response the record held (moved in and out, not copied).
+                record.response
+            }
+        };
         if background {
             let payload = serde_json::to_string(&JobPayload {
                 request: plan.request,
@@ -233,8 +252,9 @@ impl Engine {
     /// cancelled response answers it again; other ended runs are 400.
     pub async fn cancel(&self, project_id: &str, id: &str) -> Result<CancelAck, EngineError> {
         let store = &self.core.store;
-        let record = store
-            .get_response(project_id, id)
+        let record = self
+            .core
+            .response(project_id, id)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("response \"{id}\" not found")))?;
         match record.response.status {
@@ -261,7 +281,7 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
         let mut response = record.response;
         loop {
-            if let Some(current) = store.get_response(project_id, id).await? {
+            if let Some(current) = self.core.response(project_id, id).await? {
                 response = current.response;
             }
             if response.status.is_terminal() || tokio::time::Instant::now() >= deadline {
@@ -284,7 +304,7 @@ impl Engine {
         starting_after: Option<u64>,
     ) -> Result<EventStream, EngineError> {
         let store = &self.core.store;
-        let status = match store.get_response(project_id, id).await? {
+        let status = match self.core.response(project_id, id).await? {
             Some(record) if record.visible => record.response.status,
             _ => {
                 return Err(EngineError::NotFound(format!(

@@ -94,7 +94,7 @@ impl Engine {
         }
         let before = match &query.after {
             None => None,
-            Some(id) => match self.core.store.get_response(project_id, id).await? {
+            Some(id) => match self.core.response(project_id, id).await? {
                 Some(record) if record.visible => Some((record.created_at, id.clone())),
                 _ => {
                     return Err(EngineError::invalid(

@@ -70,18 +70,45 @@ pub(crate) struct JobPayload {
 
 /// The transcript a request continues: the previous response's, then this input.
 pub(crate) async fn transcript_for(
-    store: &dyn Store,
+    core: &Core,
     project_id: &str,
     request: &CreateRequest,
 ) -> Result<(Vec<InputItem>, Continuation), EngineError> {
+    refuse_unwritten(core, project_id, request.previous_response_id.as_deref())?;
     transcript_of(
-        store,
+        core.store.as_ref(),
         project_id,
         request.previous_response_id.as_deref(),
         request.conversation.as_ref().map(ConversationRef::id),
         request.input.clone(),
     )
     .await
+}
+
+/// A `previous_response_id` naming a run of this process whose row is not written yet (it is
+/// in progress: `live.rs`) is refused as its stored in-progress row would be.
+pub(crate) fn refuse_unwritten(
+    core: &Core,
+    project_id: &str,
+    previous_id: Option<&str>,
+) -> Result<(), EngineError> {
+    if let Some(previous_id) = previous_id
+        && let Some(previous) = core.live.unstored(project_id, previous_id)?
+    {
+        return Err(not_continuable(previous_id, previous.response.status));
+    }
+    Ok(())
+}
+
+/// The refusal of a `previous_response_id` whose response has not ended (or failed).
+fn not_continuable(previous_id: &str, status: ResponseStatus) -> EngineError {
+    EngineError::invalid(
+        "previous_response_id",
+        format!(
+            "previous response \"{previous_id}\" has status {} and cannot be continued",
+            status.as_str()
+        ),
+    )
 }
 
 /// The transcript of the previous response (or the conversation's items), then `input` with
@@ -109,13 +136,7 @@ pub(crate) async fn transcript_of(
             previous.response.status,
             ResponseStatus::Completed | ResponseStatus::RequiresAction
         ) {
-            return Err(EngineError::invalid(
-                "previous_response_id",
-                format!(
-                    "previous response \"{previous_id}\" has status {} and cannot be continued",
-                    previous.response.status.as_str()
-                ),
-            ));
+            return Err(not_continuable(previous_id, previous.response.status));
         }
         context.previous_servers = previous
             .response

@@ -12,7 +12,7 @@ use crate::store::{EventRecord, FileRecord};
 impl Engine {
     /// A stored response of this project (404 for unknown, other projects' and `store: false`).
     pub async fn get_response(&self, project_id: &str, id: &str) -> Result<Response, EngineError> {
-        match self.core.store.get_response(project_id, id).await? {
+        match self.core.response(project_id, id).await? {
             Some(record) if record.visible => Ok(record.response),
             _ => Err(EngineError::NotFound(format!(
                 "response \"{id}\" not found"
@@ -27,7 +27,7 @@ impl Engine {
         project_id: &str,
         id: &str,
     ) -> Result<ModelTurnList, EngineError> {
-        match self.core.store.get_response(project_id, id).await? {
+        match self.core.response(project_id, id).await? {
             Some(record) if record.visible => Ok(ModelTurnList {
                 object: "list".to_owned(),
                 response_id: record.id,
@@ -46,13 +46,7 @@ impl Engine {
         project_id: &str,
         id: &str,
     ) -> Result<Vec<EventRecord>, EngineError> {
-        if self
-            .core
-            .store
-            .get_response(project_id, id)
-            .await?
-            .is_none()
-        {
+        if self.core.response(project_id, id).await?.is_none() {
             return Err(EngineError::NotFound(format!(
                 "response \"{id}\" not found"
             )));
@@ -90,7 +84,7 @@ impl Engine {
     }
 
     async fn require_response(&self, project_id: &str, id: &str) -> Result<(), EngineError> {
-        match self.core.store.get_response(project_id, id).await? {
+        match self.core.response(project_id, id).await? {
             Some(_) => Ok(()),
             None => Err(EngineError::NotFound(format!(
                 "response \"{id}\" not found"

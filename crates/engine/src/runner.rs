@@ -35,6 +35,7 @@ pub(crate) fn execute(
         core.store.clone(),
         core.mcp.clone(),
         live.cancel,
+        live.unstored,
         core.clock.clone(),
     ));
     let core = Arc::clone(core);

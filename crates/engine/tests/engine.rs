@@ -24,3 +24,5 @@ mod mcp;
 mod outcomes;
 #[path = "engine/time.rs"]
 mod time;
+#[path = "engine/writes.rs"]
+mod writes;

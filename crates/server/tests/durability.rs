@@ -267,12 +267,15 @@ async fn kill_9_then_restart_ends_every_run_and_keeps_finished_ones() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
-    let fake = FakeProvider::start().await;
-    let dir = temp_dir("foreground");
-    let agentd = Agentd::spawn(&dir.0, &fake);
+/// Starts a streamed foreground run whose upstream holds its second chunk for a minute;
+/// returns its id once its first event is in (the connection is kept open).
+async fn start_held_stream(agentd: &Agentd, fake: &FakeProvider) -> (String, reqwest::Response) {
     fake.push(Reply::text_chunks(["a", "b"]).delay_between_chunks(Duration::from_secs(60)));
+    start_stream(agentd).await
+}
+
+/// Starts a streamed foreground run; returns its id once its first event is in.
+async fn start_stream(agentd: &Agentd) -> (String, reqwest::Response) {
     let mut response = agentd
         .client
         .post(format!("{}/v1/responses", agentd.base))
@@ -292,6 +295,45 @@ async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
         .as_str()
         .unwrap()
         .to_owned();
+    (id, response)
+}
+
+/// The store's row of a response, read beside the running agentd: its status, or `None`.
+async fn stored_status(db: &sqlx::SqlitePool, id: &str) -> Option<String> {
+    sqlx::query_scalar("SELECT status FROM responses WHERE id = ?")
+        .bind(id)
+        .fetch_optional(db)
+        .await
+        .unwrap()
+}
+
+/// The data directory's store, opened beside the running agentd.
+async fn open_store(dir: &Path) -> sqlx::SqlitePool {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.join("agentd.db"))
+        .busy_timeout(Duration::from_secs(10));
+    sqlx::SqlitePool::connect_with(options).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
+    let fake = FakeProvider::start().await;
+    let dir = temp_dir("foreground");
+    let agentd = Agentd::spawn(&dir.0, &fake);
+    let db = open_store(&dir.0).await;
+    let (id, _response) = start_held_stream(&agentd, &fake).await;
+    // A foreground run's row is written with its first flush (500 ms); the crash comes after.
+    for _ in 0..100 {
+        if stored_status(&db, &id).await.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        stored_status(&db, &id).await.as_deref(),
+        Some("in_progress")
+    );
+    db.close().await;
     agentd.kill_9();
 
     let agentd = Agentd::spawn(&dir.0, &fake);
@@ -300,6 +342,104 @@ async fn an_interrupted_foreground_run_is_failed_at_the_next_start() {
         ended["status"], "failed",
         "ended at start-up, before serving: {ended}"
     );
+}
+
+/// A foreground run killed before its first flush left nothing in the store (its row is
+/// written by that flush or by its end, issue 18): after the restart it is not found, and
+/// nothing of it is left in progress. The crash lost its first flush interval, as the
+/// durability rule allows (at most the last flush interval of events, never a finished run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreground_run_killed_before_its_first_flush_is_not_found_after_the_restart() {
+    let fake = FakeProvider::start().await;
+    let dir = temp_dir("first-flush");
+    let agentd = Agentd::spawn(&dir.0, &fake);
+    // The upstream never answers: the run waits for its first turn, with no flush to come.
+    fake.push(Reply::hang_before_headers());
+    let (id, _response) = start_stream(&agentd).await;
+    // Found while it runs (from memory: nothing is written yet).
+    let running = agentd.get(&id).await;
+    assert_eq!(running["status"], "in_progress", "{running}");
+    agentd.kill_9();
+
+    let agentd = Agentd::spawn(&dir.0, &fake);
+    let response = agentd
+        .client
+        .get(format!("{}/v1/responses/{id}", agentd.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+}
+
+/// A short foreground run writes its response row once, in one transaction with its events
+/// (before issue 18's eighth pass: the in-progress row at start, then the final row); a run
+/// longer than a flush interval has its row in the store while it runs. Counted by triggers
+/// the test adds to the running agentd's store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_run_writes_its_row_once() {
+    let fake = FakeProvider::start().await;
+    let dir = temp_dir("one-write");
+    let agentd = Agentd::spawn(&dir.0, &fake);
+    let db = open_store(&dir.0).await;
+    sqlx::raw_sql(
+        "CREATE TABLE test_row_writes (id TEXT NOT NULL);
+         CREATE TRIGGER test_row_insert AFTER INSERT ON responses
+             BEGIN INSERT INTO test_row_writes VALUES (new.id); END;
+         CREATE TRIGGER test_row_update AFTER UPDATE ON responses
+             BEGIN INSERT INTO test_row_writes VALUES (new.id); END;",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+    let row_writes = |id: String| {
+        let db = db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM test_row_writes WHERE id = ?")
+                .bind(id)
+                .fetch_one(&db)
+                .await
+                .unwrap()
+        }
+    };
+
+    fake.push(Reply::text("short"));
+    let plain = agentd.post(json!({"model": MODEL, "input": "a"})).await;
+    assert_eq!(plain["status"], "completed", "{plain}");
+    let id = plain["id"].as_str().unwrap().to_owned();
+    assert_eq!(row_writes(id.clone()).await, 1);
+    assert_eq!(agentd.get(&id).await, plain);
+
+    fake.push(Reply::text_chunks(["a ", "stream"]));
+    let raw = agentd
+        .client
+        .post(format!("{}/v1/responses", agentd.base))
+        .json(&json!({"model": MODEL, "input": "b", "stream": true}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let streamed = Transcript::parse(&raw);
+    let id = streamed.terminal()["response"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(row_writes(id.clone()).await, 1);
+    assert_eq!(stored_status(&db, &id).await.as_deref(), Some("completed"));
+
+    // Longer than a flush interval: in the store, in progress, while it runs.
+    let (id, _response) = start_held_stream(&agentd, &fake).await;
+    let mut status = None;
+    for _ in 0..100 {
+        status = stored_status(&db, &id).await;
+        if status.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status.as_deref(), Some("in_progress"));
+    db.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

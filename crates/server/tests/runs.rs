@@ -212,6 +212,61 @@ async fn cancel_stops_a_slow_foreground_run_promptly() {
     assert_eq!(status, 404);
 }
 
+/// A foreground run's row is written by its first flush (500 ms) or its end (issue 18): in its
+/// first flush interval it is retrieved, listed by its input items, resumed from a cursor and
+/// refused as a continuation over HTTP as its stored in-progress row was.
+#[tokio::test]
+async fn a_run_in_its_first_flush_interval_answers_lookups_by_id() {
+    let app = TestApp::spawn().await;
+    app.fake.push(
+        Reply::text_chunks(["one ", "two"]).delay_between_chunks(Duration::from_millis(1500)),
+    );
+    let (id, mut raw, mut rest) = app
+        .start_stream(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "?", "stream": true}),
+        )
+        .await;
+    while !raw.contains("output_text.delta") {
+        raw.push_str(&String::from_utf8_lossy(
+            &rest.chunk().await.unwrap().unwrap(),
+        ));
+    }
+    let (status, got) = app.get(&format!("/v1/responses/{id}")).await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["status"], "in_progress");
+    assert_eq!(got["id"], id);
+    let (status, items) = app.get(&format!("/v1/responses/{id}/input_items")).await;
+    assert_eq!(status, 200, "{items}");
+    let (status, refused) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "more", "previous_response_id": id}),
+        )
+        .await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("has status in_progress"),
+        "{refused}"
+    );
+    let (status, resumed) = get_stream(
+        &app,
+        &format!("/v1/responses/{id}?stream=true&starting_after=0"),
+    )
+    .await;
+    assert_eq!(status, 200, "{resumed}");
+    while let Some(chunk) = rest.chunk().await.unwrap() {
+        raw.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let original = Transcript::parse(&raw);
+    let resumed = Transcript::parse(&resumed);
+    assert_eq!(resumed.events, original.events[1..]);
+    assert_eq!(app.wait_terminal(&id).await["status"], "completed");
+}
+
 #[tokio::test]
 async fn another_projects_run_cannot_be_cancelled_or_resumed() {
     let app = TestApp::spawn().await;

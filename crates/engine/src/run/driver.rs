@@ -9,6 +9,12 @@
 //! at the end, in one transaction with the final response. A step boundary that ends the run
 //! (with no MCP session left to close first) leaves its events to that last transaction
 //! instead of a write of their own on the way to the answer.
+//!
+//! A foreground run on a store no other replica shares starts with its response row not
+//! written ([`UnstoredRow`]): the first write of the run, a flush or the end, writes it with the
+//! events, in one transaction. A run that ends before its first flush is stored in one
+//! transaction; if that write fails, nothing of the run is stored, and the run fails visibly
+//! instead of answering a response no one can retrieve (see [`Driver::end`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,16 +23,20 @@ use std::time::Duration;
 use futures::{FutureExt as _, StreamExt as _};
 use tokio_util::sync::CancellationToken;
 
+use crate::code::Code;
+use crate::error::{EngineError, RunFailure};
 use crate::events::EventLog;
 use crate::hosted::CallContext;
+use crate::live::UnstoredRow;
 use crate::mcp::{McpCallResult, McpConnector, McpError, McpSession, McpToolInfo};
 use crate::model::{ModelClient, ModelRequest};
-use crate::store::Store;
+use crate::store::{EventRecord, ResponseRecord, Store, StoreError};
 
 use super::effects::{
     DiscoverJob, Effect, Ending, Finished, HostedJob, Input, McpJob, response_record,
 };
 use super::files::RunFiles;
+use super::finish::terminal_event;
 use super::scrub::{ScrubEvents, ScrubFiles, Scrubber};
 use super::state::Machine;
 
@@ -84,6 +94,8 @@ pub(crate) struct Driver {
     sessions: Vec<Option<Arc<dyn McpSession>>>,
     /// Events already written to the store.
     flushed: usize,
+    /// The run's response row while the store does not hold it (shared with the live map).
+    unstored: Arc<UnstoredRow>,
     /// The buffer each event line is written in before the log copies it (`EventLog::push_in`).
     line: String,
 }
@@ -95,6 +107,7 @@ impl Driver {
         store: Arc<dyn Store>,
         mcp: Arc<dyn McpConnector>,
         cancel: CancellationToken,
+        unstored: Arc<UnstoredRow>,
         clock: Arc<dyn crate::clock::Clock>,
     ) -> Driver {
         let files = RunFiles {
@@ -112,6 +125,7 @@ impl Driver {
             files,
             sessions: Vec::new(),
             flushed: 0,
+            unstored,
             line: String::new(),
         }
     }
@@ -168,9 +182,31 @@ impl Driver {
         }
     }
 
-    /// Writes the events not yet stored (one store write, awaited).
+    /// Writes the events not yet stored (one store write, awaited); the run's first write also
+    /// writes its in-progress response row, in the same transaction.
     async fn flush(&mut self) {
         let records = self.log.records_from(self.flushed);
+        if let Some(row) = self.unstored.get() {
+            // `end_run` with the record `Engine::start` wrote before: the row and the events so
+            // far (no items, no conversation, no job row to remove).
+            let id = self.machine.response_id();
+            let written = match row.record(id) {
+                Ok(record) => self.store.end_run(&record, &records).await,
+                Err(err) => Err(err),
+            };
+            match written {
+                Ok(()) => {
+                    self.unstored.stored();
+                    self.flushed += records.len();
+                }
+                // Tried again at the next flush, or at the end (which fails the run if it
+                // cannot store it either).
+                Err(err) => {
+                    tracing::error!(response_id = %id, error = %err, "response write failed")
+                }
+            }
+            return;
+        }
         if records.is_empty() {
             return;
         }
@@ -191,16 +227,30 @@ impl Driver {
     /// and then retrieves the response sees the final object.
     /// (`ending` stays boxed across the waits: the run's future holds a pointer, not the
     /// record.)
-    async fn end(&mut self, ending: Box<Ending>) -> Finished {
+    ///
+    /// When this is the run's first write and it fails, nothing of the run is stored: the run
+    /// fails, visibly, as a failed write at start made it fail when the row was written there
+    /// (a plain request answers the store's HTTP error, a stream ends with `response.failed`),
+    /// and the failed response is written once more (a store that failed once may take it).
+    async fn end(&mut self, mut ending: Box<Ending>) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
         self.log.announce();
-        let terminal = ending.terminal.prepare(&self.log);
+        let mut terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
         if let Err(err) = self.store.end_run(&ending.record, &events).await {
             tracing::error!(response_id = %ending.record.id, error = %err, "final response write failed");
+            if self.unstored.is_pending() {
+                let failure;
+                (terminal, failure) = self
+                    .fail_unstored(&mut ending.record, &mut events, err)
+                    .await;
+                ending.start_error = Some(failure);
+            }
         }
+        // Stored (or never to be): lookups read the store before the terminal event is out.
+        self.unstored.stored();
         self.flushed += events.len();
         // One wake for both.
         self.log.append(&terminal);
@@ -216,6 +266,28 @@ impl Driver {
             start_error,
             response_json: record.response_json,
         }
+    }
+
+    /// The run's only write failed: its record becomes `failed` with the store's error (the
+    /// public message and code of a failed start write), written once more; returns the new
+    /// terminal event (`response.failed`, in place of the last of `events`) and the failure.
+    async fn fail_unstored(
+        &self,
+        record: &mut ResponseRecord,
+        events: &mut Vec<EventRecord>,
+        err: StoreError,
+    ) -> (EventRecord, RunFailure) {
+        let failure = RunFailure::new(Code::Internal, EngineError::Store(err).public_message());
+        record.response.status = protocol::response::ResponseStatus::Failed;
+        record.response.error = Some(failure.info());
+        record.response_json = serde_json::to_string(&record.response).ok().map(Arc::from);
+        events.pop();
+        let terminal = self.log.prepare(terminal_event(record.response.clone()));
+        events.push(terminal.clone());
+        if let Err(err) = self.store.end_run(record, events).await {
+            tracing::error!(response_id = %record.id, error = %err, "failed response write failed");
+        }
+        (terminal, failure)
     }
 
     /// Connects to every server at once and lists the tools of those asked.

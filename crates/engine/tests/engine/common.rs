@@ -45,6 +45,22 @@ pub struct StoreState {
     pub conversations: HashMap<String, (ConversationRecord, Vec<StoredItem>)>,
     /// How many `append_events` calls (flushes) each response got.
     pub flushes: HashMap<String, usize>,
+    /// How many writes of any kind (`put_response`, `append_events`, `end_run`: each a
+    /// transaction of its own in a real store) each response got.
+    pub writes: HashMap<String, usize>,
+    /// When set, those three writes fail (a store that cannot write).
+    pub fail_writes: bool,
+}
+
+impl StoreState {
+    /// Counts a write of `id`, or fails it when the store fails writes.
+    fn write(&mut self, id: &str) -> Result<(), StoreError> {
+        if self.fail_writes {
+            return Err(StoreError::Backend("the disk is full".to_owned()));
+        }
+        *self.writes.entry(id.to_owned()).or_default() += 1;
+        Ok(())
+    }
 }
 
 /// Every storage port in memory.
@@ -81,9 +97,9 @@ impl MemoryStore {
 #[async_trait]
 impl ResponseStore for MemoryStore {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
-        self.lock()
-            .responses
-            .insert(record.id.clone(), record.clone());
+        let mut state = self.lock();
+        state.write(&record.id)?;
+        state.responses.insert(record.id.clone(), record.clone());
         Ok(())
     }
 
@@ -97,6 +113,7 @@ impl ResponseStore for MemoryStore {
             gate.notified().await;
         }
         let mut state = self.lock();
+        state.write(&record.id)?;
         state
             .events
             .entry(record.id.clone())
@@ -140,6 +157,7 @@ impl EventStore for MemoryStore {
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
         let mut state = self.lock();
+        state.write(response_id)?;
         *state.flushes.entry(response_id.to_owned()).or_default() += 1;
         state
             .events
