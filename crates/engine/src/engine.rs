@@ -155,7 +155,7 @@ impl Engine {
             None
         };
         // Serialized once for the stored row and the run's first two events.
-        let initial_json: Option<Arc<str>> = serde_json::to_string(&response).ok().map(Arc::from);
+        let initial_json: Option<Arc<str>> = response.to_json().ok().map(Arc::from);
         // The record exists from the start so retrieve answers while the run goes on. Its
         // transcript is written at the end: an unfinished response cannot be continued.
         let record = ResponseRecord {
