@@ -62,7 +62,10 @@ fn record(id: &str, status: &str) -> Result<ResponseRecord, serde_json::Error> {
     let item = |id: &str, kind| StoredItem {
         id: id.to_owned(),
         kind,
-        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+        item: serde_json::value::to_raw_value(
+            &json!({"type": "message", "id": id, "role": "user", "content": id}),
+        )
+        .expect("json"),
     };
     Ok(ResponseRecord {
         id: id.to_owned(),

@@ -438,7 +438,10 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
     let item = |id: &str, kind| StoredItem {
         id: id.to_owned(),
         kind,
-        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+        item: serde_json::value::to_raw_value(
+            &json!({"type": "message", "id": id, "role": "user", "content": id}),
+        )
+        .expect("json"),
     };
     let conversation = ConversationRecord {
         id: "conv_1".to_owned(),
@@ -520,7 +523,10 @@ async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb)
     let item = |id: &str| StoredItem {
         id: id.to_owned(),
         kind: ItemKind::Input,
-        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+        item: serde_json::value::to_raw_value(
+            &json!({"type": "message", "id": id, "role": "user", "content": id}),
+        )
+        .expect("json"),
     };
     let conversation = ConversationRecord {
         id: "conv_2".to_owned(),
