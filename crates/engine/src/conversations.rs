@@ -55,7 +55,7 @@ fn pairs(items: Vec<StoredItem>) -> Vec<(String, Value)> {
     items
         .into_iter()
         .map(|item| {
-            let wire = items::to_wire(&item.id, item.item);
+            let wire = items::to_wire(&item.id, item.value());
             (item.id, wire)
         })
         .collect()
@@ -170,7 +170,7 @@ impl Engine {
             .into_iter()
             .rev()
             .find(|item| item.id == item_id)
-            .map(|item| items::to_wire(&item.id, item.item))
+            .map(|item| items::to_wire(&item.id, item.value()))
             .ok_or_else(|| {
                 EngineError::NotFound(format!(
                     "item \"{item_id}\" of conversation \"{id}\" not found"

@@ -155,7 +155,7 @@ impl Engine {
             None
         };
         // Serialized once for the stored row and the run's first two events.
-        let initial_json: Option<Arc<str>> = serde_json::to_string(&response).ok().map(Arc::from);
+        let initial_json: Option<Arc<str>> = response.to_json().ok().map(Arc::from);
         let response = match &initial_json {
             // A foreground run on a store no other replica reads: its row is written by its
             // first flush or its end (`run/driver.rs`), so a run that ends before its first

@@ -58,11 +58,12 @@ pub(crate) fn output_id(item: &OutputItem) -> Option<&str> {
 }
 
 /// What a response indexes when it ends: this request's input items, then its output items
-/// that have an id.
+/// that have an id. Each is serialized straight to its JSON text (no `Value` tree built and
+/// serialized again by the store).
 pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<StoredItem> {
     let inputs = input.iter().filter_map(|item| {
         let id = input_id(item)?.to_owned();
-        let item = serde_json::to_value(item).ok()?;
+        let item = serde_json::value::to_raw_value(item).ok()?;
         Some(StoredItem {
             id,
             kind: ItemKind::Input,
@@ -71,7 +72,7 @@ pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<Stored
     });
     let outputs = output.iter().filter_map(|item| {
         let id = output_id(item)?.to_owned();
-        let item = serde_json::to_value(item).ok()?;
+        let item = serde_json::value::to_raw_value(item).ok()?;
         Some(StoredItem {
             id,
             kind: ItemKind::Output,
@@ -85,7 +86,7 @@ pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<Stored
 /// (an assistant message, a function call, an MCP item). `None` for items that are no input
 /// (built-in tools' results: what the model read of them stays in the response's transcript).
 pub(crate) fn to_input(item: &StoredItem) -> Option<InputItem> {
-    serde_json::from_value(item.item.clone()).ok()
+    serde_json::from_str(item.item.get()).ok()
 }
 
 /// A stored item as OpenAI's item routes answer it (conversation items, input items): a message
@@ -208,5 +209,76 @@ mod tests {
         assert_eq!(back.len(), 2);
         assert!(matches!(&back[0], InputItem::Message(m) if m.content.text() == "Paris."));
         assert!(matches!(&back[1], InputItem::FunctionCall(c) if c.call_id == "c1"));
+    }
+
+    /// Each indexed item is stored as the text serde writes for the typed item (in its field
+    /// order: no `Value` tree in between, whose map sorts the keys), and reads back — as an
+    /// input item, as a value and as the item routes answer it — as the value built from the
+    /// typed item did.
+    #[test]
+    fn stored_items_are_their_own_serialization_and_read_back_as_their_values() {
+        let mut input: Vec<InputItem> = serde_json::from_value(json!([
+            {"role": "user", "content": "hi \"there\"\n"},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "be brief"}]},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"a\":1.5}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok ✓"},
+            {"type": "item_reference", "id": "msg_old"}
+        ]))
+        .unwrap();
+        assign_ids(&mut input);
+        let output: Vec<OutputItem> = serde_json::from_value(json!([
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Paris.", "annotations": [],
+                          "logprobs": [{"token": "P", "logprob": -0.25, "bytes": [80], "top_logprobs": []}]}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "c2", "name": "g",
+             "arguments": "{}", "status": "completed"},
+            {"type": "search_results", "queries": ["q"], "results": []}
+        ]))
+        .unwrap();
+        let stored = to_store(&input, &output);
+        let typed: Vec<(String, Value)> = input
+            .iter()
+            .filter_map(|item| Some((input_id(item)?.to_owned(), serde_json::to_value(item).ok()?)))
+            .chain(output.iter().filter_map(|item| {
+                Some((
+                    output_id(item)?.to_owned(),
+                    serde_json::to_value(item).ok()?,
+                ))
+            }))
+            .collect();
+        let texts: Vec<String> = input
+            .iter()
+            .filter(|item| input_id(item).is_some())
+            .map(|item| serde_json::to_string(item).unwrap())
+            .chain(
+                output
+                    .iter()
+                    .filter(|item| output_id(item).is_some())
+                    .map(|item| serde_json::to_string(item).unwrap()),
+            )
+            .collect();
+        assert_eq!(stored.len(), 7);
+        assert_eq!(typed.len(), 7);
+        for ((item, (id, value)), text) in stored.iter().zip(&typed).zip(&texts) {
+            assert_eq!(&item.id, id);
+            assert_eq!(item.item.get(), text);
+            assert_eq!(&item.value(), value);
+            assert_eq!(to_wire(id, item.value()), to_wire(id, value.clone()));
+            let back = to_input(item);
+            let from_value: Option<InputItem> = serde_json::from_value(value.clone()).ok();
+            assert_eq!(back, from_value);
+        }
+        // The message's keys are in the typed item's order, not sorted.
+        assert!(
+            stored[5]
+                .item
+                .get()
+                .starts_with("{\"type\":\"message\",\"id\":\"msg_1\"")
+        );
+        // Equal items compare equal whatever their text's key order.
+        let mut sorted = stored[5].clone();
+        sorted.item = serde_json::value::to_raw_value(&stored[5].value()).unwrap();
+        assert_ne!(sorted.item.get(), stored[5].item.get());
+        assert_eq!(sorted, stored[5]);
     }
 }

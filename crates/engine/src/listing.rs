@@ -246,7 +246,7 @@ impl Engine {
                 .response_items(project_id, &next.response.id, ItemKind::Input)
                 .await?;
             answered.extend(items.iter().filter_map(|stored| {
-                let item = &stored.item;
+                let item = stored.value();
                 (item["type"] == "mcp_approval_response")
                     .then(|| item["approval_request_id"].as_str().map(str::to_owned))
                     .flatten()

@@ -62,12 +62,30 @@ pub enum ItemKind {
     Output,
 }
 
-/// One item as stored: its id and its wire JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One item as stored: its id and its wire JSON, as text (serialized from the typed item once,
+/// when a response is indexed; the store writes and reads these bytes as they are).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredItem {
     pub id: String,
     pub kind: ItemKind,
-    pub item: serde_json::Value,
+    pub item: Box<serde_json::value::RawValue>,
+}
+
+impl StoredItem {
+    /// The item's JSON as a value (the item routes and a few look-ups read it so).
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::from_str(self.item.get()).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Items are equal when their ids, kinds and JSON values are (whatever the key order or
+/// spacing of their text).
+impl PartialEq for StoredItem {
+    fn eq(&self, other: &StoredItem) -> bool {
+        self.id == other.id
+            && self.kind == other.kind
+            && (self.item.get() == other.item.get() || self.value() == other.value())
+    }
 }
 
 /// An OpenAI conversation (`/v1/conversations`).

@@ -1,16 +1,12 @@
 //! A JSON string written straight into a `String`, as `serde_json` writes it. Most text a model
-//! streams needs no escape: it is checked in one pass and copied between quotes. Text that holds
+//! streams needs no escape: it is checked eight bytes at a time and copied between quotes. Text that holds
 //! a quote, a backslash or a control character is written by `serde_json` itself, so the escapes
 //! are serde_json's by construction. The event lines written per token use it instead of
 //! `serde_json::to_writer` into a byte buffer, which then has to be checked again as UTF-8.
 
 /// Appends `value` as a quoted JSON string. Fails only where `serde_json::to_string` would.
 pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_json::Error> {
-    // One pass without early exit (the compiler does it 16 bytes at a time).
-    let needs_escape = value.as_bytes().iter().fold(false, |any, &b| {
-        any | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if needs_escape {
+    if needs_escape(value.as_bytes()) {
         out.push_str(&serde_json::to_string(value)?);
         return Ok(());
     }
@@ -19,6 +15,57 @@ pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_jso
     out.push_str(value);
     out.push('"');
     Ok(())
+}
+
+/// [`push_quoted`] for a byte buffer (the response writer's).
+pub(crate) fn push_quoted_bytes(out: &mut Vec<u8>, value: &str) -> Result<(), serde_json::Error> {
+    if needs_escape(value.as_bytes()) {
+        return serde_json::to_writer(out, value);
+    }
+    out.reserve(value.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(value.as_bytes());
+    out.push(b'"');
+    Ok(())
+}
+
+/// Each byte of a word set to 1.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// Each byte's high bit.
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether `bytes` hold a control character, `"` or `\`: eight bytes at a time (the bytes of
+/// a short remainder padded with a letter).
+fn needs_escape(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if word_needs_escape(u64::from_le_bytes(word)) {
+            return true;
+        }
+    }
+    let rest = words.remainder();
+    if rest.is_empty() {
+        return false;
+    }
+    let mut word = [b'a'; 8];
+    word[..rest.len()].copy_from_slice(rest);
+    word_needs_escape(u64::from_le_bytes(word))
+}
+
+/// Whether one of the eight bytes of `word` is below 0x20, `"` or `\`. `(x - n·ONES) & !x &
+/// HIGHS` is non-zero exactly when some byte of `x` is below `n` (for `n` ≤ 0x80; a borrow
+/// can only mark bytes above one that is below `n`, so "any" is exact); a byte equal to `c`
+/// is a zero byte of `x ^ c·ONES`.
+fn word_needs_escape(word: u64) -> bool {
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let found = (word.wrapping_sub(ONES * 0x20) & !word)
+        | (quote.wrapping_sub(ONES) & !quote)
+        | (backslash.wrapping_sub(ONES) & !backslash);
+    found & HIGHS != 0
 }
 
 #[cfg(test)]
@@ -30,6 +77,9 @@ mod tests {
         push_quoted(&mut out, value).expect("writes");
         let expected = serde_json::to_string(value).unwrap_or_default();
         assert_eq!(&out[1..], expected, "{value:?}");
+        let mut bytes = b"x".to_vec();
+        push_quoted_bytes(&mut bytes, value).expect("writes");
+        assert_eq!(&bytes[1..], expected.as_bytes(), "{value:?}");
     }
 
     /// Every ASCII character alone, between text and in a row, and non-ASCII text around
@@ -53,6 +103,40 @@ mod tests {
             "</script>",
         ] {
             check(value);
+        }
+    }
+
+    /// Every byte that needs an escape, and bytes next to it in value (0x1f, 0x20, `!`, `#`,
+    /// `[`, `]`, 0x7f, non-ASCII), at every position of values up to three words long: the
+    /// check's lanes, its word boundaries and its padded remainder all see them.
+    #[test]
+    fn every_position_of_every_word_is_checked() {
+        let specials = ['\u{0}', '\u{1f}', '\n', '"', '\\'];
+        let neighbours = [' ', '!', '#', '[', ']', '\u{7f}', 'é'];
+        for len in 0..=24 {
+            let plain: String = "abcdefghijklmnopqrstuvwx".chars().take(len).collect();
+            check(&plain);
+            for at in 0..len {
+                for c in specials.iter().chain(&neighbours) {
+                    let mut value: Vec<char> = plain.chars().collect();
+                    value[at] = *c;
+                    let value: String = value.into_iter().collect();
+                    assert_eq!(
+                        needs_escape(value.as_bytes()),
+                        specials.contains(c),
+                        "{value:?}"
+                    );
+                    check(&value);
+                }
+            }
+        }
+        // Bytes of multi-byte characters in every lane (0x80–0xBF continuation bytes,
+        // 0xC2–0xF4 leads) never need an escape.
+        let text = "é日🎉\u{80}\u{7ff}\u{800}\u{ffff}\u{10000}\u{10ffff}";
+        for skip in 0..8 {
+            let value = format!("{}{text}", "a".repeat(skip));
+            assert!(!needs_escape(value.as_bytes()), "{value:?}");
+            check(&value);
         }
     }
 }

@@ -59,6 +59,7 @@ pub mod options;
 pub mod output;
 pub mod request;
 pub mod response;
+mod response_json;
 #[cfg(feature = "schema")]
 mod schema;
 mod strict;

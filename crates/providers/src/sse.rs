@@ -9,8 +9,11 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use engine::model::{ModelError, ModelEvent, ModelStream};
+use std::future::Future;
+use std::task::{Context, Poll};
+
 use futures::{FutureExt, Stream, StreamExt};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use crate::redact::{Redactor, transport_error};
 use crate::sse_parse::SseParser;
@@ -61,7 +64,7 @@ fn events<D: SseDecoder + Send + 'static>(
     idle_timeout: Duration,
     redactor: Redactor,
 ) -> ModelStream {
-    let turn = SseTurn {
+    Box::pin(SseTurn {
         body,
         parser: SseParser::default(),
         decoder,
@@ -69,18 +72,16 @@ fn events<D: SseDecoder + Send + 'static>(
         redactor,
         ready: Vec::new(),
         end: End::Running,
-    };
-    // One event at a time from the turn's own buffer (reused for the whole turn): no
-    // allocation per upstream event.
-    Box::pin(futures::stream::unfold(turn, |mut turn| async move {
-        let item = turn.next_item().await?;
-        Some((item, turn))
-    }))
+        deadline: None,
+        sleep: None,
+    })
 }
 
 type Body = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
-/// One streamed turn in progress.
+/// One streamed turn in progress, itself the stream of its events: polled in place, so the
+/// turn (parser, decoder, buffers) is never moved between events, and no future is built per
+/// event.
 struct SseTurn<D> {
     body: Body,
     parser: SseParser,
@@ -91,6 +92,11 @@ struct SseTurn<D> {
     ready: Vec<ModelEvent>,
     /// What comes once `ready` is empty.
     end: End,
+    /// When the wait for the next SSE event times out: set when a read first waits, cleared
+    /// when an event is read or a batch is handed out.
+    deadline: Option<Instant>,
+    /// The idle timer, made on the turn's first wait (see [`SseTurn::idle_timer`]).
+    sleep: Option<Pin<Box<Sleep>>>,
 }
 
 /// Whether the turn goes on once its decoded events are handed out.
@@ -103,48 +109,57 @@ enum End {
     Over,
 }
 
-impl<D: SseDecoder> SseTurn<D> {
-    /// The next item of the stream, `None` once it ended.
-    async fn next_item(&mut self) -> Option<Result<ModelEvent, ModelError>> {
-        if self.ready.is_empty() && matches!(self.end, End::Running) {
-            self.read_batch().await;
+// The turn is never pinned in place: its fields are only reached through `&mut` (the body and
+// the timer are pinned in boxes of their own).
+impl<D> Unpin for SseTurn<D> {}
+
+impl<D: SseDecoder> Stream for SseTurn<D> {
+    type Item = Result<ModelEvent, ModelError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let turn = self.get_mut();
+        if turn.ready.is_empty() && matches!(turn.end, End::Running) {
+            if turn.read_batch(cx).is_pending() {
+                return Poll::Pending;
+            }
+            turn.deadline = None;
         }
-        if let Some(event) = self.ready.pop() {
-            return Some(Ok(event));
+        if let Some(event) = turn.ready.pop() {
+            return Poll::Ready(Some(Ok(event)));
         }
-        match std::mem::replace(&mut self.end, End::Over) {
+        Poll::Ready(match std::mem::replace(&mut turn.end, End::Over) {
             End::Error(err) => Some(Err(err)),
             End::Running | End::Over => None,
-        }
+        })
     }
+}
 
+impl<D: SseDecoder> SseTurn<D> {
     /// Reads on until an SSE event yields events or the turn ends: fills `ready` (reversed),
-    /// and sets `end` when the turn is over.
-    async fn read_batch(&mut self) {
-        // When the wait for the next event times out; set when the first read waits.
-        let mut deadline = None;
+    /// and sets `end` when the turn is over. Pending while the body has nothing more.
+    fn read_batch(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
             let step = match self.parser.next_event() {
                 Ok(Some(event)) => {
-                    deadline = None;
+                    self.deadline = None;
                     self.decoder.data(event.data, &mut self.ready)
                 }
-                Ok(None) => {
-                    let at = *deadline.get_or_insert_with(|| Instant::now() + self.idle_timeout);
-                    match tokio::time::timeout_at(at, self.body.next()).await {
-                        Err(_) => {
+                Ok(None) => match self.body.poll_next_unpin(cx) {
+                    Poll::Ready(Some(Ok(chunk))) => {
+                        self.parser.feed(&chunk);
+                        continue;
+                    }
+                    Poll::Ready(Some(Err(err))) => Err(transport_error(err)),
+                    Poll::Ready(None) => self.decoder.end(&mut self.ready).map(|()| Step::Done),
+                    Poll::Pending => {
+                        if self.idle_timer(cx).is_ready() {
                             self.ready.clear();
                             self.end = End::Error(ModelError::Timeout);
-                            return;
+                            return Poll::Ready(());
                         }
-                        Ok(Some(Ok(chunk))) => {
-                            self.parser.feed(&chunk);
-                            continue;
-                        }
-                        Ok(Some(Err(err))) => Err(transport_error(err)),
-                        Ok(None) => self.decoder.end(&mut self.ready).map(|()| Step::Done),
+                        return Poll::Pending;
                     }
-                }
+                },
                 Err(err) => Err(ModelError::Protocol(err.to_string())),
             };
             let step = step.map_err(|err| self.redactor.scrub(err));
@@ -163,7 +178,32 @@ impl<D: SseDecoder> SseTurn<D> {
                 }
             }
             self.ready.reverse();
-            return;
+            return Poll::Ready(());
+        }
+    }
+
+    /// Polls the idle timer of the current wait (started now if the wait just began): ready
+    /// once the wait's deadline passed.
+    ///
+    /// One timer serves the whole turn and is not moved for every wait (each move re-files it
+    /// in tokio's timer wheel, as a new timer per wait did): a wait's deadline is never earlier
+    /// than an earlier wait's, so the timer may be behind, never ahead; when it fires behind
+    /// the current deadline it is moved to it then, at most once per idle timeout.
+    fn idle_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let at = *self
+            .deadline
+            .get_or_insert_with(|| Instant::now() + self.idle_timeout);
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+        loop {
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if sleep.deadline() >= at {
+                return Poll::Ready(());
+            }
+            sleep.as_mut().reset(at);
         }
     }
 
@@ -265,5 +305,67 @@ mod tests {
             cut,
             vec![text("a"), Err(ModelError::Transport("cut".into()))]
         );
+    }
+
+    /// The body's chunks, each after its pause (on tokio's clock), then nothing more for good.
+    fn paced(chunks: Vec<(u64, &'static str)>) -> Body {
+        let body = futures::stream::unfold(chunks.into_iter(), |mut chunks| async move {
+            match chunks.next() {
+                Some((pause, chunk)) => {
+                    tokio::time::sleep(Duration::from_secs(pause)).await;
+                    Some((Ok(Bytes::from_static(chunk.as_bytes())), chunks))
+                }
+                None => futures::future::pending().await,
+            }
+        });
+        Box::pin(body)
+    }
+
+    async fn collect_paced(
+        chunks: Vec<(u64, &'static str)>,
+    ) -> Vec<Result<ModelEvent, ModelError>> {
+        let stream = events(
+            paced(chunks),
+            Letters,
+            Duration::from_secs(5),
+            Redactor::new(None),
+        );
+        stream.collect().await
+    }
+
+    /// The idle timeout counts from the last SSE event, not from the last chunk: events 4 s
+    /// apart pass (20 s in all), an event whose pieces arrive 4 s apart but span 8 s does not;
+    /// events read in one batch (or one chunk) leave the timer untouched for the next wait.
+    #[tokio::test(start_paused = true)]
+    async fn the_idle_timeout_runs_from_the_last_event_across_waits() {
+        let events = collect_paced(vec![
+            (4, "data: a\n\n"),
+            (4, "data: b\n\ndata: c\n\n"),
+            (4, "data: d\n\n"),
+            (4, "data: e\n\n"),
+            (4, "data: f.\n\n"),
+        ])
+        .await;
+        assert_eq!(
+            events,
+            vec![
+                text("a"),
+                text("b"),
+                text("c"),
+                text("d"),
+                text("e"),
+                text("f"),
+                Ok(ModelEvent::Finish(FinishReason::Stop)),
+            ]
+        );
+        let start = Instant::now();
+        let events = collect_paced(vec![(1, "data: a\n\n"), (4, "da"), (4, "ta: b\n\n")]).await;
+        assert_eq!(events, vec![text("a"), Err(ModelError::Timeout)]);
+        assert_eq!(start.elapsed(), Duration::from_secs(6));
+        // Silence from the start: the first wait times out too.
+        let start = Instant::now();
+        let events = collect_paced(Vec::new()).await;
+        assert_eq!(events, vec![Err(ModelError::Timeout)]);
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
     }
 }

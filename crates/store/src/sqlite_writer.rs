@@ -471,7 +471,10 @@ mod tests {
             let item = StoredItem {
                 id: format!("msg_{n}"),
                 kind: ItemKind::Input,
-                item: serde_json::json!({"type": "message", "id": format!("msg_{n}")}),
+                item: serde_json::value::to_raw_value(
+                    &serde_json::json!({"type": "message", "id": format!("msg_{n}")}),
+                )
+                .expect("json"),
             };
             let appended = store
                 .append_conversation_items(&project, "conv_1", &[item])

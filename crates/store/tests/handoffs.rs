@@ -59,10 +59,14 @@ fn process_sleeps() -> Result<u64, Box<dyn std::error::Error>> {
 }
 
 fn record(id: &str, status: &str) -> Result<ResponseRecord, serde_json::Error> {
-    let item = |id: &str, kind| StoredItem {
-        id: id.to_owned(),
-        kind,
-        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+    let item = |id: &str, kind| -> Result<StoredItem, serde_json::Error> {
+        Ok(StoredItem {
+            id: id.to_owned(),
+            kind,
+            item: serde_json::value::to_raw_value(
+                &json!({"type": "message", "id": id, "role": "user", "content": id}),
+            )?,
+        })
     };
     Ok(ResponseRecord {
         id: id.to_owned(),
@@ -73,8 +77,8 @@ fn record(id: &str, status: &str) -> Result<ResponseRecord, serde_json::Error> {
         transcript: Vec::new(),
         conversation_id: None,
         items: vec![
-            item(&format!("msg_in_{id}"), ItemKind::Input),
-            item(&format!("msg_out_{id}"), ItemKind::Output),
+            item(&format!("msg_in_{id}"), ItemKind::Input)?,
+            item(&format!("msg_out_{id}"), ItemKind::Output)?,
         ],
         append_to: None,
         turns: Vec::new(),

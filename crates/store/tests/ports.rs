@@ -435,10 +435,14 @@ async fn shared_files_round_trip_byte_for_byte_within_their_project(db: &TestDb)
 async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &TestDb) -> TestResult {
     use engine::store::{ConversationRecord, ItemKind, StoredItem};
     let store = db.open().await?;
-    let item = |id: &str, kind| StoredItem {
-        id: id.to_owned(),
-        kind,
-        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+    let item = |id: &str, kind| -> Result<StoredItem, serde_json::Error> {
+        Ok(StoredItem {
+            id: id.to_owned(),
+            kind,
+            item: serde_json::value::to_raw_value(
+                &json!({"type": "message", "id": id, "role": "user", "content": id}),
+            )?,
+        })
     };
     let conversation = ConversationRecord {
         id: "conv_1".to_owned(),
@@ -447,12 +451,12 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
         metadata: [("k".to_owned(), "v".to_owned())].into(),
     };
     store
-        .create_conversation(&conversation, &[item("msg_0", ItemKind::Input)])
+        .create_conversation(&conversation, &[item("msg_0", ItemKind::Input)?])
         .await?;
     let mut ending = record("resp_i", "proj_a", true)?;
     ending.items = vec![
-        item("msg_1", ItemKind::Input),
-        item("msg_2", ItemKind::Output),
+        item("msg_1", ItemKind::Input)?,
+        item("msg_2", ItemKind::Output)?,
     ];
     ending.append_to = Some("conv_1".to_owned());
     store.end_run(&ending, &events(0..1)).await?;
@@ -517,10 +521,14 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
 async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb) -> TestResult {
     use engine::store::{ConversationRecord, ItemKind, StoredItem};
     let store = db.open().await?;
-    let item = |id: &str| StoredItem {
-        id: id.to_owned(),
-        kind: ItemKind::Input,
-        item: json!({"type": "message", "id": id, "role": "user", "content": id}),
+    let item = |id: &str| -> Result<StoredItem, serde_json::Error> {
+        Ok(StoredItem {
+            id: id.to_owned(),
+            kind: ItemKind::Input,
+            item: serde_json::value::to_raw_value(
+                &json!({"type": "message", "id": id, "role": "user", "content": id}),
+            )?,
+        })
     };
     let conversation = ConversationRecord {
         id: "conv_2".to_owned(),
@@ -529,13 +537,13 @@ async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb)
         metadata: Default::default(),
     };
     store
-        .create_conversation(&conversation, &[item("msg_0"), item("msg_1")])
+        .create_conversation(&conversation, &[item("msg_0")?, item("msg_1")?])
         .await?;
     let ending = |id: &str, project: &str, conversation: &str, items: &[&str]| {
-        record(id, project, true).map(|mut record| {
-            record.items = items.iter().map(|i| item(i)).collect();
+        record(id, project, true).and_then(|mut record| {
+            record.items = items.iter().map(|i| item(i)).collect::<Result<_, _>>()?;
             record.append_to = Some(conversation.to_owned());
-            record
+            Ok(record)
         })
     };
     // Several runs ending at once (possibly in one shared transaction): each run's items come

@@ -124,7 +124,9 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     let item = StoredItem {
         id: "msg_1".to_owned(),
         kind: ItemKind::Output,
-        item: json!({"type": "message", "id": "msg_1", "role": "assistant", "content": []}),
+        item: serde_json::value::to_raw_value(
+            &json!({"type": "message", "id": "msg_1", "role": "assistant", "content": []}),
+        )?,
     };
     let conversation = ConversationRecord {
         id: "conv_1".to_owned(),

@@ -39,9 +39,8 @@ impl Machine {
             }
         }
         // Serialized once: the stored row, the terminal event and a plain request's HTTP body
-        // share these bytes.
-        let response_json: Option<Arc<str>> =
-            serde_json::to_string(&self.response).ok().map(Arc::from);
+        // share these bytes (written by hand, as serde writes them).
+        let response_json: Option<Arc<str>> = self.response.to_json().ok().map(Arc::from);
         let include_usage = self
             .plan
             .request

@@ -1,0 +1,418 @@
+//! The response object written as JSON by hand: byte for byte what `serde_json::to_string`
+//! writes for a [`Response`], for the copy a run stores and sends when it ends (the row, the
+//! terminal event and a plain request's body share it).
+//!
+//! serde's derive writes every key through its string escaper, an internally tagged enum (an
+//! output item, a content part) through a map adapter, and grows its buffer from 128 bytes.
+//! Here the keys and punctuation are literals, numbers go through `itoa`, strings without
+//! escapes are copied between quotes ([`json_string`]), the usage and an assistant message —
+//! what a run fills in — are written field by field, and everything else (the request's echo:
+//! tools, text format, reasoning; other output items; floats) is written by serde into the
+//! same buffer. `tests` compares the bytes with serde's for each field's forms.
+
+use serde::Serialize;
+use serde::ser::Error as _;
+
+use crate::json_string;
+use crate::output::{OutputContent, OutputItem, OutputMessage, OutputStatus};
+use crate::response::{Response, Usage};
+
+impl Response {
+    /// The response as compact JSON, as `serde_json::to_string(self)` writes it.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        let mut out = Writer(Vec::with_capacity(self.size_hint()));
+        out.response(self)?;
+        String::from_utf8(out.0).map_err(|_| serde_json::Error::custom("the JSON is not UTF-8"))
+    }
+
+    /// About the JSON's length: the fixed part, the output's text and room for the echo.
+    fn size_hint(&self) -> usize {
+        let text: usize = self
+            .output
+            .iter()
+            .map(|item| match item {
+                OutputItem::Message(message) => message
+                    .content
+                    .iter()
+                    .map(|OutputContent::OutputText(part)| part.text.len() + 160)
+                    .sum(),
+                _ => 512,
+            })
+            .sum();
+        2048 + text + 256 * self.tools.len()
+    }
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn piece(&mut self, text: &str) {
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    fn string(&mut self, value: &str) -> Result<(), serde_json::Error> {
+        json_string::push_quoted_bytes(&mut self.0, value)
+    }
+
+    fn optional_string(&mut self, value: Option<&str>) -> Result<(), serde_json::Error> {
+        match value {
+            Some(value) => self.string(value),
+            None => {
+                self.piece("null");
+                Ok(())
+            }
+        }
+    }
+
+    fn number(&mut self, value: u64) {
+        self.piece(itoa::Buffer::new().format(value));
+    }
+
+    fn signed(&mut self, value: i64) {
+        self.piece(itoa::Buffer::new().format(value));
+    }
+
+    fn optional_number(&mut self, value: Option<u32>) {
+        match value {
+            Some(value) => self.number(u64::from(value)),
+            None => self.piece("null"),
+        }
+    }
+
+    fn boolean(&mut self, value: bool) {
+        self.piece(if value { "true" } else { "false" });
+    }
+
+    /// Anything else, written by serde.
+    fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(&mut self.0, value)
+    }
+
+    fn response(&mut self, r: &Response) -> Result<(), serde_json::Error> {
+        self.piece("{\"id\":");
+        self.string(&r.id)?;
+        self.piece(",\"object\":");
+        self.string(&r.object)?;
+        self.piece(",\"created_at\":");
+        self.signed(r.created_at);
+        self.piece(",\"completed_at\":");
+        match r.completed_at {
+            Some(at) => self.signed(at),
+            None => self.piece("null"),
+        }
+        self.piece(",\"status\":\"");
+        self.piece(r.status.as_str());
+        self.piece("\",\"model\":");
+        self.string(&r.model)?;
+        self.piece(",\"output\":[");
+        for (index, item) in r.output.iter().enumerate() {
+            if index > 0 {
+                self.piece(",");
+            }
+            match item {
+                OutputItem::Message(message) => self.message(message)?,
+                other => self.json(other)?,
+            }
+        }
+        self.piece("],\"usage\":");
+        match &r.usage {
+            Some(usage) => self.usage(usage)?,
+            None => self.piece("null"),
+        }
+        self.piece(",\"error\":");
+        self.json(&r.error)?;
+        self.piece(",\"incomplete_details\":");
+        self.json(&r.incomplete_details)?;
+        self.piece(",\"instructions\":");
+        self.optional_string(r.instructions.as_deref())?;
+        self.piece(",\"max_output_tokens\":");
+        self.optional_number(r.max_output_tokens);
+        self.piece(",\"max_tool_calls\":");
+        self.optional_number(r.max_tool_calls);
+        self.piece(",\"max_steps\":");
+        self.optional_number(r.max_steps);
+        self.piece(",\"temperature\":");
+        self.json(&r.temperature)?;
+        self.piece(",\"top_p\":");
+        self.json(&r.top_p)?;
+        self.piece(",\"tool_choice\":");
+        self.json(&r.tool_choice)?;
+        self.piece(",\"tools\":");
+        self.json(&r.tools)?;
+        self.piece(",\"parallel_tool_calls\":");
+        self.boolean(r.parallel_tool_calls);
+        self.piece(",\"truncation\":");
+        self.json(&r.truncation)?;
+        self.piece(",\"background\":");
+        self.boolean(r.background);
+        self.piece(",\"store\":");
+        self.boolean(r.store);
+        self.piece(",\"service_tier\":");
+        self.string(&r.service_tier)?;
+        self.piece(",\"text\":");
+        self.json(&r.text)?;
+        self.piece(",\"metadata\":");
+        if r.metadata.is_empty() {
+            self.piece("{}");
+        } else {
+            self.json(&r.metadata)?;
+        }
+        self.piece(",\"previous_response_id\":");
+        self.optional_string(r.previous_response_id.as_deref())?;
+        if let Some(conversation) = &r.conversation {
+            self.piece(",\"conversation\":");
+            self.json(conversation)?;
+        }
+        self.piece(",\"prompt_cache_key\":");
+        self.optional_string(r.prompt_cache_key.as_deref())?;
+        if let Some(retention) = &r.prompt_cache_retention {
+            self.piece(",\"prompt_cache_retention\":");
+            self.json(retention)?;
+        }
+        self.piece(",\"reasoning\":");
+        self.json(&r.reasoning)?;
+        if let Some(effort) = &r.effort {
+            self.piece(",\"effort\":");
+            self.string(effort)?;
+        }
+        if let Some(preset) = &r.preset {
+            self.piece(",\"preset\":");
+            self.string(preset)?;
+        }
+        if let Some(user) = &r.user {
+            self.piece(",\"user\":");
+            self.string(user)?;
+        }
+        self.piece(",\"safety_identifier\":");
+        self.optional_string(r.safety_identifier.as_deref())?;
+        self.piece(",\"frequency_penalty\":");
+        self.json(&r.frequency_penalty)?;
+        self.piece(",\"presence_penalty\":");
+        self.json(&r.presence_penalty)?;
+        self.piece(",\"top_logprobs\":");
+        self.number(u64::from(r.top_logprobs));
+        self.piece("}");
+        Ok(())
+    }
+
+    /// An assistant message (`OutputItem::Message`: its tag first, then its fields).
+    fn message(&mut self, message: &OutputMessage) -> Result<(), serde_json::Error> {
+        self.piece("{\"type\":\"message\",\"id\":");
+        self.string(&message.id)?;
+        self.piece(",\"status\":\"");
+        self.piece(match message.status {
+            OutputStatus::InProgress => "in_progress",
+            OutputStatus::Completed => "completed",
+            OutputStatus::Incomplete => "incomplete",
+            OutputStatus::Failed => "failed",
+        });
+        self.piece("\",\"role\":");
+        self.string(&message.role)?;
+        self.piece(",\"content\":[");
+        for (index, OutputContent::OutputText(part)) in message.content.iter().enumerate() {
+            if index > 0 {
+                self.piece(",");
+            }
+            self.piece("{\"type\":\"output_text\",\"text\":");
+            self.string(&part.text)?;
+            self.piece(",\"annotations\":");
+            if part.annotations.is_empty() {
+                self.piece("[]");
+            } else {
+                self.json(&part.annotations)?;
+            }
+            self.piece(",\"logprobs\":");
+            if part.logprobs.is_empty() {
+                self.piece("[]");
+            } else {
+                self.json(&part.logprobs)?;
+            }
+            self.piece("}");
+        }
+        self.piece("]");
+        if let Some(phase) = &message.phase {
+            self.piece(",\"phase\":");
+            self.json(phase)?;
+        }
+        self.piece("}");
+        Ok(())
+    }
+
+    fn usage(&mut self, usage: &Usage) -> Result<(), serde_json::Error> {
+        self.piece("{\"input_tokens\":");
+        self.number(usage.input_tokens);
+        self.piece(",\"output_tokens\":");
+        self.number(usage.output_tokens);
+        self.piece(",\"total_tokens\":");
+        self.number(usage.total_tokens);
+        let input = &usage.input_tokens_details;
+        self.piece(",\"input_tokens_details\":{\"cached_tokens\":");
+        self.number(input.cached_tokens);
+        self.piece(",\"cache_creation_input_tokens\":");
+        self.number(input.cache_creation_input_tokens);
+        self.piece(",\"cache_read_input_tokens\":");
+        self.number(input.cache_read_input_tokens);
+        self.piece(",\"cache_write_tokens\":");
+        self.number(input.cache_write_tokens);
+        self.piece("},\"output_tokens_details\":{\"reasoning_tokens\":");
+        self.number(usage.output_tokens_details.reasoning_tokens);
+        self.piece("},\"tool_calls_details\":");
+        if usage.tool_calls_details.is_empty() {
+            self.piece("{}");
+        } else {
+            self.json(&usage.tool_calls_details)?;
+        }
+        if let Some(cost) = &usage.cost {
+            self.piece(",\"cost\":");
+            self.json(cost)?;
+        }
+        self.piece("}");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::request::CreateRequest;
+    use crate::response::Response;
+
+    /// A response with every field at its plainest (`None`, empty, zero).
+    fn plain() -> Value {
+        json!({
+            "id": "resp_1", "object": "response", "created_at": 1_700_000_000,
+            "completed_at": null, "status": "in_progress", "model": "openai/gpt-5.4",
+            "output": [], "usage": null, "error": null, "incomplete_details": null,
+            "instructions": null, "max_output_tokens": null, "max_tool_calls": null,
+            "max_steps": null, "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto",
+            "tools": [], "parallel_tool_calls": true, "truncation": "disabled",
+            "background": false, "store": true, "service_tier": "default", "text": {},
+            "metadata": {}, "previous_response_id": null, "prompt_cache_key": null,
+            "reasoning": null, "safety_identifier": null, "frequency_penalty": 0.0,
+            "presence_penalty": 0.0, "top_logprobs": 0
+        })
+    }
+
+    fn response(changes: Value) -> Response {
+        let mut value = plain();
+        if let (Some(map), Value::Object(changes)) = (value.as_object_mut(), changes) {
+            map.extend(changes);
+        }
+        serde_json::from_value(value).expect("a response")
+    }
+
+    fn check(response: &Response) {
+        let expected = serde_json::to_string(response).expect("serde writes it");
+        let written = response.to_json().expect("written");
+        assert_eq!(written, expected);
+    }
+
+    const TEXTS: [&str; 6] = [
+        "",
+        "Paris.",
+        "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7}",
+        "é 日本 🎉 \u{7f} \u{2028}",
+        "</script>&<>'",
+        "a long answer that goes on for more than one word of eight bytes, twice over",
+    ];
+
+    /// Each field's forms, one change at a time from the plainest response, are written as
+    /// serde writes them.
+    #[test]
+    fn every_field_is_written_as_serde_writes_it() {
+        check(&response(json!({})));
+        let changes = [
+            json!({"completed_at": 1_700_000_123, "status": "completed"}),
+            json!({"created_at": -5, "completed_at": 0}),
+            json!({"status": "failed", "error": {"message": "upstream \"down\"", "type": "server_error", "code": "upstream_error"}}),
+            json!({"status": "failed", "error": {"message": "x"}}),
+            json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}),
+            json!({"status": "queued"}),
+            json!({"status": "cancelled"}),
+            json!({"status": "requires_action"}),
+            json!({"status": "cancelling"}),
+            json!({"instructions": "Be \"brief\".\n", "max_output_tokens": 1024, "max_tool_calls": 0, "max_steps": 4_294_967_295_u32}),
+            json!({"temperature": 0.7, "top_p": 0.95, "frequency_penalty": -2.0, "presence_penalty": 1e-7}),
+            json!({"temperature": 1e21, "top_p": 0.1, "frequency_penalty": 2.0, "presence_penalty": -0.0}),
+            json!({"tool_choice": "required", "parallel_tool_calls": false, "truncation": "auto"}),
+            json!({"tool_choice": "none", "background": true, "store": false}),
+            json!({"service_tier": "flex \u{1}", "metadata": {"a": "1", "b\"": "é\n"}}),
+            json!({"previous_response_id": "resp_0", "conversation": {"id": "conv_1"}}),
+            json!({"prompt_cache_key": "k", "prompt_cache_retention": "24h"}),
+            json!({"prompt_cache_retention": "in-memory"}),
+            json!({"reasoning": {"effort": "high", "summary": "auto"}, "effort": "high"}),
+            json!({"reasoning": {}}),
+            json!({"preset": "pro-search", "user": "u\"1", "safety_identifier": "s"}),
+            json!({"top_logprobs": 20, "text": {"verbosity": "low"}}),
+            json!({"id": "resp_\u{1f}", "object": "response", "model": "m\\n"}),
+            json!({"usage": {"input_tokens": 12, "output_tokens": 64, "total_tokens": 76}}),
+            json!({"usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3,
+                "input_tokens_details": {"cached_tokens": 4, "cache_creation_input_tokens": 5,
+                    "cache_read_input_tokens": 6, "cache_write_tokens": 7},
+                "output_tokens_details": {"reasoning_tokens": 8},
+                "tool_calls_details": {"search_web": {"invocation": 2, "cost_usd": 0.005},
+                                       "fetch_url": {"invocation": 1}},
+                "cost": {"currency": "USD", "input_cost": 0.1, "output_cost": 0.25, "total_cost": 0.35}}}),
+        ];
+        for change in changes {
+            check(&response(change));
+        }
+    }
+
+    /// Assistant messages (every text form, several parts, annotations, logprobs, each status
+    /// and phase) and other output items among them are written as serde writes them.
+    #[test]
+    fn output_items_are_written_as_serde_writes_them() {
+        for text in TEXTS {
+            for status in ["in_progress", "completed", "incomplete", "failed"] {
+                check(&response(json!({"output": [{
+                    "type": "message", "id": "msg_1", "status": status, "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+                }]})));
+            }
+        }
+        check(&response(json!({"output": [
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+             "phase": "commentary", "content": []},
+            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f",
+             "arguments": "{\"a\":1}", "status": "completed"},
+            {"type": "message", "id": "msg_2", "status": "completed", "role": "assistant",
+             "phase": "final_answer", "content": [
+                {"type": "output_text", "text": "See [1].", "annotations": [
+                    {"type": "url_citation", "url": "https://example.com/a?b=\"c\"", "title": "A",
+                     "start_index": 4, "end_index": 7},
+                    {"type": "url_citation", "url": "https://example.com", "start_index": 0, "end_index": 1}],
+                 "logprobs": [{"token": "See", "logprob": -0.25, "bytes": [83, 101, 101], "top_logprobs": []}]},
+                {"type": "output_text", "text": "Second part.", "annotations": [], "logprobs": []}
+             ]},
+            {"type": "search_results", "queries": ["q"], "results": []}
+        ]})));
+    }
+
+    /// The initial response of a request that echoes tools, a JSON schema format and
+    /// reasoning is written as serde writes it.
+    #[test]
+    fn a_requests_echo_is_written_as_serde_writes_it() {
+        let request = CreateRequest::parse(
+            br#"{"model":"openai/gpt-5.4","input":"hi","tools":[
+                {"type":"function","name":"get_weather","description":"Weather \"now\"",
+                 "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true},
+                {"type":"web_search"}],
+              "text":{"format":{"type":"json_schema","name":"answer","schema":{"type":"object"},"strict":true}},
+              "reasoning":{"effort":"low"},"tool_choice":{"type":"function","name":"get_weather"}}"#,
+        )
+        .expect("a request");
+        let mut response = response(json!({}));
+        response.tools = request.tools.unwrap_or_default();
+        if let Some(text) = request.text {
+            response.text = text;
+        }
+        response.reasoning = request.reasoning;
+        if let Some(choice) = request.tool_choice {
+            response.tool_choice = choice;
+        }
+        assert!(response.tools.len() == 2);
+        check(&response);
+    }
+}
