@@ -965,6 +965,24 @@ impl Harness {
         collect(handle.events()).await
     }
 
+    /// Starts a run (model `m`) whose streamed answer is held mid-way (`paused`): `before`
+    /// as a delta, then a wait on the returned gate, then `after`.
+    pub async fn start_paused(
+        &self,
+        body: Value,
+        before: &str,
+        after: &str,
+    ) -> (engine::RunHandle, Arc<Notify>) {
+        let (steps, gate) = paused(before, after);
+        self.model("m").push(Turn::Stream(steps));
+        let handle = self
+            .engine
+            .start(PROJECT, request(body))
+            .await
+            .expect("the request starts");
+        (handle, gate)
+    }
+
     /// Waits (bounded, in the test's time) until the response has a terminal status.
     pub async fn wait_terminal(&self, id: &str) -> ResponseStatus {
         for _ in 0..10_000 {
@@ -989,6 +1007,20 @@ pub fn paused(before: &str, after: &str) -> (Vec<Step>, Arc<Notify>) {
         Step::Event(ModelEvent::TextDelta(after.to_owned())),
     ];
     (steps, gate)
+}
+
+/// Reads a run's event lines up to and including its first text delta; how many were read.
+pub async fn read_to_first_delta(
+    events: &mut (impl futures::Stream<Item = Arc<str>> + Unpin),
+) -> usize {
+    let mut read = 0;
+    while let Some(line) = events.next().await {
+        read += 1;
+        if line.contains("response.output_text.delta") {
+            break;
+        }
+    }
+    read
 }
 
 pub fn request(body: Value) -> CreateRequest {

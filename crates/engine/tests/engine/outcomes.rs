@@ -9,7 +9,9 @@ use protocol::response::ResponseStatus;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::common::{Harness, PROJECT, Step, Turn, items, paused, request, types};
+use crate::common::{
+    Harness, PROJECT, Step, Turn, items, paused, read_to_first_delta, request, types,
+};
 
 #[tokio::test]
 async fn a_text_answer_completes_with_its_events_in_order_and_stored() {
@@ -187,22 +189,17 @@ async fn an_answer_that_breaks_the_structured_output_schema_fails_the_run() {
 #[tokio::test]
 async fn a_cancel_stops_a_streaming_turn_and_keeps_what_it_wrote() {
     let h = Harness::new();
-    let (steps, _gate) = paused("partial", " never");
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
-        .await
-        .unwrap();
+    let (handle, _gate) = h
+        .start_paused(
+            json!({"model": "fake/m", "input": "x"}),
+            "partial",
+            " never",
+        )
+        .await;
     let id = handle.id.clone();
     // Wait until the delta is out, then cancel.
     let mut events = Box::pin(handle.events());
-    use futures::StreamExt as _;
-    while let Some(line) = events.next().await {
-        if line.contains("response.output_text.delta") {
-            break;
-        }
-    }
+    read_to_first_delta(&mut events).await;
     // The answer waits for the run to stop: the response object, already cancelled.
     let ack = h.engine.cancel(PROJECT, &id).await.unwrap();
     assert_eq!(ack.response_id, id);

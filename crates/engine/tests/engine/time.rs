@@ -8,32 +8,25 @@ use engine::Clock;
 use engine::EngineConfig;
 use engine::model::ModelEvent;
 use engine::store::{JobState, JobStore};
-use futures::StreamExt as _;
 use protocol::response::ResponseStatus;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::common::{Harness, PROJECT, Step, Turn, paused, request, types};
+use crate::common::{Harness, PROJECT, Step, Turn, read_to_first_delta, request, types};
 
 #[tokio::test(start_paused = true)]
 async fn a_long_turn_reaches_the_store_every_500_ms() {
     let h = Harness::new();
-    let (steps, gate) = paused("first words", " and the rest");
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
-        .await
-        .unwrap();
+    let (handle, gate) = h
+        .start_paused(
+            json!({"model": "fake/m", "input": "x"}),
+            "first words",
+            " and the rest",
+        )
+        .await;
     let id = handle.id.clone();
     let mut events = Box::pin(handle.events());
-    let mut seen = 0;
-    while let Some(line) = events.next().await {
-        seen += 1;
-        if line.contains("response.output_text.delta") {
-            break;
-        }
-    }
+    let seen = read_to_first_delta(&mut events).await;
     // Nothing is written per event: before the first tick the store has none of them.
     assert!(h.store.events_of(&id).is_empty());
     tokio::time::sleep(Duration::from_millis(400)).await;

@@ -7,12 +7,11 @@
 use std::time::Duration;
 
 use engine::{EngineConfig, EngineError};
-use futures::StreamExt as _;
 use protocol::conversations::Page;
 use protocol::response::ResponseStatus;
 use serde_json::json;
 
-use crate::common::{Harness, PROJECT, Turn, collect, paused, request, types};
+use crate::common::{Harness, PROJECT, Turn, collect, read_to_first_delta, request, types};
 
 fn writes(h: &Harness, id: &str) -> usize {
     h.store.lock().writes.get(id).copied().unwrap_or_default()
@@ -54,20 +53,16 @@ async fn a_short_run_is_stored_in_one_write() {
 #[tokio::test(start_paused = true)]
 async fn a_run_not_yet_written_answers_lookups_by_id_as_before() {
     let h = Harness::new();
-    let (steps, _gate) = paused("first words", " and the rest");
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
-        .await
-        .unwrap();
+    let (handle, _gate) = h
+        .start_paused(
+            json!({"model": "fake/m", "input": "x"}),
+            "first words",
+            " and the rest",
+        )
+        .await;
     let id = handle.id.clone();
     let mut events = Box::pin(handle.events());
-    while let Some(line) = events.next().await {
-        if line.contains("response.output_text.delta") {
-            break;
-        }
-    }
+    read_to_first_delta(&mut events).await;
     assert_eq!(h.store.status_of(&id), None, "not written yet");
 
     let got = h.engine.get_response(PROJECT, &id).await.unwrap();
@@ -139,13 +134,13 @@ async fn a_run_not_yet_written_answers_lookups_by_id_as_before() {
 #[tokio::test(start_paused = true)]
 async fn a_run_longer_than_a_flush_interval_is_stored_while_it_runs() {
     let h = Harness::new();
-    let (steps, gate) = paused("first words", " and the rest");
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
-        .await
-        .unwrap();
+    let (handle, gate) = h
+        .start_paused(
+            json!({"model": "fake/m", "input": "x"}),
+            "first words",
+            " and the rest",
+        )
+        .await;
     let id = handle.id.clone();
     tokio::time::sleep(Duration::from_millis(600)).await;
     let stored = h.store.lock().responses.get(&id).cloned().unwrap();
@@ -239,16 +234,13 @@ async fn a_function_call_handed_back_is_stored_first() {
 #[tokio::test(start_paused = true)]
 async fn a_hidden_run_is_stored_in_one_write_and_stays_hidden() {
     let h = Harness::new();
-    let (steps, gate) = paused("a", "b");
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(
-            PROJECT,
-            request(json!({"model": "fake/m", "input": "x", "store": false})),
+    let (handle, gate) = h
+        .start_paused(
+            json!({"model": "fake/m", "input": "x", "store": false}),
+            "a",
+            "b",
         )
-        .await
-        .unwrap();
+        .await;
     let id = handle.id.clone();
     tokio::task::yield_now().await;
     assert!(matches!(
@@ -288,13 +280,9 @@ async fn a_run_on_a_shared_store_is_written_at_start() {
         shared_store: true,
         ..EngineConfig::default()
     });
-    let (steps, gate) = paused("a", "b");
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
-        .await
-        .unwrap();
+    let (handle, gate) = h
+        .start_paused(json!({"model": "fake/m", "input": "x"}), "a", "b")
+        .await;
     assert_eq!(
         h.store.status_of(&handle.id),
         Some(ResponseStatus::InProgress)
