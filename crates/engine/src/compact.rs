@@ -54,9 +54,8 @@ impl Engine {
             }
         })?;
         let input = body.input.unwrap_or(Input::Items(Vec::new()));
-        plan::refuse_unwritten(core, project_id, body.previous_response_id.as_deref())?;
         let (transcript, _) = plan::transcript_of(
-            core.store.as_ref(),
+            core,
             project_id,
             body.previous_response_id.as_deref(),
             None,

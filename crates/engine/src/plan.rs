@@ -74,30 +74,14 @@ pub(crate) async fn transcript_for(
     project_id: &str,
     request: &CreateRequest,
 ) -> Result<(Vec<InputItem>, Continuation), EngineError> {
-    refuse_unwritten(core, project_id, request.previous_response_id.as_deref())?;
     transcript_of(
-        core.store.as_ref(),
+        core,
         project_id,
         request.previous_response_id.as_deref(),
         request.conversation.as_ref().map(ConversationRef::id),
         request.input.clone(),
     )
     .await
-}
-
-/// A `previous_response_id` naming a run of this process whose row is not written yet (it is
-/// in progress: `live.rs`) is refused as its stored in-progress row would be.
-pub(crate) fn refuse_unwritten(
-    core: &Core,
-    project_id: &str,
-    previous_id: Option<&str>,
-) -> Result<(), EngineError> {
-    if let Some(previous_id) = previous_id
-        && let Some(previous) = core.live.unstored(project_id, previous_id)?
-    {
-        return Err(not_continuable(previous_id, previous.response.status));
-    }
-    Ok(())
 }
 
 /// The refusal of a `previous_response_id` whose response has not ended (or failed).
@@ -112,19 +96,21 @@ fn not_continuable(previous_id: &str, status: ResponseStatus) -> EngineError {
 }
 
 /// The transcript of the previous response (or the conversation's items), then `input` with
-/// its references resolved and ids given.
+/// its references resolved and ids given. The previous response is looked up as every lookup by
+/// id is (`Core::response`): a run of this process not written yet is found in progress.
 pub(crate) async fn transcript_of(
-    store: &dyn Store,
+    core: &Core,
     project_id: &str,
     previous_response_id: Option<&str>,
     conversation: Option<&str>,
     input: Input,
 ) -> Result<(Vec<InputItem>, Continuation), EngineError> {
+    let store = core.store.as_ref();
     let mut items: Vec<InputItem> = Vec::new();
     let mut context = Continuation::default();
     if let Some(previous_id) = previous_response_id {
-        let previous = store
-            .get_response(project_id, previous_id)
+        let previous = core
+            .response(project_id, previous_id)
             .await?
             .ok_or_else(|| {
                 EngineError::invalid(
