@@ -141,7 +141,9 @@ async function route() {
 signout.addEventListener('click', () => {
   forgetKey();
   signedIn = false;
-  location.hash = '';
+  // The hash is cleared without a `hashchange` event: that event's `route()` came after this
+  // sign-in page and drew a second one, sometimes while a key was being typed into the first.
+  history.replaceState(null, '', location.pathname + location.search);
   signInPage();
 });
 window.addEventListener('hashchange', route);
