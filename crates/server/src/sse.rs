@@ -35,28 +35,36 @@ pub fn stream(
     events: impl Stream<Item = Arc<str>> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {
+    response(SseBody::new(events.boxed(), keep_alive))
+}
+
+/// [`stream`] for a run just started: answered once its first batch of events is gathered
+/// (or its events ended), so the response head and the first frame leave in one socket write.
+/// (Answered at once, the head went alone: the run had not yet appended `response.created`
+/// when the body was first polled. Answered at its first event, the head still went alone: the
+/// body's first poll gathered `response.created` and `response.in_progress` and yielded for
+/// more, and hyper wrote the head while it waited.) A run appends its first events as it
+/// starts; a resume, which may wait long for the next event, answers with [`stream`] at once.
+pub async fn stream_started(
+    events: impl Stream<Item = Arc<str>> + Send + 'static,
+    keep_alive: Duration,
+) -> Response {
+    let mut body = SseBody::new(events.boxed(), keep_alive);
+    // The same gathering (and yields) as the body's, before the head rather than after it.
+    body.first = body.batches.next().await.map(|batch| frames(&batch));
+    response(body)
+}
+
+/// The response of an SSE body.
+fn response(body: SseBody) -> Response {
     (
         [
             (CONTENT_TYPE, "text/event-stream"),
             (CACHE_CONTROL, "no-cache"),
         ],
-        Body::new(SseBody::new(events.boxed(), keep_alive)),
+        Body::new(body),
     )
         .into_response()
-}
-
-/// [`stream`] for a run just started: answered once its first event is there (or its events
-/// ended), so the response head and the first frame leave in one socket write. (Answered at
-/// once, the head went alone: the run had not yet appended `response.created` when the body was
-/// first polled.) A run appends its first event as it starts; a resume, which may wait long for
-/// the next event, answers with [`stream`] at once.
-pub async fn stream_started(
-    events: impl Stream<Item = Arc<str>> + Send + 'static,
-    keep_alive: Duration,
-) -> Response {
-    let mut events = events.boxed().peekable();
-    Pin::new(&mut events).peek().await;
-    stream(events, keep_alive)
 }
 
 /// The body: each batch of events as one data frame, and a keep-alive comment whenever
@@ -68,6 +76,8 @@ pub async fn stream_started(
 /// again for every chunk of a fast stream.)
 struct SseBody {
     batches: Batches<BoxStream<'static, Arc<str>>>,
+    /// The first frame, gathered before the response was answered ([`stream_started`]).
+    first: Option<Bytes>,
     keep_alive: Duration,
     /// When the last frame (or comment) was written.
     last_write: Instant,
@@ -80,6 +90,7 @@ impl SseBody {
         let now = Instant::now();
         SseBody {
             batches: Batches::new(events, MAX_EVENTS_PER_WRITE, sse_batch::MAX_YIELDS),
+            first: None,
             keep_alive,
             last_write: now,
             timer: Box::pin(tokio::time::sleep_until(after(now, keep_alive))),
@@ -101,6 +112,10 @@ impl http_body::Body for SseBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = &mut *self;
+        if let Some(first) = this.first.take() {
+            this.last_write = Instant::now();
+            return Poll::Ready(Some(Ok(Frame::data(first))));
+        }
         match this.batches.poll_next_unpin(cx) {
             Poll::Ready(Some(batch)) => {
                 this.last_write = Instant::now();
@@ -244,6 +259,43 @@ mod tests {
             .unwrap();
         assert_eq!(&frame[..], b"data: first\n\n");
         drop(events);
+        assert!(body.next().await.is_none());
+    }
+
+    /// The events a started run appends at once (`response.created`, `response.in_progress`)
+    /// are gathered before the response is answered: the body's first poll has them as one
+    /// frame, so hyper writes the head with them (a first poll that yielded for more made it
+    /// write the head alone).
+    #[tokio::test]
+    async fn a_started_runs_first_events_are_ready_with_its_response() {
+        let (events, rx) = mpsc::unbounded::<Arc<str>>();
+        let _ = events.unbounded_send(Arc::from("created"));
+        let _ = events.unbounded_send(Arc::from("in_progress"));
+        let response = stream_started(rx, Duration::from_secs(10)).await;
+        let mut body = response.into_body();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let first = match Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => frame.into_data().unwrap_or_default(),
+            other => panic!("the first frame was not ready: {other:?}"),
+        };
+        assert_eq!(&first[..], b"data: created\n\ndata: in_progress\n\n");
+        let _ = events.unbounded_send(Arc::from("next"));
+        drop(events);
+        let rest = futures::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
+            .await
+            .and_then(|frame| frame.ok())
+            .and_then(|frame| frame.into_data().ok());
+        assert_eq!(rest.as_deref(), Some(&b"data: next\n\n"[..]));
+    }
+
+    /// A started run whose events ended before any came answers an empty body.
+    #[tokio::test]
+    async fn a_started_run_without_events_has_an_empty_body() {
+        let (events, rx) = mpsc::unbounded::<Arc<str>>();
+        drop(events);
+        let response = stream_started(rx, Duration::from_secs(10)).await;
+        let mut body = response.into_body().into_data_stream();
         assert!(body.next().await.is_none());
     }
 
