@@ -51,7 +51,7 @@ fn run<D: SseDecoder>(mut decoder: D, chunks: &[&[u8]]) -> Vec<Result<ModelEvent
             Ok(Some(event)) => decoder.data(event.data, &mut out),
             Ok(None) => match chunks.next() {
                 Some(chunk) => {
-                    parser.feed(chunk);
+                    parser.feed(bytes::Bytes::copy_from_slice(chunk));
                     continue;
                 }
                 None => decoder.end(&mut out).map(|()| Step::Done),

@@ -146,7 +146,7 @@ impl<D: SseDecoder> SseTurn<D> {
                 }
                 Ok(None) => match self.body.poll_next_unpin(cx) {
                     Poll::Ready(Some(Ok(chunk))) => {
-                        self.parser.feed(&chunk);
+                        self.parser.feed(chunk);
                         continue;
                     }
                     Poll::Ready(Some(Err(err))) => Err(transport_error(err)),

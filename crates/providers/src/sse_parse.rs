@@ -18,8 +18,16 @@
 //! ends a line cannot make agentd buffer without bound. A field value that is not UTF-8 is an
 //! error too (the standard would replace the bytes; for a JSON payload that only hides a broken
 //! upstream).
+//!
+//! Lines are read where they arrived, in the body's own `Bytes`: only a line cut by the end of a
+//! chunk is copied (until its end comes), and an event whose one data line and blank line are
+//! in one chunk (the usual `data: …` LF LF, read in one step) is handed out from that chunk.
+//! `oracle` (tests only) keeps the parser as it was before, copying every chunk into one
+//! buffer; the tests compare the two on every cut of their bodies.
 
 use std::fmt;
+
+use bytes::Bytes;
 
 /// The longest line accepted (the largest whole JSON body an upstream may send, 16 MiB).
 pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -70,17 +78,26 @@ pub(crate) struct SseEvent<'a> {
 }
 
 /// The parser's state between chunks.
+///
+/// Complete lines are read where they arrived, in the chunk last fed (a `Bytes`, not copied);
+/// only a line that a chunk ends in the middle of is copied, into `partial`, until its end
+/// comes. An event whose one `data` line and blank line arrive in the same chunk is handed out
+/// borrowed from that chunk; data lines are copied into `data` only when an event has several,
+/// or when its blank line comes in a later chunk.
 #[derive(Debug)]
 pub(crate) struct SseParser {
-    /// Received bytes from `start` on are not parsed yet (at most a partial line once
-    /// `next_event` returned `None`).
-    buffer: Vec<u8>,
-    start: usize,
+    /// The chunk fed last; its bytes from `at` on are not parsed yet.
+    chunk: Bytes,
+    at: usize,
+    /// The start of a line whose end was not received yet (never a line end). Before the byte
+    /// order mark is decided (`started` false): the stream's first bytes, a prefix of the mark.
+    partial: Vec<u8>,
     /// Past the start of the stream, where a byte order mark may be.
     started: bool,
     /// The last line ended in a CR that was the last byte received: an LF next belongs to it.
     after_cr: bool,
-    /// The data lines of the event being read, each followed by LF.
+    /// The data lines of the event being read, each followed by LF, when they could not be left
+    /// in their chunk.
     data: String,
     /// The event's type (empty: `message`).
     event: String,
@@ -98,12 +115,23 @@ impl Default for SseParser {
     }
 }
 
+/// What one line does to the event being read.
+enum LineKind<'a> {
+    /// A blank line: dispatch the event, if it has data.
+    Blank,
+    /// A `data` field's value.
+    Data(&'a str),
+    /// Anything else (comment, `event`, `id`, ignored field): already applied.
+    Other,
+}
+
 impl SseParser {
     /// A parser with other limits than the defaults (tests).
     pub(crate) fn with_limits(max_line: usize, max_event: usize) -> SseParser {
         SseParser {
-            buffer: Vec::new(),
-            start: 0,
+            chunk: Bytes::new(),
+            at: 0,
+            partial: Vec::new(),
             started: false,
             after_cr: false,
             data: String::new(),
@@ -115,16 +143,42 @@ impl SseParser {
         }
     }
 
-    /// Adds the next chunk of the body.
-    pub(crate) fn feed(&mut self, chunk: &[u8]) {
-        if self.start == self.buffer.len() {
-            self.buffer.clear();
-            self.start = 0;
-        } else if self.start > 0 {
-            self.buffer.drain(..self.start);
-            self.start = 0;
+    /// Adds the next chunk of the body. (Normally fed once `next_event` returned `None`, when
+    /// the previous chunk is read to its end; otherwise its unread rest and `chunk` are joined.)
+    pub(crate) fn feed(&mut self, chunk: Bytes) {
+        if self.at < self.chunk.len() {
+            let mut joined = Vec::with_capacity(self.chunk.len() - self.at + chunk.len());
+            joined.extend_from_slice(&self.chunk[self.at..]);
+            joined.extend_from_slice(&chunk);
+            self.chunk = Bytes::from(joined);
+        } else {
+            self.chunk = chunk;
         }
-        self.buffer.extend_from_slice(chunk);
+        self.at = 0;
+        if !self.started {
+            self.skip_byte_order_mark();
+        }
+    }
+
+    /// Decides on the byte order mark once the stream's first three bytes (or fewer that cannot
+    /// begin one) are in: skips it if it is there. Until then the first bytes wait in `partial`.
+    fn skip_byte_order_mark(&mut self) {
+        let rest = &self.chunk[self.at..];
+        let wanted = BOM.len() - self.partial.len();
+        let head = &rest[..rest.len().min(wanted)];
+        let so_far = &BOM[self.partial.len()..];
+        if !so_far.starts_with(head) {
+            // Not a mark: the bytes kept so far begin the first line.
+            self.started = true;
+        } else if head.len() == wanted {
+            self.partial.clear();
+            self.at += wanted;
+            self.started = true;
+        } else {
+            // Maybe the start of a mark: wait for more (an empty body ends here too).
+            self.partial.extend_from_slice(head);
+            self.at = self.chunk.len();
+        }
     }
 
     /// The next complete event in what was fed, or `None` until more is fed. After an error
@@ -136,54 +190,27 @@ impl SseParser {
             self.event.clear();
         }
         if !self.started {
-            let head = &self.buffer[self.start..];
-            if head.len() < BOM.len() && BOM.starts_with(head) {
-                // Maybe the start of a mark: wait for more (an empty body ends here too).
-                return Ok(None);
-            }
-            if head.starts_with(BOM) {
-                self.start += BOM.len();
-            }
-            self.started = true;
+            return Ok(None);
         }
+        let chunk = &self.chunk;
+        // The event's one data line so far, still in `chunk` (copied into `data` when another
+        // data line follows or the chunk ends first).
+        let mut single: Option<&str> = None;
         loop {
-            if self.after_cr && self.start < self.buffer.len() {
+            if self.after_cr && self.at < chunk.len() {
                 self.after_cr = false;
-                if self.buffer[self.start] == b'\n' {
-                    self.start += 1;
+                if chunk[self.at] == b'\n' {
+                    self.at += 1;
                 }
             }
-            let rest = &self.buffer[self.start..];
-            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
-                if rest.len() > self.max_line {
-                    return Err(SseError::LineTooLong {
-                        limit: self.max_line,
-                    });
-                }
-                return Ok(None);
-            };
-            if end > self.max_line {
-                return Err(SseError::LineTooLong {
-                    limit: self.max_line,
-                });
-            }
-            let line_start = self.start;
-            self.start += end + 1;
-            if rest[end] == b'\r' {
-                match rest.get(end + 1) {
-                    Some(b'\n') => self.start += 1,
-                    Some(_) => {}
-                    None => self.after_cr = true,
-                }
-            }
-            let line = &self.buffer[line_start..line_start + end];
-            if line.is_empty() {
-                if self.data.is_empty() {
-                    self.event.clear();
-                    continue;
-                }
-                // The data buffer's last LF is not part of the data.
-                self.data.pop();
+            let rest = &chunk[self.at..];
+            if self.partial.is_empty()
+                && single.is_none()
+                && self.data.is_empty()
+                && let Some((value, used)) = lone_data_line(rest, self.max_line, self.max_event)
+            {
+                // The usual event, `data: …` LF LF: read in one step, as the lines below would.
+                self.at += used;
                 self.dispatched = true;
                 let event = if self.event.is_empty() {
                     "message"
@@ -192,52 +219,178 @@ impl SseParser {
                 };
                 return Ok(Some(SseEvent {
                     event,
-                    data: &self.data,
+                    data: std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?,
                     id: &self.id,
                 }));
             }
-            if line[0] == b':' {
-                continue;
-            }
-            let (name, value) = match memchr::memchr(b':', line) {
-                Some(colon) => {
-                    let value = &line[colon + 1..];
-                    (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
+                if self.partial.len() + rest.len() > self.max_line {
+                    return Err(SseError::LineTooLong {
+                        limit: self.max_line,
+                    });
                 }
-                None => (line, &line[line.len()..]),
+                if let Some(value) = single {
+                    push_line(&mut self.data, value);
+                }
+                self.partial.extend_from_slice(rest);
+                self.at = chunk.len();
+                return Ok(None);
             };
-            match name {
-                b"data" => {
-                    let value = std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?;
+            if self.partial.len() + end > self.max_line {
+                return Err(SseError::LineTooLong {
+                    limit: self.max_line,
+                });
+            }
+            self.at += end + 1;
+            if rest[end] == b'\r' {
+                match rest.get(end + 1) {
+                    Some(b'\n') => self.at += 1,
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+            let kind = if self.partial.is_empty() {
+                let kind = line_kind(&rest[..end], &mut self.event, &mut self.id)?;
+                if let LineKind::Data(value) = kind {
+                    let held = single.map_or(0, |value| value.len() + 1);
+                    if self.data.len() + held + value.len() > self.max_event {
+                        return Err(SseError::EventTooLarge {
+                            limit: self.max_event,
+                        });
+                    }
+                    if self.data.is_empty() && single.is_none() {
+                        single = Some(value);
+                        continue;
+                    }
+                    if let Some(held) = single.take() {
+                        push_line(&mut self.data, held);
+                    }
+                    push_line(&mut self.data, value);
+                    continue;
+                }
+                kind
+            } else {
+                // The end of a line begun in an earlier chunk (so no data line of this call is
+                // held in `single`).
+                self.partial.extend_from_slice(&rest[..end]);
+                let kind = line_kind(&self.partial, &mut self.event, &mut self.id)?;
+                if let LineKind::Data(value) = kind {
                     if self.data.len() + value.len() > self.max_event {
                         return Err(SseError::EventTooLarge {
                             limit: self.max_event,
                         });
                     }
-                    self.data.push_str(value);
-                    self.data.push('\n');
+                    push_line(&mut self.data, value);
                 }
-                b"event" => {
-                    let value = std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?;
-                    self.event.clear();
-                    self.event.push_str(value);
+                let blank = matches!(kind, LineKind::Blank);
+                self.partial.clear();
+                if blank {
+                    LineKind::Blank
+                } else {
+                    LineKind::Other
                 }
-                b"id" => {
-                    let value = std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?;
-                    if !value.contains('\0') {
-                        self.id.clear();
-                        self.id.push_str(value);
-                    }
-                }
-                // `retry` only concerns a client that reconnects; others are ignored.
-                _ => {}
+            };
+            if !matches!(kind, LineKind::Blank) {
+                continue;
             }
+            let data = match single {
+                Some(value) => value,
+                None if self.data.is_empty() => {
+                    // No data line since the last blank line: nothing to dispatch.
+                    self.event.clear();
+                    continue;
+                }
+                None => {
+                    // The data buffer's last LF is not part of the data.
+                    self.data.pop();
+                    self.data.as_str()
+                }
+            };
+            self.dispatched = true;
+            let event = if self.event.is_empty() {
+                "message"
+            } else {
+                self.event.as_str()
+            };
+            return Ok(Some(SseEvent {
+                event,
+                data,
+                id: &self.id,
+            }));
         }
     }
 }
 
+/// The value of the `data` line `rest` begins with when a blank line ends it at once (LF LF),
+/// within the limits, and the bytes up to the end of the blank line; else `None` (then the
+/// lines are read one by one).
+fn lone_data_line(rest: &[u8], max_line: usize, max_event: usize) -> Option<(&[u8], usize)> {
+    let value_at = if rest.starts_with(b"data: ") {
+        6
+    } else if rest.starts_with(b"data:") {
+        5
+    } else {
+        return None;
+    };
+    let end = memchr::memchr2(b'\n', b'\r', rest)?;
+    let within = end <= max_line && end - value_at <= max_event;
+    (within && rest.get(end..end + 2) == Some(b"\n\n")).then(|| (&rest[value_at..end], end + 2))
+}
+
+/// `value` and the LF that joins it to the next data line, added to `data`.
+fn push_line(data: &mut String, value: &str) {
+    data.push_str(value);
+    data.push('\n');
+}
+
+/// What a complete `line` (without its line end) is; an `event` or `id` field is applied here.
+fn line_kind<'a>(
+    line: &'a [u8],
+    event: &mut String,
+    id: &mut String,
+) -> Result<LineKind<'a>, SseError> {
+    let Some(&first) = line.first() else {
+        return Ok(LineKind::Blank);
+    };
+    if first == b':' {
+        return Ok(LineKind::Other);
+    }
+    let (name, value) = match memchr::memchr(b':', line) {
+        Some(colon) => {
+            let value = &line[colon + 1..];
+            (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+        }
+        None => (line, &line[line.len()..]),
+    };
+    match name {
+        b"data" => {
+            let value = std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?;
+            return Ok(LineKind::Data(value));
+        }
+        b"event" => {
+            let value = std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?;
+            event.clear();
+            event.push_str(value);
+        }
+        b"id" => {
+            let value = std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?;
+            if !value.contains('\0') {
+                id.clear();
+                id.push_str(value);
+            }
+        }
+        // `retry` only concerns a client that reconnects; others are ignored.
+        _ => {}
+    }
+    Ok(LineKind::Other)
+}
+
+#[cfg(test)]
+mod oracle;
+
 #[cfg(test)]
 mod tests {
+    use super::oracle::Copying;
     use super::*;
 
     /// What the parser dispatches for `body` fed in `chunks` pieces of `size` bytes (0: whole),
@@ -259,7 +412,7 @@ mod tests {
         };
         let mut events = Vec::new();
         for chunk in chunks {
-            parser.feed(chunk);
+            parser.feed(Bytes::copy_from_slice(chunk));
             while let Some(event) = parser.next_event()? {
                 events.push((
                     event.event.to_owned(),
@@ -441,5 +594,169 @@ mod tests {
             ),
             Ok(vec![message("12345\n6789"), message("0123456789")])
         );
+    }
+
+    type Events = Result<Vec<(String, String, String)>, SseError>;
+
+    /// What the in-place parser and the copying one (the oracle) dispatch for `body` cut at
+    /// `cuts` (increasing positions), with these limits.
+    fn both(body: &[u8], cuts: &[usize], max_line: usize, max_event: usize) -> (Events, Events) {
+        let mut pieces = Vec::new();
+        let mut from = 0;
+        for &cut in cuts.iter().chain([body.len()].iter()) {
+            pieces.push(&body[from..cut]);
+            from = cut;
+        }
+        let mut parser = SseParser::with_limits(max_line, max_event);
+        let mut copying = Copying::with_limits(max_line, max_event);
+        let new = (|| {
+            let mut events = Vec::new();
+            for piece in &pieces {
+                parser.feed(Bytes::copy_from_slice(piece));
+                while let Some(event) = parser.next_event()? {
+                    events.push(owned(event));
+                }
+            }
+            Ok(events)
+        })();
+        let old = (|| {
+            let mut events = Vec::new();
+            for piece in &pieces {
+                copying.feed(piece);
+                while let Some(event) = copying.next_event()? {
+                    events.push(owned(event));
+                }
+            }
+            Ok(events)
+        })();
+        (new, old)
+    }
+
+    fn owned(event: SseEvent<'_>) -> (String, String, String) {
+        (
+            event.event.to_owned(),
+            event.data.to_owned(),
+            event.id.to_owned(),
+        )
+    }
+
+    /// Bodies with every case the parser distinguishes: line ends of each kind (a CR LF and a
+    /// CR at the end of a body), multi-byte UTF-8, the byte order mark (whole, doubled, a
+    /// prefix), comments, fields without a colon, several data lines, ids, a value that is not
+    /// UTF-8, and a line and an event as long as the small limits below.
+    const BODIES: [&[u8]; 12] = [
+        b"data: one\ndata: two\ndata:three\n\ndata: {}\n\n",
+        b"data: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n",
+        b"data: a\rdata: b\r\rdata: c\r\r",
+        b"data: a\r\ndata: b\r\rdata: c\n\r\ndata: d\r",
+        "data: h\u{e9}llo w\u{f6}rld \u{2713} \u{1f389}\r\n\r\ndata: \u{1f389}\n\n".as_bytes(),
+        b"\xEF\xBB\xBFdata: x\n\ndata: y\n\n",
+        b"\xEF\xBB\xBF\xEF\xBB\xBFdata: x\n\ndata: y\n\n",
+        b"\xEF\xBBdata: x\n\n",
+        b"event: ping\nid: 7\ndata: {}\n\n: c\n\nid\ndata\ndata\n\nevent\nretry: 1\ndata: z\n\n",
+        b"data: x\n\ndata: \xFF\xFE\n\n",
+        b"data: 0123456789\n\ndata: 0123456789a\n\n",
+        b"data: 12345\ndata: 6789\n\ndata: 12345\ndata: 67890\n\n",
+    ];
+
+    /// Every body cut at every position, and at every pair of positions, reads as the copying
+    /// parser read it: the same events, or the same error at the same point.
+    #[test]
+    fn every_cut_reads_as_the_copying_parser_did() {
+        for body in BODIES {
+            for (max_line, max_event) in [(MAX_LINE_BYTES, MAX_EVENT_BYTES), (16, 10)] {
+                let (new, old) = both(body, &[], max_line, max_event);
+                assert_eq!(new, old, "{body:?} whole");
+                for i in 0..=body.len() {
+                    let (new, old) = both(body, &[i], max_line, max_event);
+                    assert_eq!(new, old, "{body:?} cut at {i}");
+                    for j in i..=body.len() {
+                        let (new, old) = both(body, &[i, j], max_line, max_event);
+                        assert_eq!(new, old, "{body:?} cut at {i} and {j}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Bodies made of the pieces that matter to the parser, in many chunkings (a fixed
+    /// pseudo-random sequence, so every run checks the same cases), read as the copying parser
+    /// read them.
+    #[test]
+    fn made_up_bodies_read_as_the_copying_parser_did() {
+        const PIECES: [&[u8]; 16] = [
+            b"data",
+            b"event",
+            b"id",
+            b":",
+            b" ",
+            b"x",
+            b"\n",
+            b"\r",
+            b"\r\n",
+            b"\n\n",
+            "\u{e9}".as_bytes(),
+            "\u{1f389}".as_bytes(),
+            b"\xEF\xBB\xBF",
+            b"\xFF",
+            b"\0",
+            b"data: {\"a\":1}\n\n",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % below as u64).unwrap_or(0)
+        };
+        for _ in 0..3_000 {
+            let mut body = Vec::new();
+            for _ in 0..next(24) {
+                body.extend_from_slice(PIECES[next(PIECES.len())]);
+            }
+            let mut cuts: Vec<usize> = (0..next(6)).map(|_| next(body.len() + 1)).collect();
+            cuts.sort_unstable();
+            let (max_line, max_event) = [(MAX_LINE_BYTES, MAX_EVENT_BYTES), (12, 8)][next(2)];
+            let (new, old) = both(&body, &cuts, max_line, max_event);
+            assert_eq!(new, old, "{body:?} cut at {cuts:?}");
+        }
+    }
+
+    /// An event whose one data line and blank line arrive in one chunk is handed out from that
+    /// chunk, not copied; one whose blank line comes in the next chunk is copied and still
+    /// whole.
+    #[test]
+    fn an_event_within_one_chunk_is_read_in_place() -> Result<(), SseError> {
+        let mut parser = SseParser::default();
+        let chunk = Bytes::from_static(b"data: in place\n\ndata: held");
+        let range = chunk.as_ptr_range();
+        parser.feed(chunk);
+        let event = parser
+            .next_event()?
+            .map(|event| (event.data, event.data.as_ptr()));
+        assert_eq!(event.map(|(data, _)| data), Some("in place"));
+        assert!(event.is_some_and(|(_, at)| range.contains(&at)));
+        assert_eq!(parser.next_event()?.map(owned), None);
+        parser.feed(Bytes::from_static(b" on\n"));
+        assert_eq!(parser.next_event()?.map(owned), None);
+        parser.feed(Bytes::from_static(b"\n"));
+        assert_eq!(
+            parser.next_event()?.map(|event| event.data.to_owned()),
+            Some("held on".to_owned())
+        );
+        Ok(())
+    }
+
+    /// A chunk fed before the previous one was read to its end is read after it.
+    #[test]
+    fn a_chunk_fed_early_is_read_after_the_rest_of_the_previous_one() -> Result<(), SseError> {
+        let mut parser = SseParser::default();
+        parser.feed(Bytes::from_static(b"data: a\n\ndata: b"));
+        assert_eq!(parser.next_event()?.map(owned), Some(message("a")));
+        parser.feed(Bytes::from_static(b"c\n\ndata: d\n\n"));
+        assert_eq!(parser.next_event()?.map(owned), Some(message("bc")));
+        assert_eq!(parser.next_event()?.map(owned), Some(message("d")));
+        assert_eq!(parser.next_event()?.map(owned), None);
+        Ok(())
     }
 }
