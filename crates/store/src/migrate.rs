@@ -81,6 +81,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "dictionary_packed_event_chunks",
         include_str!("../migrations/sqlite/0013_dictionary_packed_event_chunks.sql"),
     ),
+    (
+        14,
+        "packed_response_json",
+        include_str!("../migrations/sqlite/0014_packed_response_json.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
