@@ -86,6 +86,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "packed_response_json",
         include_str!("../migrations/sqlite/0014_packed_response_json.sql"),
     ),
+    (
+        15,
+        "live_responses_status",
+        include_str!("../migrations/sqlite/0015_live_responses_status.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
