@@ -5,8 +5,8 @@
 //! version). Tables are copied in dependency order, in pages walked by SQLite's `rowid`, so
 //! rows keep their relative order (the order of items written in the same second included).
 //! Every insert is `ON CONFLICT DO NOTHING`: a copy interrupted half-way can simply be run
-//! again. Run it while no agentd serves the SQLite store. Event chunks packed on SQLite
-//! (`event_pack.rs`) are copied unpacked: PostgreSQL stores their lines as TEXT.
+//! again. Run it while no agentd serves the SQLite store. Event chunks and responses' JSON
+//! packed on SQLite (`event_pack.rs`) are copied unpacked: PostgreSQL stores them as TEXT.
 
 use engine::store::StoreError;
 use sqlx::postgres::Postgres;
@@ -27,9 +27,9 @@ enum Column {
     Int(&'static str),
     NullInt(&'static str),
     Blob(&'static str),
-    /// An event chunk's lines: TEXT, or packed in a BLOB on SQLite (`event_pack.rs`); copied as
-    /// the lines (PostgreSQL stores them as TEXT).
-    EventLines(&'static str),
+    /// An event chunk's lines or a response's JSON: TEXT, or packed in a BLOB on SQLite
+    /// (`event_pack.rs`); copied as the text (PostgreSQL stores it as TEXT).
+    Packed(&'static str),
 }
 
 impl Column {
@@ -40,7 +40,7 @@ impl Column {
             | Column::Int(n)
             | Column::NullInt(n)
             | Column::Blob(n)
-            | Column::EventLines(n) => n,
+            | Column::Packed(n) => n,
         }
     }
 }
@@ -54,9 +54,9 @@ enum Value {
     Blob(Vec<u8>),
 }
 
-use Column::{Blob, EventLines, Int, NullInt, NullText, Text};
+use Column::{Blob, Int, NullInt, NullText, Packed, Text};
 
-/// The tables of the schema (version 13), parents before children, with every column.
+/// The tables of the schema (version 14), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -80,7 +80,7 @@ const TABLES: &[(&str, &[Column])] = &[
             Int("created_at"),
             Int("visible"),
             Text("status"),
-            Text("response_json"),
+            Packed("response_json"),
             Text("transcript_json"),
             Int("updated_at"),
             NullText("conversation_id"),
@@ -97,7 +97,7 @@ const TABLES: &[(&str, &[Column])] = &[
             Text("response_id"),
             Int("first_sequence"),
             Int("last_sequence"),
-            EventLines("data"),
+            Packed("data"),
         ],
     ),
     (
@@ -312,12 +312,12 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
                 Int(n) => Value::Int(row.try_get(n).map_err(bad)?),
                 NullInt(n) => Value::NullInt(row.try_get(n).map_err(bad)?),
                 Blob(n) => Value::Blob(row.try_get(n).map_err(bad)?),
-                EventLines(n) => {
+                Packed(n) => {
                     let value = row.try_get_raw(n).map_err(bad)?;
                     if value.type_info().name() == "BLOB" {
                         let packed: &[u8] = row.try_get(n).map_err(bad)?;
                         Value::Text(event_pack::unpack(packed).map_err(|e| {
-                            StoreError::Corrupt(format!("{table}: {} {e}", chunk_of(row)))
+                            StoreError::Corrupt(format!("{table}: {} {e}", row_of(table, row)))
                         })?)
                     } else {
                         Value::Text(row.try_get(n).map_err(bad)?)
@@ -328,8 +328,13 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
         .collect()
 }
 
-/// Which chunk a row of `event_chunks` is, for an error.
-fn chunk_of(row: &SqliteRow) -> String {
+/// Which row a packed value that does not unpack is in, for an error: a response, or a chunk
+/// of `event_chunks`.
+fn row_of(table: &str, row: &SqliteRow) -> String {
+    if table == "responses" {
+        let id: String = row.try_get("id").unwrap_or_default();
+        return format!("the response_json of {id}:");
+    }
     let number = |column| row.try_get::<i64, _>(column).unwrap_or(-1);
     let response: String = row.try_get("response_id").unwrap_or_default();
     format!(

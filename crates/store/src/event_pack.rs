@@ -1,5 +1,5 @@
-//! A chunk of event lines compressed for SQLite (schema version 12 and 13): the `data` of an
-//! `event_chunks` row is then a BLOB, not TEXT.
+//! A chunk of event lines compressed for SQLite (schema version 12 and 13; a response's JSON
+//! since 14): the `data` of an `event_chunks` row is then a BLOB, not TEXT.
 //!
 //! A run's event lines are very repetitive (every delta repeats the item id, the indexes, the
 //! field names): a non-streaming 64-token answer's 72 lines, 16.7 KB as text (four overflow
@@ -13,11 +13,20 @@
 //! its matches save), into an output buffer kept per thread (docs/benchmarks.md, "Issue 18,
 //! seventh pass" and "eighth pass: the store's CPU per request").
 //!
-//! The format: one format byte ([`LZ4`] or [`LZ4_DICTIONARY`]), the length of the lines in
-//! bytes (u32, little endian), then an LZ4 block of the lines. The storage class tells the
-//! formats apart: a TEXT `data` is the lines as they are (rows written before version 12,
-//! lines too short or too random to gain, and PostgreSQL, whose `TEXT` TOAST already
+//! The format: one format byte ([`LZ4`], [`LZ4_DICTIONARY`] or [`LZ4_RESPONSE`]), the length of
+//! the lines in bytes (u32, little endian), then an LZ4 block of the lines. The storage class
+//! tells the formats apart: a TEXT `data` is the lines as they are (rows written before version
+//! 12, lines too short or too random to gain, and PostgreSQL, whose `TEXT` TOAST already
 //! compresses), a BLOB is packed. Version 12 wrote [`LZ4`] blocks, which still read.
+//!
+//! Since version 14 a `responses.response_json` is packed the same way ([`pack_response`],
+//! format [`LZ4_RESPONSE`]), against a smaller dictionary: the last line of [`DICTIONARY`],
+//! the `response.completed` event, which holds a completed response object. A 64-token
+//! answer's response, 1,517 bytes, is then ~420: the `responses` row, written once per
+//! short run, shrinks from ~2.4 KB (a page of its own) to ~1.3 KB (three to a page). The
+//! whole dictionary would pack it a little smaller but its hashing (~1,300 positions, a
+//! third of them for this one) is most of the cost of a 1.5 KB input (docs/benchmarks.md,
+//! "Issue 18, ninth pass").
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -31,6 +40,29 @@ const LZ4_DICTIONARY: u8 = 2;
 /// What [`LZ4_DICTIONARY`] blocks are compressed against. Never to be changed: the blocks
 /// stored refer to its bytes (a new dictionary would be a new format byte).
 const DICTIONARY: &[u8] = include_bytes!("event_pack_dictionary.jsonl");
+
+/// The format byte of a response's JSON compressed against [`RESPONSE_DICTIONARY`] (version 14
+/// on).
+const LZ4_RESPONSE: u8 = 3;
+
+/// What [`LZ4_RESPONSE`] blocks are compressed against: the last line of [`DICTIONARY`] (the
+/// `response.completed` event), fixed with it.
+const RESPONSE_DICTIONARY: &[u8] = last_line(DICTIONARY);
+
+/// The last line of `text`, without its newline.
+const fn last_line(text: &[u8]) -> &[u8] {
+    let (mut start, mut end) = (text.len(), text.len());
+    if end > 0 && text[end - 1] == b'\n' {
+        end -= 1;
+        start -= 1;
+    }
+    while start > 0 && text[start - 1] != b'\n' {
+        start -= 1;
+    }
+    let (_, from) = text.split_at(start);
+    let (line, _) = from.split_at(end - start);
+    line
+}
 
 /// Bytes before the block: the format byte and the length.
 const HEADER: usize = 5;
@@ -57,15 +89,43 @@ thread_local! {
 /// The lines packed, or `None` when they are better stored as they are (short, or not smaller
 /// packed).
 pub(crate) fn pack(lines: &str) -> Option<Arc<[u8]>> {
-    if HEADER + lz4_flex::block::get_maximum_output_size(lines.len()) > KEPT_BUFFER {
-        return pack_with(lines, &mut Vec::new());
+    pack_as(lines, Format::Events)
+}
+
+/// A response's JSON packed (format [`LZ4_RESPONSE`]), or `None` when it is better stored as it
+/// is.
+pub(crate) fn pack_response(json: &str) -> Option<Arc<[u8]>> {
+    pack_as(json, Format::Response)
+}
+
+/// What is packed, which decides the format byte and the dictionary.
+#[derive(Clone, Copy)]
+enum Format {
+    /// Event lines: [`LZ4_DICTIONARY`].
+    Events,
+    /// A response's JSON: [`LZ4_RESPONSE`].
+    Response,
+}
+
+impl Format {
+    fn byte_and_dictionary(self) -> (u8, &'static [u8]) {
+        match self {
+            Format::Events => (LZ4_DICTIONARY, DICTIONARY),
+            Format::Response => (LZ4_RESPONSE, RESPONSE_DICTIONARY),
+        }
     }
-    BUFFER.with_borrow_mut(|buffer| pack_with(lines, buffer))
+}
+
+fn pack_as(text: &str, format: Format) -> Option<Arc<[u8]>> {
+    if HEADER + lz4_flex::block::get_maximum_output_size(text.len()) > KEPT_BUFFER {
+        return pack_with(text, &mut Vec::new(), format);
+    }
+    BUFFER.with_borrow_mut(|buffer| pack_with(text, buffer, format))
 }
 
 /// [`pack`] with `buffer` as the output buffer (grown as needed; whatever it holds is written
 /// over).
-fn pack_with(lines: &str, buffer: &mut Vec<u8>) -> Option<Arc<[u8]>> {
+fn pack_with(lines: &str, buffer: &mut Vec<u8>, format: Format) -> Option<Arc<[u8]>> {
     if lines.len() < MIN_PACKED {
         return None;
     }
@@ -75,24 +135,27 @@ fn pack_with(lines: &str, buffer: &mut Vec<u8>) -> Option<Arc<[u8]>> {
         buffer.resize(size, 0);
     }
     let output = &mut buffer[..size];
-    output[0] = LZ4_DICTIONARY;
+    let (byte, dictionary) = format.byte_and_dictionary();
+    output[0] = byte;
     output[1..HEADER].copy_from_slice(&length.to_le_bytes());
     let block = lz4_flex::block::compress_into_with_dict(
         lines.as_bytes(),
         &mut output[HEADER..],
-        DICTIONARY,
+        dictionary,
     )
     .ok()?;
     let packed = &output[..HEADER + block];
     (packed.len() < lines.len()).then(|| Arc::from(packed))
 }
 
-/// The lines of a packed chunk; `Err` says what is wrong with it.
+/// The lines of a packed chunk (or the JSON of a packed response); `Err` says what is wrong with
+/// it.
 pub(crate) fn unpack(packed: &[u8]) -> Result<String, String> {
     let (&format, rest) = packed.split_first().ok_or("an empty packed chunk")?;
     let dictionary = match format {
         LZ4 => None,
         LZ4_DICTIONARY => Some(DICTIONARY),
+        LZ4_RESPONSE => Some(RESPONSE_DICTIONARY),
         _ => return Err(format!("a packed chunk of unknown format {format}")),
     };
     let (length, block) = rest
@@ -194,6 +257,49 @@ mod tests {
         numbered.join("\n")
     }
 
+    /// A completed response's JSON as the engine writes it, answering `words` words.
+    fn response_json(words: usize) -> String {
+        let text: String = (0..words).map(|n| format!(" tok{n}")).collect();
+        format!(
+            r#"{{"id":"resp_01a244a2-78c3-7053-93b3-00ccd621a029","object":"response","created_at":1796447828,"completed_at":1796447828,"status":"completed","model":"fake/gpt-test","output":[{{"type":"message","id":"msg_01a244a2-78c4-7323-b65d-067fac692300","status":"completed","role":"assistant","content":[{{"type":"output_text","text":"{text}","annotations":[],"logprobs":[]}}],"phase":"final_answer"}}],"usage":{{"input_tokens":10,"output_tokens":{words},"total_tokens":74,"input_tokens_details":{{"cached_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_write_tokens":0}},"output_tokens_details":{{"reasoning_tokens":0}},"tool_calls_details":{{}}}},"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"max_tool_calls":null,"max_steps":null,"temperature":1.0,"top_p":1.0,"tool_choice":"auto","tools":[],"parallel_tool_calls":true,"truncation":"disabled","background":false,"store":true,"service_tier":"default","text":{{"format":{{"type":"text"}}}},"metadata":{{}},"previous_response_id":null,"prompt_cache_key":null,"reasoning":null,"safety_identifier":null,"frequency_penalty":0.0,"presence_penalty":0.0,"top_logprobs":0}}"#
+        )
+    }
+
+    #[test]
+    fn the_response_dictionary_is_the_dictionarys_completed_event() {
+        let line = std::str::from_utf8(RESPONSE_DICTIONARY).unwrap();
+        assert!(line.starts_with(r#"{"type":"response.completed","response":{"#));
+        assert!(line.ends_with(r#""sequence_number":71}"#));
+        assert!(!line.contains('\n'));
+        assert!(DICTIONARY.ends_with(&[line.as_bytes(), b"\n"].concat()));
+        assert_eq!(last_line(b"a\nbc"), b"bc");
+        assert_eq!(last_line(b"a\nbc\n"), b"bc");
+        assert_eq!(last_line(b"bc"), b"bc");
+        assert_eq!(last_line(b""), b"");
+    }
+
+    #[test]
+    fn a_responses_json_packs_to_under_a_third_and_round_trips() {
+        for words in [0, 64, 500] {
+            let json = response_json(words);
+            let packed = pack_response(&json).unwrap();
+            assert_eq!(packed[0], LZ4_RESPONSE);
+            assert_eq!(unpack(&packed).unwrap(), json);
+            if words == 64 {
+                // The row (with its ~800 bytes of transcript, turns and keys) three to a page.
+                assert!(
+                    packed.len() * 3 < json.len(),
+                    "{} bytes of {}",
+                    packed.len(),
+                    json.len()
+                );
+            }
+        }
+        // Non-ASCII and escapes, byte for byte.
+        let json = response_json(3).replace("tok1", "é\\\"\u{1F600}");
+        assert_eq!(unpack(&pack_response(&json).unwrap()).unwrap(), json);
+    }
+
     #[test]
     fn lines_round_trip_byte_for_byte() {
         for text in [
@@ -246,11 +352,11 @@ mod tests {
     #[test]
     fn a_buffer_kept_from_a_longer_chunk_packs_the_same_bytes_as_a_new_one() {
         let (long, short) = (run_lines(200), lines(30));
-        let fresh = pack_with(&short, &mut Vec::new()).unwrap();
+        let fresh = pack_with(&short, &mut Vec::new(), Format::Events).unwrap();
         let mut kept = Vec::new();
-        pack_with(&long, &mut kept).unwrap();
+        pack_with(&long, &mut kept, Format::Events).unwrap();
         let grown = kept.len();
-        assert_eq!(pack_with(&short, &mut kept).unwrap(), fresh);
+        assert_eq!(pack_with(&short, &mut kept, Format::Events).unwrap(), fresh);
         assert_eq!(kept.len(), grown, "the buffer is reused, not replaced");
         // And the thread's own buffer, through `pack`.
         pack(&long).unwrap();
@@ -270,6 +376,10 @@ mod tests {
     fn a_corrupt_chunk_is_an_error_not_a_panic() {
         for (format, good) in [
             (LZ4_DICTIONARY, pack(&lines(72)).unwrap().to_vec()),
+            (
+                LZ4_RESPONSE,
+                pack_response(&response_json(64)).unwrap().to_vec(),
+            ),
             (LZ4, packed_by_version_12(&lines(72))),
         ] {
             let claimed = u32::from_le_bytes(good[1..HEADER].try_into().unwrap());

@@ -81,6 +81,16 @@ pub(crate) const SQLITE: MigrationList = &[
         "dictionary_packed_event_chunks",
         include_str!("../migrations/sqlite/0013_dictionary_packed_event_chunks.sql"),
     ),
+    (
+        14,
+        "packed_response_json",
+        include_str!("../migrations/sqlite/0014_packed_response_json.sql"),
+    ),
+    (
+        15,
+        "live_responses_status",
+        include_str!("../migrations/sqlite/0015_live_responses_status.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.

@@ -37,6 +37,9 @@ mod dialect {
     /// replica of an older version reads them during a rolling upgrade.
     pub(super) const PACK_EVENTS: bool = false;
 
+    /// Responses stay TEXT as well (TOAST; older replicas read them).
+    pub(super) const PACK_RESPONSES: bool = false;
+
     /// Opens a write transaction: an ordinary one.
     pub(super) const WRITE_BEGIN: &str = "BEGIN";
 

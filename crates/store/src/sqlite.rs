@@ -48,6 +48,10 @@ mod dialect {
     /// against a fixed dictionary since 13, `event_pack.rs`): their lines fill pages of the WAL and of the database file.
     pub(super) const PACK_EVENTS: bool = true;
 
+    /// A response's JSON is stored packed too where that makes it smaller (schema version 14,
+    /// `event_pack.rs`): the row of a finished run then shares its page with two others.
+    pub(super) const PACK_RESPONSES: bool = true;
+
     /// The oldest claimable job and its state before the claim.
     pub(super) const SELECT_CLAIMABLE: &str = "\
 SELECT response_id, state

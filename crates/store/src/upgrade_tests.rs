@@ -88,7 +88,7 @@ async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestRe
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
         .fetch_one(store.pool())
         .await?;
-    assert_eq!(version, 13);
+    assert_eq!(version, 15);
     let result = logs_read_back(&store).await;
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
@@ -194,6 +194,81 @@ async fn sqlite_chunks_packed_by_version_12_read_with_the_new_ones() -> TestResu
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
+}
+
+/// A store of version 14 (every response in `responses_status`) opened by version 15: the
+/// index keeps the live responses only, start-up recovery still finds them through it, and
+/// responses written afterwards, finished or not, are found the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_status_index_of_version_15_holds_live_responses_only() -> TestResult {
+    use engine::store::MaintenanceStore;
+    let row = |id: &str, status: &str| {
+        format!(
+            "INSERT INTO responses (id, project_id, created_at, visible, status, response_json, \
+             transcript_json, updated_at) VALUES ('{id}', 'proj', 1, 1, '{status}', '{{}}', '[]', 1);"
+        )
+    };
+    let dir = sqlite_store_before(
+        15,
+        [
+            row("resp_a", "completed"),
+            row("resp_b", "in_progress"),
+            row("resp_c", "queued"),
+            row("resp_d", "failed"),
+        ]
+        .concat(),
+    )
+    .await?;
+    let store = SqliteStore::open(&dir).await?;
+    let result = async {
+        let live = "SELECT count(*) FROM responses INDEXED BY responses_status \
+                    WHERE status IN ('queued', 'in_progress')";
+        let count: i64 = sqlx::query_scalar(live).fetch_one(store.pool()).await?;
+        assert_eq!(count, 2);
+        // A finished status is not in the index: SQLite cannot answer from it.
+        let finished = sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM responses INDEXED BY responses_status WHERE status = 'completed'",
+        )
+        .fetch_one(store.pool())
+        .await;
+        assert!(finished.is_err(), "{finished:?}");
+        // Start-up recovery's condition (ports/maintenance.rs) is the index's.
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(
+            "EXPLAIN QUERY PLAN SELECT r.project_id, r.id FROM responses r \
+             WHERE r.status IN ('queued', 'in_progress') ORDER BY r.created_at, r.id",
+        )
+        .fetch_all(store.pool())
+        .await?;
+        assert!(
+            plan.iter()
+                .any(|(_, _, _, step)| step.contains("responses_status")),
+            "{plan:?}"
+        );
+        sqlx::raw_sql(sqlx::AssertSqlSafe(
+            [row("resp_e", "in_progress"), row("resp_f", "completed")].concat(),
+        ))
+        .execute(store.pool())
+        .await?;
+        sqlx::raw_sql("UPDATE responses SET status = 'completed' WHERE id = 'resp_c'")
+            .execute(store.pool())
+            .await?;
+        let mut orphaned = store.orphaned_responses().await?;
+        orphaned.sort();
+        assert_eq!(
+            orphaned,
+            [
+                ("proj".to_owned(), "resp_b".to_owned()),
+                ("proj".to_owned(), "resp_e".to_owned())
+            ]
+        );
+        let count: i64 = sqlx::query_scalar(live).fetch_one(store.pool()).await?;
+        assert_eq!(count, 2);
+        Ok(())
+    }
+    .await;
+    store.close().await;
+    std::fs::remove_dir_all(&dir).ok();
+    result
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

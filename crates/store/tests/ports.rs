@@ -5,6 +5,7 @@ mod common;
 
 use agentd_store::SqliteStore;
 use common::{TempDir, TestDb, TestResult, events};
+use engine::listing_store::{ListedResponse, ResponseFilter, ResponseListStore};
 use engine::store::{
     EventRecord, EventStore, FileRecord, KeyRecord, KeyStore, ResponseRecord, ResponseStore,
     StoreError,
@@ -308,6 +309,103 @@ async fn corrupt_response_json_is_a_corrupt_error(db: &TestDb) -> TestResult {
             );
         }
         other => return Err(format!("expected corrupt, got {other:?}").into()),
+    }
+    Ok(())
+}
+
+/// Every visible response of a project through the listing.
+async fn list_all(
+    store: &common::TestStore,
+    project: &str,
+) -> Result<Vec<ListedResponse>, StoreError> {
+    let filter = ResponseFilter {
+        limit: 10,
+        ..ResponseFilter::default()
+    };
+    match store {
+        common::TestStore::Sqlite(s) => s.list_responses(project, &filter).await,
+        common::TestStore::Postgres(s) => s.list_responses(project, &filter).await,
+    }
+}
+
+/// On SQLite a response's JSON is stored packed (schema version 14: a BLOB well under the
+/// JSON's size); a TEXT one, as version 13 and PostgreSQL store it, reads the same; both read
+/// back through the lookup and the listing. A packed one that does not unpack is a corrupt
+/// error naming the response.
+async fn response_json_reads_back_packed_or_as_text(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    let packed = record("resp_1", "proj_a", true)?;
+    let mut text = record("resp_2", "proj_a", true)?;
+    text.created_at += 1;
+    store.put_response(&packed).await?;
+    store.put_response(&text).await?;
+    let json = serde_json::to_string(&text.response)?;
+    let kind = match db.backend {
+        common::Backend::Sqlite => {
+            let length: i64 = db
+                .text(
+                    "SELECT CAST(length(response_json) AS TEXT) FROM responses WHERE id = 'resp_1'",
+                )
+                .await?
+                .parse()?;
+            assert!(
+                length * 2 < json.len() as i64,
+                "{length} of {} bytes",
+                json.len()
+            );
+            "typeof(response_json)"
+        }
+        common::Backend::Postgres => "'text'",
+    };
+    let kinds = db
+        .text(&format!(
+            "SELECT COALESCE(string_agg({kind}, ','), '') FROM \
+             (SELECT response_json FROM responses ORDER BY id) AS r"
+        ))
+        .await?;
+    let expected = match db.backend {
+        common::Backend::Sqlite => "blob,blob",
+        common::Backend::Postgres => "text,text",
+    };
+    assert_eq!(kinds, expected);
+    store.close().await;
+    // resp_2 as an older version wrote it: the JSON as TEXT.
+    db.execute(&format!(
+        "UPDATE responses SET response_json = '{}' WHERE id = 'resp_2'",
+        json.replace('\'', "''")
+    ))
+    .await?;
+    let store = db.open().await?;
+    assert_eq!(
+        store.get_response("proj_a", "resp_1").await?,
+        Some(packed.clone())
+    );
+    assert_eq!(
+        store.get_response("proj_a", "resp_2").await?,
+        Some(text.clone())
+    );
+    let listed = list_all(&store, "proj_a").await?;
+    let listed: Vec<_> = listed.into_iter().map(|l| l.response).collect();
+    assert_eq!(listed, [text.response, packed.response]);
+    store.close().await;
+    if db.backend == common::Backend::Sqlite {
+        // The format byte of a packed response and a length, then a block that is not LZ4.
+        db.execute(
+            "UPDATE responses SET response_json = x'0340000000ffffffffffffffff' \
+             WHERE id = 'resp_1'",
+        )
+        .await?;
+        let store = db.open().await?;
+        for read in [
+            store.get_response("proj_a", "resp_1").await.map(|_| ()),
+            list_all(&store, "proj_a").await.map(|_| ()),
+        ] {
+            let Err(StoreError::Corrupt(message)) = read else {
+                return Err(format!("a damaged response read as {read:?}").into());
+            };
+            assert!(message.contains("resp_1"), "{message}");
+        }
+        assert!(store.get_response("proj_a", "resp_2").await?.is_some());
     }
     Ok(())
 }
@@ -783,6 +881,7 @@ matrix!(
     keys_found_by_hash_and_unique,
     key_of_unknown_project_is_refused,
     corrupt_response_json_is_a_corrupt_error,
+    response_json_reads_back_packed_or_as_text,
     corrupt_transcript_is_a_corrupt_error,
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,

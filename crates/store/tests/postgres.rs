@@ -169,6 +169,11 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         .fetch_one(from.pool())
         .await?;
     assert_eq!(stored, "blob");
+    // The response's JSON too (schema version 14), copied as its text.
+    let stored: String = sqlx::query_scalar("SELECT typeof(response_json) FROM responses")
+        .fetch_one(from.pool())
+        .await?;
+    assert_eq!(stored, "blob");
     from.insert_job(&JobRecord {
         response_id: "resp_2".to_owned(),
         project_id: project.clone(),
@@ -222,6 +227,11 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         .fetch_one(to.pool())
         .await?;
     assert!(copied.starts_with(r#"{"type":"#), "{copied}");
+    let copied: String =
+        sqlx::query_scalar("SELECT response_json FROM responses WHERE id = 'resp_1'")
+            .fetch_one(to.pool())
+            .await?;
+    assert!(copied.starts_with(r#"{"id":"resp_1""#), "{copied}");
     assert_eq!(
         to.events_after("resp_old", None).await?,
         vec![

@@ -66,9 +66,7 @@ fn decode(row: &DbRow) -> Result<ListedResponse, StoreError> {
         .try_get("id")
         .map_err(|e| error::bad_column("a listed response", "id", e))?;
     let what = format!("response {id}");
-    let json: String = row
-        .try_get("response_json")
-        .map_err(|e| error::bad_column(&what, "response_json", e))?;
+    let json = super::responses::response_json(row, &what)?;
     let chain: Option<String> = row
         .try_get("conversation_id")
         .map_err(|e| error::bad_column(&what, "conversation_id", e))?;

@@ -1,4 +1,8 @@
 //! [`ResponseStore`]: response records with their continuation transcript.
+//!
+//! On SQLite (schema version 14) a response's JSON is stored packed, a BLOB (`event_pack.rs`,
+//! format 3), when that makes it smaller; a TEXT `response_json` is the JSON as it is (rows
+//! written before, and PostgreSQL). Every reader takes either ([`response_json`]).
 
 use std::sync::Arc;
 
@@ -6,9 +10,11 @@ use engine::store::{EventRecord, ResponseRecord, ResponseStore, StoreError};
 use sqlx::Row as _;
 use sqlx::error::ErrorKind;
 
-use super::{DbRow, Store};
+use sqlx::{TypeInfo, ValueRef};
+
+use super::{DbRow, Store, dialect};
 use crate::script::Script;
-use crate::{error, now_secs};
+use crate::{error, event_pack, now_secs};
 
 /// Insert, or replace the record with the same id if it belongs to the same project. A record
 /// of another project is refused by the statement itself: its `response_json` would become
@@ -49,8 +55,9 @@ struct Encoded {
     created_at: i64,
     visible: bool,
     status: &'static str,
-    /// Shared with the engine when it serialized the response already.
-    response_json: Arc<str>,
+    /// The response's JSON as stored: packed, or as it is (shared with the engine when it
+    /// serialized the response already).
+    response_json: Json,
     transcript_json: Arc<str>,
     conversation_id: Option<Arc<str>>,
     /// The model turns (`None` when there are none).
@@ -68,10 +75,10 @@ impl Encoded {
             created_at: record.created_at,
             visible: record.visible,
             status: record.response.status.as_str(),
-            response_json: match &record.response_json {
+            response_json: Json::encode(match &record.response_json {
                 Some(json) => Arc::clone(json),
                 None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
-            },
+            }),
             transcript_json: Arc::from(serde_json::to_string(&record.transcript).map_err(encode)?),
             conversation_id: record.conversation_id.as_deref().map(Arc::from),
             turns_json: if record.turns.is_empty() {
@@ -86,14 +93,18 @@ impl Encoded {
 
     /// Inserts or replaces the record (refused when the id belongs to another project).
     fn upsert(&self, script: &mut Script) {
-        script
-            .statement(UPSERT)
+        let statement = script.statement(UPSERT);
+        statement
             .bind(&self.id)
             .bind(&self.project_id)
             .bind(self.created_at)
             .bind(i64::from(self.visible))
-            .bind(self.status)
-            .bind(&self.response_json)
+            .bind(self.status);
+        match &self.response_json {
+            Json::Text(json) => statement.bind(json),
+            Json::Packed(packed) => statement.bind(packed),
+        };
+        statement
             .bind(&self.transcript_json)
             .bind(now_secs())
             .bind(self.conversation_id.clone())
@@ -104,6 +115,38 @@ impl Encoded {
                 format!("response {} belongs to another project", self.id),
             );
     }
+}
+
+/// A response's JSON in its stored form.
+enum Json {
+    Text(Arc<str>),
+    /// Packed (`event_pack.rs`), on a back end that stores it so, when that is smaller.
+    Packed(Arc<[u8]>),
+}
+
+impl Json {
+    fn encode(json: Arc<str>) -> Json {
+        if !dialect::PACK_RESPONSES {
+            return Json::Text(json);
+        }
+        match event_pack::pack_response(&json) {
+            Some(packed) => Json::Packed(packed),
+            None => Json::Text(json),
+        }
+    }
+}
+
+/// The `response_json` of a row of `responses`, TEXT or packed (a BLOB: SQLite reports each
+/// value's own storage class), as JSON text; `what` names the response for an error.
+pub(super) fn response_json(row: &DbRow, what: &str) -> Result<String, StoreError> {
+    let bad = |e| error::bad_column(what, "response_json", e);
+    let raw = row.try_get_raw("response_json").map_err(bad)?;
+    if raw.type_info().name() != "BLOB" {
+        return row.try_get("response_json").map_err(bad);
+    }
+    let packed: &[u8] = row.try_get("response_json").map_err(bad)?;
+    event_pack::unpack(packed)
+        .map_err(|e| StoreError::Corrupt(format!("{what}: its response_json: {e}")))
 }
 
 /// Everything `end_run` writes, encoded.
@@ -189,7 +232,7 @@ fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
     let visible: i64 = row
         .try_get("visible")
         .map_err(|e| error::bad_column(&what, "visible", e))?;
-    let response_json = column("response_json")?;
+    let response_json = response_json(row, &what)?;
     let transcript_json = column("transcript_json")?;
     let turns = match row
         .try_get::<Option<String>, _>("turns_json")

@@ -1,0 +1,11 @@
+-- agentd schema, version 14: a `responses.response_json` may be a BLOB, the response's JSON
+-- packed as event chunks are (an LZ4 block against a fixed dictionary, format byte 3:
+-- the `response.completed` line of the event chunks' dictionary; crates/store/src/event_pack.rs).
+-- It makes the row of a finished run ~1.3 KB instead of ~2.4 KB, three to a page instead of
+-- one. TEXT values (rows written before this version, JSON too short or too random to gain)
+-- still read; no table changes. As for versions 12 and 13, the version is what counts: an
+-- agentd of version 13, which would fail to read a packed response, refuses to open a store
+-- migrated to this one.
+--
+-- PostgreSQL stays at version 11: its responses stay TEXT, which TOAST compresses.
+SELECT 1;
