@@ -1,12 +1,15 @@
 //! The engine's front door: start a run, cancel it, resume its stream; the background workers'
 //! lifecycle. Reads of stored objects are in `queries.rs`, keys in `keys.rs`.
 
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
-use protocol::request::CreateRequest;
+use protocol::input::InputItem;
+use protocol::request::{CreateRequest, Tool};
 use protocol::response::{CancelAck, Response, ResponseStatus};
 use tokio::sync::watch;
 
@@ -17,10 +20,11 @@ use crate::events::EventLog;
 use crate::live::InitialRow;
 use crate::metrics::MetricsSnapshot;
 use crate::model::ModelRouter;
-use crate::plan::{self, JobPayload};
+use crate::plan::{self, Continuation, JobPayload, RunPlan};
 use crate::presets::apply_preset;
 use crate::run::Finished;
 use crate::store::{JobRecord, JobState, ResponseRecord};
+use crate::tools::ConnectorServer;
 use crate::{connector_tools, job_secrets, jobs, recovery, replicas, response, retention, runner};
 
 /// How long a cancel waits for the run to stop before it answers `cancelling`.
@@ -71,6 +75,47 @@ impl RunHandle {
     }
 }
 
+/// A run being started, from its plan on: one allocation, so [`Engine::start`]'s future
+/// holds a pointer across its awaits rather than the plan and the response.
+struct Starting {
+    plan: RunPlan,
+    response: Response,
+    /// What the run continues (a background run's job payload carries it).
+    context: Continuation,
+    /// A background run's sealed MCP credentials.
+    secrets: Option<String>,
+}
+
+impl Starting {
+    /// Plans the run and makes its initial response object.
+    fn new(
+        core: &Core,
+        project_id: &str,
+        request: Box<CreateRequest>,
+        transcript: Vec<InputItem>,
+        context: Continuation,
+        connectors: BTreeMap<usize, ConnectorServer>,
+    ) -> Result<Box<Starting>, EngineError> {
+        let background = request.background.unwrap_or(false);
+        let (plan, model_id) = plan::plan(
+            core,
+            project_id,
+            *request,
+            transcript,
+            context.clone(),
+            connectors,
+        )?;
+        let response =
+            response::initial(&plan.request, &model_id, background, core.clock.now_secs());
+        Ok(Box::new(Starting {
+            plan,
+            response,
+            context,
+            secrets: None,
+        }))
+    }
+}
+
 impl Engine {
     pub fn new(ports: Ports, config: EngineConfig) -> Engine {
         Engine {
@@ -87,10 +132,24 @@ impl Engine {
     ///
     /// Errors here are request errors (the run never started); errors after this point end
     /// the run with status `failed`.
-    pub async fn start(
+    ///
+    /// The request is boxed before the future exists, and the plan and the response live in
+    /// one allocation from the plan on ([`Starting`]): the future holds pointers across its
+    /// awaits, not the request, the plan, the response and the record side by side. A server
+    /// boxes its handler's future (axum does), which holds this one inline, so its size is
+    /// copied once per request (it was ~10 KB).
+    pub fn start<'a>(
+        &'a self,
+        project_id: &'a str,
+        request: CreateRequest,
+    ) -> impl Future<Output = Result<RunHandle, EngineError>> + Send + 'a {
+        self.start_boxed(project_id, Box::new(request))
+    }
+
+    async fn start_boxed(
         &self,
         project_id: &str,
-        mut request: CreateRequest,
+        mut request: Box<CreateRequest>,
     ) -> Result<RunHandle, EngineError> {
         let core = &self.core;
         request.validate()?;
@@ -107,12 +166,13 @@ impl Engine {
             }
         }
         let (transcript, context) = plan::transcript_for(core, project_id, &request).await?;
-        let connectors = connector_tools::resolve(
-            core,
-            project_id,
-            request.tools.as_deref().unwrap_or_default(),
-        )
-        .await?;
+        let tools = request.tools.as_deref().unwrap_or_default();
+        // Most requests name no connector: its lookup's future is only made for one that does.
+        let connectors = if tools.iter().any(|tool| matches!(tool, Tool::Connector(_))) {
+            Box::pin(connector_tools::resolve(core, project_id, tools)).await?
+        } else {
+            BTreeMap::new()
+        };
         connector_tools::fill_labels(request.tools.as_mut(), &connectors);
         crate::tool_checks::check(
             core,
@@ -120,26 +180,14 @@ impl Engine {
             request.tools.as_deref().unwrap_or_default(),
         )
         .await?;
-        let (plan, model_id) = plan::plan(
-            core,
-            project_id,
-            request,
-            transcript,
-            context.clone(),
-            connectors,
-        )?;
-        let response =
-            response::initial(&plan.request, &model_id, background, core.clock.now_secs());
-        let id = response.id.clone();
+        let mut started =
+            Starting::new(core, project_id, request, transcript, context, connectors)?;
+        let id = started.response.id.clone();
         // A background run's credentials are sealed before anything is stored: a request that
         // cannot have them sealed is refused, not half stored.
-        let (plan, secrets) = if background {
-            let mut plan = plan;
-            let secrets = job_secrets::take(core, project_id, &id, &mut plan.request)?;
-            (plan, secrets)
-        } else {
-            (plan, None)
-        };
+        if background {
+            started.secrets = job_secrets::take(core, project_id, &id, &mut started.plan.request)?;
+        }
         // With replicas, a foreground run holds its leased job row before its response is
         // stored as in progress, so no replica ever sees it in progress without an owner.
         let live = core.live.register(&id);
@@ -155,40 +203,41 @@ impl Engine {
             None
         };
         // Serialized once for the stored row and the run's first two events.
-        let initial_json: Option<Arc<str>> = response.to_json().ok().map(Arc::from);
-        let response = match &initial_json {
+        let initial_json: Option<Arc<str>> = started.response.to_json().ok().map(Arc::from);
+        match &initial_json {
             // A foreground run on a store no other replica reads: its row is written by its
             // first flush or its end (`run/driver.rs`), so a run that ends before its first
             // flush is stored in one transaction, and none waits for a write before the model
             // is asked. Until then lookups by id answer it from the live map (`Core::response`).
             Some(json) if !background && !core.config.shared_store => {
                 live.unstored.set(InitialRow {
-                    project_id: plan.project_id.clone(),
-                    visible: response.store,
-                    created_at: response.created_at,
-                    conversation_id: plan.conversation.clone(),
+                    project_id: started.plan.project_id.clone(),
+                    visible: started.response.store,
+                    created_at: started.response.created_at,
+                    conversation_id: started.plan.conversation.clone(),
                     response_json: Arc::clone(json),
                 });
-                response
             }
             // A background run's row is what its poller and its worker read, and another
             // replica must see a run in progress: the record exists from the start. Its
             // transcript is written at the end: an unfinished response cannot be continued.
             _ => {
-                let record = ResponseRecord {
+                let record = Box::new(ResponseRecord {
                     id: id.clone(),
-                    project_id: plan.project_id.clone(),
-                    created_at: response.created_at,
-                    visible: response.store,
-                    response,
+                    project_id: started.plan.project_id.clone(),
+                    created_at: started.response.created_at,
+                    visible: started.response.store,
+                    response: started.response,
                     transcript: Vec::new(),
-                    conversation_id: plan.conversation.clone(),
+                    conversation_id: started.plan.conversation.clone(),
                     items: Vec::new(),
                     append_to: None,
                     turns: Vec::new(),
                     response_json: initial_json.clone(),
-                };
+                });
                 let stored = core.store.put_response(&record).await;
+                // The response the record held (moved in and out, not copied).
+                started.response = record.response;
                 if let Err(err) = stored {
                     if let Some(heartbeat) = heartbeat {
                         heartbeat.abort();
@@ -196,11 +245,15 @@ impl Engine {
                     core.live.remove(&id);
                     return Err(err.into());
                 }
-                // The response the record held (moved in and out, not copied).
-                record.response
             }
-        };
+        }
         if background {
+            let Starting {
+                plan,
+                response,
+                context,
+                secrets,
+            } = *started;
             let payload = serde_json::to_string(&JobPayload {
                 request: plan.request,
                 transcript: plan.transcript,
@@ -208,6 +261,7 @@ impl Engine {
                 secrets,
             })
             .map_err(|err| EngineError::Internal(format!("job payload: {err}")))?;
+            let initial = Box::new(response);
             core.store
                 .insert_job(&JobRecord {
                     response_id: id.clone(),
@@ -222,12 +276,13 @@ impl Engine {
             core.job_ready.notify_one();
             return Ok(RunHandle {
                 id,
-                initial: response,
+                initial: *initial,
                 log: live.log,
                 done: None,
             });
         }
         let (done_tx, done_rx) = watch::channel(None);
+        let Starting { plan, response, .. } = *started;
         let initial = response.clone();
         let log = live.log.clone();
         let run = runner::execute(core, plan, response, initial_json, live);

@@ -11,6 +11,7 @@
 //! the SSE writer takes a burst in one socket write, a large burst does not hold back its first
 //! bytes, and a paced upstream's events leave one by one as they come.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::Stream;
@@ -32,6 +33,10 @@ pub(crate) const MAX_HELD_BYTES: usize = 32 * 1024;
 #[derive(Debug)]
 pub struct EventLog {
     state: Mutex<LogState>,
+    /// The number of events appended (`state.events.len()`, set under the lock by each
+    /// append): the next sequence number, read without the lock. Only the run appends to its
+    /// log, so the number stays free between its read and the append.
+    appended: AtomicUsize,
     /// Wakes the readers waiting for a change (an append, the close). One `Notify`: a `watch`
     /// channel woke through eight of them per event, with nobody waiting most of the time.
     changed: Notify,
@@ -51,6 +56,7 @@ impl EventLog {
     pub fn new() -> Arc<EventLog> {
         Arc::new(EventLog {
             state: Mutex::new(LogState::default()),
+            appended: AtomicUsize::new(0),
             changed: Notify::new(),
         })
     }
@@ -89,7 +95,7 @@ impl EventLog {
         scratch: &mut String,
         write: impl FnOnce(&mut String, u64) -> Result<(), serde_json::Error>,
     ) -> EventRecord {
-        let sequence_number = self.lock().events.len() as u64;
+        let sequence_number = self.next_sequence_number();
         scratch.clear();
         if let Err(err) = write(scratch, sequence_number) {
             *scratch = failed_line(&err, sequence_number);
@@ -110,8 +116,12 @@ impl EventLog {
     /// its final response and terminal event together, then publishes. Only the run appends to
     /// its log, so the number stays free until then.
     pub fn prepare(&self, data: EventData) -> EventRecord {
-        let sequence_number = self.lock().events.len() as u64;
-        record(sequence_number, data)
+        record(self.next_sequence_number(), data)
+    }
+
+    /// The sequence number of the next event appended.
+    pub(crate) fn next_sequence_number(&self) -> u64 {
+        self.appended.load(Ordering::Acquire) as u64
     }
 
     /// Appends a prepared event and wakes the readers.
@@ -125,6 +135,7 @@ impl EventLog {
     pub(crate) fn append(&self, record: &EventRecord) {
         let mut state = self.lock();
         state.events.push(Arc::clone(&record.data));
+        self.appended.store(state.events.len(), Ordering::Release);
         state.held_events += 1;
         state.held_bytes += record.data.len();
         if state.held_events >= MAX_HELD_EVENTS || state.held_bytes >= MAX_HELD_BYTES {
@@ -173,7 +184,7 @@ impl EventLog {
     }
 
     pub fn len(&self) -> usize {
-        self.lock().events.len()
+        self.appended.load(Ordering::Acquire)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -22,6 +22,8 @@ mod items;
 mod mcp;
 #[path = "engine/outcomes.rs"]
 mod outcomes;
+#[path = "engine/start_size.rs"]
+mod start_size;
 #[path = "engine/time.rs"]
 mod time;
 #[path = "engine/writes.rs"]

@@ -192,7 +192,7 @@ impl Terminal {
 /// A response event of type `kind` around the response's JSON, with the next sequence number
 /// of `log`, not yet published (only the run appends to its log).
 pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -> EventRecord {
-    let sequence_number = log.len() as u64;
+    let sequence_number = log.next_sequence_number();
     EventRecord {
         sequence_number,
         data: response_event_line(kind, response_json, sequence_number).into(),
