@@ -95,6 +95,23 @@ async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestRe
     result
 }
 
+/// The 60 events of `resp_c` read back from each cursor: none, inside and at the end of the old
+/// chunk (0, 19), and inside the new one (20, 58).
+async fn reads_back_after_every_cursor(
+    store: &SqliteStore,
+    expected: &[EventRecord],
+) -> TestResult {
+    for after in [None, Some(0), Some(19), Some(20), Some(58)] {
+        let from = after.map_or(0, |n| n as usize + 1);
+        assert_eq!(
+            store.events_after("resp_c", after).await?,
+            expected[from..],
+            "after {after:?}"
+        );
+    }
+    Ok(())
+}
+
 /// A chunk as version 11 stored it: the lines as TEXT, long enough that version 12 packs them.
 fn version_11_chunk() -> (Vec<EventRecord>, String) {
     let events: Vec<EventRecord> = (0..20)
@@ -133,14 +150,7 @@ async fn sqlite_text_chunks_of_version_11_read_with_packed_ones() -> TestResult 
             .fetch_all(store.pool())
             .await?;
     assert_eq!(kinds, ["text", "blob"]);
-    for after in [None, Some(0), Some(19), Some(20), Some(58)] {
-        let from = after.map_or(0, |n| n as usize + 1);
-        assert_eq!(
-            store.events_after("resp_c", after).await?,
-            expected[from..],
-            "after {after:?}"
-        );
-    }
+    reads_back_after_every_cursor(&store, &expected).await?;
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
@@ -183,14 +193,7 @@ async fn sqlite_chunks_packed_by_version_12_read_with_the_new_ones() -> TestResu
         ["01", "02"],
         "the old chunk kept, the new one against the dictionary"
     );
-    for after in [None, Some(0), Some(19), Some(20), Some(58)] {
-        let from = after.map_or(0, |n| n as usize + 1);
-        assert_eq!(
-            store.events_after("resp_c", after).await?,
-            expected[from..],
-            "after {after:?}"
-        );
-    }
+    reads_back_after_every_cursor(&store, &expected).await?;
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
