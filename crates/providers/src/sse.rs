@@ -6,8 +6,6 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use engine::model::{ModelError, ModelEvent, ModelStream};
 use std::future::Future;
 use std::task::{Context, Poll};
@@ -15,8 +13,9 @@ use std::task::{Context, Poll};
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::time::{Instant, Sleep};
 
-use crate::redact::{Redactor, transport_error};
+use crate::redact::Redactor;
 use crate::sse_parse::SseParser;
+use crate::transport::BodyStream;
 
 /// What the stream should do after a `data` field.
 #[derive(Debug, PartialEq, Eq)]
@@ -40,25 +39,10 @@ pub(crate) trait SseDecoder {
     fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError>;
 }
 
-/// The events of `response`'s SSE body, decoded by `decoder`, each error scrubbed by `redactor`;
+/// The events of an SSE `body`, decoded by `decoder`, each error scrubbed by `redactor`;
 /// silence longer than `idle_timeout` between two events ends the stream with
 /// [`ModelError::Timeout`].
 pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
-    response: reqwest::Response,
-    decoder: D,
-    idle_timeout: Duration,
-    redactor: Redactor,
-) -> ModelStream {
-    events(
-        Box::pin(response.bytes_stream()),
-        decoder,
-        idle_timeout,
-        redactor,
-    )
-}
-
-/// The events of an SSE `body` (see [`sse_stream`]).
-fn events<D: SseDecoder + Send + 'static>(
     body: Body,
     decoder: D,
     idle_timeout: Duration,
@@ -77,7 +61,7 @@ fn events<D: SseDecoder + Send + 'static>(
     })
 }
 
-type Body = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+type Body = BodyStream;
 
 /// One streamed turn in progress, itself the stream of its events: polled in place, so the
 /// turn (parser, decoder, buffers) is never moved between events, and no future is built per
@@ -149,7 +133,7 @@ impl<D: SseDecoder> SseTurn<D> {
                         self.parser.feed(chunk);
                         continue;
                     }
-                    Poll::Ready(Some(Err(err))) => Err(transport_error(err)),
+                    Poll::Ready(Some(Err(err))) => Err(err),
                     Poll::Ready(None) => self.decoder.end(&mut self.ready).map(|()| Step::Done),
                     Poll::Pending => {
                         if self.idle_timer(cx).is_ready() {
@@ -222,6 +206,7 @@ impl<D: SseDecoder> SseTurn<D> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use engine::model::FinishReason;
 
     use super::*;
@@ -251,12 +236,12 @@ mod tests {
     }
 
     async fn collect(chunks: &[&'static str]) -> Vec<Result<ModelEvent, ModelError>> {
-        let chunks: Vec<Result<Bytes, reqwest::Error>> = chunks
+        let chunks: Vec<Result<Bytes, ModelError>> = chunks
             .iter()
             .map(|chunk| Ok(Bytes::from_static(chunk.as_bytes())))
             .collect();
         let body: Body = Box::pin(futures::stream::iter(chunks));
-        let stream = events(body, Letters, Duration::from_secs(5), Redactor::new(None));
+        let stream = sse_stream(body, Letters, Duration::from_secs(5), Redactor::new(None));
         stream.collect().await
     }
 
@@ -324,7 +309,7 @@ mod tests {
     async fn collect_paced(
         chunks: Vec<(u64, &'static str)>,
     ) -> Vec<Result<ModelEvent, ModelError>> {
-        let stream = events(
+        let stream = sse_stream(
             paced(chunks),
             Letters,
             Duration::from_secs(5),
