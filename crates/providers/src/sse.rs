@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use engine::model::{ModelError, ModelEvent, ModelStream};
 use std::future::Future;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::time::{Instant, Sleep};
@@ -58,6 +58,7 @@ pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
         end: End::Running,
         deadline: None,
         sleep: None,
+        timer_waker: None,
     })
 }
 
@@ -81,6 +82,8 @@ struct SseTurn<D> {
     deadline: Option<Instant>,
     /// The idle timer, made on the turn's first wait (see [`SseTurn::idle_timer`]).
     sleep: Option<Pin<Box<Sleep>>>,
+    /// The waker the idle timer holds (it was last polled with it and is still armed).
+    timer_waker: Option<Waker>,
 }
 
 /// Whether the turn goes on once its decoded events are handed out.
@@ -173,15 +176,30 @@ impl<D: SseDecoder> SseTurn<D> {
     /// in tokio's timer wheel, as a new timer per wait did): a wait's deadline is never earlier
     /// than an earlier wait's, so the timer may be behind, never ahead; when it fires behind
     /// the current deadline it is moved to it then, at most once per idle timeout.
+    ///
+    /// Nor is it polled again while it is armed and holds this task's waker: the poll would
+    /// only register the same waker again (most waits of a stream are for the next chunk, and
+    /// the timer fires on none of them). When it fires it wakes the task, and this poll sees
+    /// it elapsed.
     fn idle_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let at = *self
             .deadline
             .get_or_insert_with(|| Instant::now() + self.idle_timeout);
+        if let (Some(sleep), Some(waker)) = (&self.sleep, &self.timer_waker)
+            && !sleep.is_elapsed()
+            && waker.will_wake(cx.waker())
+        {
+            return Poll::Pending;
+        }
         let sleep = self
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
         loop {
             if sleep.as_mut().poll(cx).is_pending() {
+                match &mut self.timer_waker {
+                    Some(waker) => waker.clone_from(cx.waker()),
+                    None => self.timer_waker = Some(cx.waker().clone()),
+                }
                 return Poll::Pending;
             }
             if sleep.deadline() >= at {
