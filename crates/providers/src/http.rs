@@ -28,7 +28,9 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The most of an upstream error text we pass on when it is not the usual JSON envelope.
 const MAX_ERROR_MESSAGE: usize = 1_000;
 
-/// Builds the one `reqwest::Client` a provider keeps for its whole life (connection pooling).
+/// Builds the `reqwest::Client` a provider keeps for its whole life (connection pooling): for
+/// its turns when they do not take the in-task client (`crate::transport`), and for its model
+/// list.
 ///
 /// The environment's proxy settings apply: operators may route model traffic through a proxy.
 pub(crate) fn build_client(options: &ClientOptions) -> Result<reqwest::Client, ProvidersError> {
@@ -88,7 +90,8 @@ impl Credential {
 /// The HTTP side of one provider, the same for every adapter: the pooled client, the URL, the
 /// key's header, the redactor and the idle timeout.
 pub(crate) struct Upstream {
-    /// The provider's one HTTP client, so connections (and TLS sessions) are pooled across turns.
+    /// The provider's one HTTP client (in-task HTTP/1.1 or reqwest), so connections (and TLS
+    /// sessions) are pooled across turns.
     transport: Transport,
     /// The base URL with the wire API's path appended, computed once.
     url: Url,
