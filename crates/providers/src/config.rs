@@ -199,6 +199,12 @@ pub struct ClientOptions {
     /// pool's idle timeout (90 s, checked every 90 s): 10,000 streams kept ~260 MiB for up
     /// to three minutes (docs/benchmarks.md, "Issue 18, third pass: memory after a spike").
     pub max_idle_connections: usize,
+    /// How long a keep-alive connection may stay idle in the pool before it is closed (as
+    /// reqwest's default: 90 s). Servers close idle connections themselves after a while
+    /// (uvicorn, which vLLM runs on, after 5 s; Go's servers, Ollama's, never by default): a
+    /// connection the server closed is noticed at checkout, and this bounds how long the
+    /// descriptors of a past spike stay open.
+    pub pool_idle_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -210,6 +216,7 @@ impl Default for ClientOptions {
             retry_base_delay: Duration::from_millis(500),
             max_retry_after: Duration::from_secs(30),
             max_idle_connections: DEFAULT_MAX_IDLE_CONNECTIONS,
+            pool_idle_timeout: Duration::from_secs(90),
         }
     }
 }

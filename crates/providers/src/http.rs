@@ -1,19 +1,25 @@
 //! What every HTTP adapter shares: building the client, sending a turn with retries and
 //! back-off ([`ClientOptions`]), and turning HTTP failures into [`ModelError`]s that never carry
-//! a secret (scrubbed with `crate::redact`). A streamed answer is handed to `crate::sse`.
+//! a secret (scrubbed with `crate::redact`). A streamed answer is handed to `crate::sse`. The
+//! request goes out through the provider's `crate::transport` (in-task HTTP/1.1 or reqwest).
 
 use std::time::Duration;
 
 use engine::model::{ModelError, ModelEvent, ModelStream};
+use futures::StreamExt;
+use reqwest::Url;
 use reqwest::header::{
-    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue, InvalidHeaderValue,
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue, InvalidHeaderValue, USER_AGENT,
 };
-use reqwest::{RequestBuilder, Url};
 
 use crate::ProvidersError;
 use crate::config::{ClientOptions, MAX_BACKOFF, ProviderConfig, WireApi};
 use crate::redact::{Redactor, transport_error};
 use crate::sse::{self, SseDecoder};
+use crate::transport::{Answer, BodyStream, Transport, UpstreamRequest};
+
+/// The `User-Agent` of every upstream request.
+const AGENT: &str = concat!("agentd/", env!("CARGO_PKG_VERSION"));
 
 /// The most we read of a non-streamed answer (a server that ignored the request to stream).
 const MAX_JSON_BODY: usize = 16 * 1024 * 1024;
@@ -22,7 +28,9 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The most of an upstream error text we pass on when it is not the usual JSON envelope.
 const MAX_ERROR_MESSAGE: usize = 1_000;
 
-/// Builds the one `reqwest::Client` a provider keeps for its whole life (connection pooling).
+/// Builds the `reqwest::Client` a provider keeps for its whole life (connection pooling): for
+/// its turns when they do not take the in-task client (`crate::transport`), and for its model
+/// list.
 ///
 /// The environment's proxy settings apply: operators may route model traffic through a proxy.
 pub(crate) fn build_client(options: &ClientOptions) -> Result<reqwest::Client, ProvidersError> {
@@ -30,9 +38,10 @@ pub(crate) fn build_client(options: &ClientOptions) -> Result<reqwest::Client, P
     // another crate having chosen first) returns Err, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
-        .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+        .user_agent(AGENT)
         .connect_timeout(options.connect_timeout)
         .pool_max_idle_per_host(options.max_idle_connections)
+        .pool_idle_timeout(options.pool_idle_timeout)
         .build()
         .map_err(ProvidersError::HttpClient)
 }
@@ -81,8 +90,9 @@ impl Credential {
 /// The HTTP side of one provider, the same for every adapter: the pooled client, the URL, the
 /// key's header, the redactor and the idle timeout.
 pub(crate) struct Upstream {
-    /// The provider's one HTTP client, so connections (and TLS sessions) are pooled across turns.
-    http: reqwest::Client,
+    /// The provider's one HTTP client (in-task HTTP/1.1 or reqwest), so connections (and TLS
+    /// sessions) are pooled across turns.
+    transport: Transport,
     /// The base URL with the wire API's path appended, computed once.
     url: Url,
     /// The key's header and value (marked sensitive); `None` for a keyless server.
@@ -112,7 +122,7 @@ impl Upstream {
         let key = provider.api_key.as_deref().filter(|key| !key.is_empty());
         let credential = credential.header(provider)?;
         Ok(Upstream {
-            http: build_client(options)?,
+            transport: Transport::new(&url, options, || build_client(options))?,
             url,
             credential,
             redactor: Redactor::new(key),
@@ -127,8 +137,10 @@ impl Upstream {
     }
 
     /// A `POST` to `url` asking for an event stream.
-    pub(crate) fn post(&self, url: Url) -> RequestBuilder {
-        self.http.post(url).header(ACCEPT, "text/event-stream")
+    pub(crate) fn post(&self, url: Url) -> UpstreamRequest {
+        UpstreamRequest::post(url)
+            .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+            .header(USER_AGENT, HeaderValue::from_static(AGENT))
     }
 
     /// The client's `Debug`: the URL without its query string (some gateways take a key there),
@@ -144,6 +156,7 @@ impl Upstream {
         f.debug_struct(name)
             .field(url_field, &url.as_str())
             .field("has_api_key", &self.credential.is_some())
+            .field("in_task_http1", &self.transport.is_in_task())
             .field("idle_timeout", &self.idle_timeout)
             .finish_non_exhaustive()
     }
@@ -154,7 +167,7 @@ impl Upstream {
     /// message `error_message` finds in the body. No error carries the key.
     pub(crate) async fn turn<D: SseDecoder + Send + 'static>(
         &self,
-        request: RequestBuilder,
+        request: UpstreamRequest,
         error_message: fn(&[u8]) -> Option<String>,
         whole_body: fn(&[u8]) -> Result<Vec<ModelEvent>, ModelError>,
         decoder: D,
@@ -166,27 +179,28 @@ impl Upstream {
 
     async fn start<D: SseDecoder + Send + 'static>(
         &self,
-        mut request: RequestBuilder,
+        mut request: UpstreamRequest,
         error_message: fn(&[u8]) -> Option<String>,
         whole_body: fn(&[u8]) -> Result<Vec<ModelEvent>, ModelError>,
         decoder: D,
     ) -> Result<ModelStream, ModelError> {
         if let Some((name, value)) = &self.credential {
-            request = request.header(name, value.clone());
+            request = request.header(name.clone(), value.clone());
         }
-        let response = self.send_with_retries(request, error_message).await?;
+        let response = self.send_with_retries(&request, error_message).await?;
+        drop(request);
         let is_json = response
-            .headers()
+            .headers
             .get(CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.trim_start().starts_with("application/json"));
         if is_json {
-            let body = read_body(response, MAX_JSON_BODY, self.idle_timeout).await?;
+            let body = read_all(response.body, MAX_JSON_BODY, self.idle_timeout).await?;
             let events = whole_body(&body)?;
             return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
         }
         Ok(sse::sse_stream(
-            response,
+            response.body,
             decoder,
             self.idle_timeout,
             self.redactor.clone(),
@@ -198,31 +212,30 @@ impl Upstream {
     /// Sends `request` until an answer is accepted (2xx), retrying what [`RetryPolicy`] allows.
     async fn send_with_retries(
         &self,
-        request: RequestBuilder,
+        request: &UpstreamRequest,
         error_message: fn(&[u8]) -> Option<String>,
-    ) -> Result<reqwest::Response, ModelError> {
-        let mut current = request;
+    ) -> Result<Answer, ModelError> {
         let mut attempt = 0;
         loop {
-            // A JSON body clones; a builder that cannot (never ours) is sent once.
-            let spare = current.try_clone();
-            let sent = tokio::time::timeout(self.idle_timeout, current.send())
+            let sent = tokio::time::timeout(self.idle_timeout, self.transport.send(request))
                 .await
                 .map_err(|_| ModelError::Timeout)?;
-            current = match sent {
-                Ok(response) if response.status().is_success() => return Ok(response),
+            let delay = match sent {
+                Ok(response) if response.status.is_success() => return Ok(response),
                 Ok(response) => {
                     // The error body is read either way: it may say how long to wait (Google's
                     // RetryInfo), and a drained connection goes back to the pool.
-                    let status = response.status().as_u16();
-                    let headers = response.headers().clone();
-                    let body = read_body(response, MAX_ERROR_BODY, self.idle_timeout)
+                    let status = response.status.as_u16();
+                    let body = read_all(response.body, MAX_ERROR_BODY, self.idle_timeout)
                         .await
                         .unwrap_or_default();
-                    let delay =
-                        self.retry
-                            .after_status(attempt, status, &headers, retry_info(&body));
-                    let (Some(delay), Some(spare)) = (delay, spare) else {
+                    let delay = self.retry.after_status(
+                        attempt,
+                        status,
+                        &response.headers,
+                        retry_info(&body),
+                    );
+                    let Some(delay) = delay else {
                         return Err(error_from_body(status, &body, error_message));
                     };
                     tracing::warn!(
@@ -231,27 +244,26 @@ impl Upstream {
                         wait_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                         "upstream answered with a retryable status; sending the turn again"
                     );
-                    tokio::time::sleep(delay).await;
-                    spare
+                    delay
                 }
-                Err(err) => {
-                    let delay = if err.is_connect() {
+                Err(failure) => {
+                    let delay = if failure.connect {
                         self.retry.after_failure(attempt)
                     } else {
                         None
                     };
-                    let (Some(delay), Some(spare)) = (delay, spare) else {
-                        return Err(transport_error(err));
+                    let Some(delay) = delay else {
+                        return Err(failure.error);
                     };
                     tracing::warn!(
-                        error = %self.redactor.clean(&transport_error(err).to_string()),
+                        error = %self.redactor.clean(&failure.error.to_string()),
                         attempt = attempt + 1,
                         "could not reach the upstream; trying again"
                     );
-                    tokio::time::sleep(delay).await;
-                    spare
+                    delay
                 }
             };
+            tokio::time::sleep(delay).await;
             attempt += 1;
         }
     }
@@ -403,22 +415,6 @@ pub(crate) fn bearer(key: &str) -> Result<HeaderValue, InvalidHeaderValue> {
     Ok(value)
 }
 
-/// Reads an error response and makes the [`ModelError::Upstream`] for it: what `error_message`
-/// finds in the body (usually [`error_message`]: `error.message` from the JSON envelope when
-/// there is one, else the start of the body), else the status reason.
-pub(crate) async fn upstream_error(
-    response: reqwest::Response,
-    idle_timeout: Duration,
-    error_message: fn(&[u8]) -> Option<String>,
-) -> ModelError {
-    let status = response.status().as_u16();
-    // The status is what matters; a body that breaks off or stalls still gives it.
-    let body = read_body(response, MAX_ERROR_BODY, idle_timeout)
-        .await
-        .unwrap_or_default();
-    error_from_body(status, &body, error_message)
-}
-
 /// The [`ModelError::Upstream`] of an error status and its body.
 fn error_from_body(
     status: u16,
@@ -435,18 +431,48 @@ fn error_from_body(
     ModelError::Upstream { status, message }
 }
 
-/// Reads a whole body, keeping at most `limit` bytes, with `idle_timeout` between chunks.
+/// Reads an error response and makes the [`ModelError::Upstream`] for it: what `error_message`
+/// finds in the body (usually [`error_message`]: `error.message` from the JSON envelope when
+/// there is one, else the start of the body), else the status reason.
+pub(crate) async fn upstream_error(
+    response: reqwest::Response,
+    idle_timeout: Duration,
+    error_message: fn(&[u8]) -> Option<String>,
+) -> ModelError {
+    let status = response.status().as_u16();
+    // The status is what matters; a body that breaks off or stalls still gives it.
+    let body = read_body(response, MAX_ERROR_BODY, idle_timeout)
+        .await
+        .unwrap_or_default();
+    error_from_body(status, &body, error_message)
+}
+
+/// Reads a whole reqwest body (the model lists), keeping at most `limit` bytes, with
+/// `idle_timeout` between chunks.
 pub(crate) async fn read_body(
-    mut response: reqwest::Response,
+    response: reqwest::Response,
+    limit: usize,
+    idle_timeout: Duration,
+) -> Result<Vec<u8>, ModelError> {
+    let body = response
+        .bytes_stream()
+        .map(|chunk| chunk.map_err(transport_error));
+    read_all(Box::pin(body), limit, idle_timeout).await
+}
+
+/// Reads a whole answer body, keeping at most `limit` bytes, with `idle_timeout` between
+/// chunks.
+async fn read_all(
+    mut body_stream: BodyStream,
     limit: usize,
     idle_timeout: Duration,
 ) -> Result<Vec<u8>, ModelError> {
     let mut body = Vec::new();
     loop {
-        let chunk = tokio::time::timeout(idle_timeout, response.chunk())
+        let chunk = tokio::time::timeout(idle_timeout, body_stream.next())
             .await
             .map_err(|_| ModelError::Timeout)?
-            .map_err(transport_error)?;
+            .transpose()?;
         let Some(chunk) = chunk else {
             return Ok(body);
         };

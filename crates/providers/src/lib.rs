@@ -17,17 +17,23 @@
 //! - [`gemini`]: Gemini generateContent (thought signatures passed through on tool calls).
 //! - [`models`]: each wire API's upstream model list (`GET /v1/models` shows it, cached by the
 //!   [`Registry`] per [`ModelListSettings`]).
-//! - `http`: what adapters share: one pooled `reqwest::Client` per provider, sending a turn
-//!   (retries, back-off, the idle timeout) and error mapping.
+//! - `http`: what adapters share: one pooled client per provider, sending a turn (retries,
+//!   back-off, the idle timeout) and error mapping.
+//! - `transport`: the request type the adapters build and the two clients that send it: the
+//!   in-task HTTP/1.1 client `h1_client` (plain-`http` upstreams, no proxy variable; its
+//!   connection is driven by the turn's own task) or reqwest (`https`, proxies).
 //! - `sse`: what streaming adapters share: the event stream read with the idle timeout and fed
 //!   to each wire API's decoder; `sse_parse`: the incremental SSE parser it reads with.
 //! - `redact`: keys scrubbed from error texts, transport errors described without their URL.
 //!
-//! Modules depend one way: `config` on nothing but the error type; `redact` < `sse_parse` < `sse` < `http` <
+//! Modules depend one way: `config` on nothing but the error type; `redact` < `h1_client` <
+//! `transport` < `sse_parse` < `sse` < `http` <
 //! the adapters and `models` < `registry`.
 //! - [`ProvidersError`]: the crate's one error type (configuration and construction).
 //!
-//! This crate reads no environment and no files: the server does, and passes values in.
+//! This crate reads no environment and no files (the server does, and passes values in), but
+//! for the proxy variables reqwest itself reads: set, they keep a provider on reqwest
+//! (`transport`).
 //!
 //! ```no_run
 //! use engine::model::ModelRouter;
@@ -52,6 +58,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gemini;
+mod h1_client;
 mod http;
 mod logprobs;
 pub mod models;
@@ -60,6 +67,7 @@ pub mod registry;
 pub mod responses;
 mod sse;
 mod sse_parse;
+mod transport;
 
 pub use anthropic::AnthropicClient;
 pub use chat_completions::ChatCompletionsClient;

@@ -74,7 +74,6 @@ pub(crate) fn transport_error(err: reqwest::Error) -> ModelError {
     if err.is_timeout() {
         return ModelError::Timeout;
     }
-    let mut parts: Vec<String> = Vec::new();
     let top = if err.is_connect() {
         "could not connect".to_owned()
     } else if err.is_body() || err.is_decode() {
@@ -83,17 +82,28 @@ pub(crate) fn transport_error(err: reqwest::Error) -> ModelError {
         // "error sending request" and the like (the URL is stripped above).
         err.to_string()
     };
-    parts.push(top);
-    let mut source = err.source();
+    let mut parts = vec![top];
+    causes(err.source(), &mut parts);
+    ModelError::Transport(parts.join(": "))
+}
+
+/// `top`, then the texts of `err` and its causes, each once (hyper, hyper-util and reqwest
+/// wrap the same cause in several layers): "could not connect: Connection refused (os error
+/// 111)". For errors that carry no URL (the in-task client's, or reqwest's once stripped).
+pub(crate) fn describe(top: &str, err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![top.to_owned()];
+    causes(Some(err), &mut parts);
+    parts.join(": ")
+}
+
+fn causes(mut source: Option<&(dyn std::error::Error + 'static)>, parts: &mut Vec<String>) {
     while let Some(cause) = source {
         let text = cause.to_string();
-        // hyper and hyper-util wrap the same cause in several layers; keep each text once.
         if !text.is_empty() && !parts.iter().any(|part| part.contains(&text)) {
             parts.push(text);
         }
         source = cause.source();
     }
-    ModelError::Transport(parts.join(": "))
 }
 
 #[cfg(test)]

@@ -6,17 +6,16 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use engine::model::{ModelError, ModelEvent, ModelStream};
 use std::future::Future;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::time::{Instant, Sleep};
 
-use crate::redact::{Redactor, transport_error};
+use crate::redact::Redactor;
 use crate::sse_parse::SseParser;
+use crate::transport::BodyStream;
 
 /// What the stream should do after a `data` field.
 #[derive(Debug, PartialEq, Eq)]
@@ -40,25 +39,10 @@ pub(crate) trait SseDecoder {
     fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError>;
 }
 
-/// The events of `response`'s SSE body, decoded by `decoder`, each error scrubbed by `redactor`;
+/// The events of an SSE `body`, decoded by `decoder`, each error scrubbed by `redactor`;
 /// silence longer than `idle_timeout` between two events ends the stream with
 /// [`ModelError::Timeout`].
 pub(crate) fn sse_stream<D: SseDecoder + Send + 'static>(
-    response: reqwest::Response,
-    decoder: D,
-    idle_timeout: Duration,
-    redactor: Redactor,
-) -> ModelStream {
-    events(
-        Box::pin(response.bytes_stream()),
-        decoder,
-        idle_timeout,
-        redactor,
-    )
-}
-
-/// The events of an SSE `body` (see [`sse_stream`]).
-fn events<D: SseDecoder + Send + 'static>(
     body: Body,
     decoder: D,
     idle_timeout: Duration,
@@ -74,10 +58,11 @@ fn events<D: SseDecoder + Send + 'static>(
         end: End::Running,
         deadline: None,
         sleep: None,
+        timer_waker: None,
     })
 }
 
-type Body = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+type Body = BodyStream;
 
 /// One streamed turn in progress, itself the stream of its events: polled in place, so the
 /// turn (parser, decoder, buffers) is never moved between events, and no future is built per
@@ -97,6 +82,8 @@ struct SseTurn<D> {
     deadline: Option<Instant>,
     /// The idle timer, made on the turn's first wait (see [`SseTurn::idle_timer`]).
     sleep: Option<Pin<Box<Sleep>>>,
+    /// The waker the idle timer holds (it was last polled with it and is still armed).
+    timer_waker: Option<Waker>,
 }
 
 /// Whether the turn goes on once its decoded events are handed out.
@@ -149,7 +136,7 @@ impl<D: SseDecoder> SseTurn<D> {
                         self.parser.feed(chunk);
                         continue;
                     }
-                    Poll::Ready(Some(Err(err))) => Err(transport_error(err)),
+                    Poll::Ready(Some(Err(err))) => Err(err),
                     Poll::Ready(None) => self.decoder.end(&mut self.ready).map(|()| Step::Done),
                     Poll::Pending => {
                         if self.idle_timer(cx).is_ready() {
@@ -189,15 +176,30 @@ impl<D: SseDecoder> SseTurn<D> {
     /// in tokio's timer wheel, as a new timer per wait did): a wait's deadline is never earlier
     /// than an earlier wait's, so the timer may be behind, never ahead; when it fires behind
     /// the current deadline it is moved to it then, at most once per idle timeout.
+    ///
+    /// Nor is it polled again while it is armed and holds this task's waker: the poll would
+    /// only register the same waker again (most waits of a stream are for the next chunk, and
+    /// the timer fires on none of them). When it fires it wakes the task, and this poll sees
+    /// it elapsed.
     fn idle_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let at = *self
             .deadline
             .get_or_insert_with(|| Instant::now() + self.idle_timeout);
+        if let (Some(sleep), Some(waker)) = (&self.sleep, &self.timer_waker)
+            && !sleep.is_elapsed()
+            && waker.will_wake(cx.waker())
+        {
+            return Poll::Pending;
+        }
         let sleep = self
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
         loop {
             if sleep.as_mut().poll(cx).is_pending() {
+                match &mut self.timer_waker {
+                    Some(waker) => waker.clone_from(cx.waker()),
+                    None => self.timer_waker = Some(cx.waker().clone()),
+                }
                 return Poll::Pending;
             }
             if sleep.deadline() >= at {
@@ -222,6 +224,7 @@ impl<D: SseDecoder> SseTurn<D> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use engine::model::FinishReason;
 
     use super::*;
@@ -251,12 +254,12 @@ mod tests {
     }
 
     async fn collect(chunks: &[&'static str]) -> Vec<Result<ModelEvent, ModelError>> {
-        let chunks: Vec<Result<Bytes, reqwest::Error>> = chunks
+        let chunks: Vec<Result<Bytes, ModelError>> = chunks
             .iter()
             .map(|chunk| Ok(Bytes::from_static(chunk.as_bytes())))
             .collect();
         let body: Body = Box::pin(futures::stream::iter(chunks));
-        let stream = events(body, Letters, Duration::from_secs(5), Redactor::new(None));
+        let stream = sse_stream(body, Letters, Duration::from_secs(5), Redactor::new(None));
         stream.collect().await
     }
 
@@ -324,7 +327,7 @@ mod tests {
     async fn collect_paced(
         chunks: Vec<(u64, &'static str)>,
     ) -> Vec<Result<ModelEvent, ModelError>> {
-        let stream = events(
+        let stream = sse_stream(
             paced(chunks),
             Letters,
             Duration::from_secs(5),

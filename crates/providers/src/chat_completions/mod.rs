@@ -67,7 +67,7 @@ impl ModelClient for ChatCompletionsClient {
         let post = self
             .upstream
             .post(self.upstream.url().clone())
-            .json(&ChatRequest::from(&request));
+            .json(&ChatRequest::from(&request))?;
         self.upstream
             .turn(
                 post,

@@ -82,7 +82,7 @@ impl ModelClient for GeminiClient {
         let post = self
             .upstream
             .post(url)
-            .json(&GenerateRequest::from(&request));
+            .json(&GenerateRequest::from(&request))?;
         self.upstream
             .turn(
                 post,

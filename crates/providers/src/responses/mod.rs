@@ -63,7 +63,7 @@ impl ModelClient for ResponsesClient {
         let post = self
             .upstream
             .post(self.upstream.url().clone())
-            .json(&ResponsesRequest::from(&request));
+            .json(&ResponsesRequest::from(&request))?;
         self.upstream
             .turn(
                 post,
