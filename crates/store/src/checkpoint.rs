@@ -498,7 +498,8 @@ mod tests {
             let files = files.clone();
             async move { catch_up(&mut connection, &files, &gate, settings).await }
         });
-        for _ in 0..500 {
+        // Two `fsync`s on a blocking thread: up to 30 s on a loaded machine.
+        for _ in 0..3000 {
             if files.synced.load(Ordering::Relaxed) > 0 {
                 break;
             }
