@@ -13,7 +13,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::checkpoint::{self, Checkpointer};
+use crate::checkpoint::{self, Checkpointer, Files};
 use crate::group_commit::GroupWriter;
 use crate::sqlite_reader::InlineReader;
 use crate::{error, migrate, sqlite_writer};
@@ -169,6 +169,12 @@ impl SqliteStore {
         self.inline.as_deref()
     }
 
+    /// The group writer's gate (tests: hold the writer as the checkpointer does).
+    #[cfg(test)]
+    pub(crate) fn gate(&self) -> crate::group_commit::Gate {
+        self.group.gate()
+    }
+
     /// Runs a run-path write through the group writer: in a transaction shared with the other
     /// writes waiting at the same moment, answered once committed.
     async fn write(&self, script: crate::script::Script) -> Result<(), StoreError> {
@@ -224,6 +230,7 @@ impl SqliteStore {
         .await?;
         // Open mode's per-request read, on the caller's thread.
         let inline = InlineReader::open(options.get_filename())?;
+        let files = Files::new(options.get_filename().to_owned());
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .test_before_acquire(false)
@@ -233,7 +240,7 @@ impl SqliteStore {
             writer,
             reader,
             group,
-            _checkpointer: Some(Checkpointer::spawn(checkpointer, checkpoints, gate)),
+            _checkpointer: Some(Checkpointer::spawn(checkpointer, files, checkpoints, gate)),
             inline: Some(Arc::new(inline)),
         })
     }
