@@ -14,14 +14,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use std::future::Future as _;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use futures::Stream;
 use protocol::events::{EventData, StreamEvent};
 use tokio::sync::Notify;
-use tokio::sync::futures::OwnedNotified;
 
 use crate::store::EventRecord;
 
@@ -44,7 +39,7 @@ pub struct EventLog {
     appended: AtomicUsize,
     /// Wakes the readers waiting for a change (an append, the close). One `Notify`: a `watch`
     /// channel woke through eight of them per event, with nobody waiting most of the time.
-    changed: Arc<Notify>,
+    changed: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -62,7 +57,7 @@ impl EventLog {
         Arc::new(EventLog {
             state: Mutex::new(LogState::default()),
             appended: AtomicUsize::new(0),
-            changed: Arc::new(Notify::new()),
+            changed: Notify::new(),
         })
     }
 
@@ -197,66 +192,49 @@ impl EventLog {
     }
 
     /// Follows the log from sequence number `from`, ending after the last event once closed.
-    pub fn follow(self: &Arc<Self>, from: usize) -> Follow {
-        Follow {
+    pub fn follow(self: &Arc<Self>, from: usize) -> impl Stream<Item = Arc<str>> + Send + 'static {
+        let reader = Reader {
             log: self.clone(),
             next: from,
             buffer: Vec::new(),
-            waiting: Box::pin(self.changed.clone().notified_owned()),
-            armed: false,
-        }
+        };
+        futures::stream::unfold(reader, |mut reader| async move {
+            reader.next_event().await.map(|line| (line, reader))
+        })
     }
 }
 
-/// A reader of a log ([`EventLog::follow`]): takes every line there is under one lock, hands
-/// them out one by one, and waits for the log's next change only once it has handed out all.
-/// A stream polled in place (no future made per line, as an `unfold` made).
-pub struct Follow {
+struct Reader {
     log: Arc<EventLog>,
     next: usize,
-    /// Lines taken under one lock, handed out one by one (the next one last).
+    /// Events fetched under one lock, handed out one by one (newest last).
     buffer: Vec<Arc<str>>,
-    /// The wait for the log's next change, kept for the reader's whole life and made again
-    /// in place for each wait.
-    waiting: Pin<Box<OwnedNotified>>,
-    /// Whether `waiting` was registered before the log was last looked at: registered
-    /// *before* looking, so a change made after the look wakes it (`notify_waiters` wakes only
-    /// registered waiters).
-    armed: bool,
 }
 
-impl Stream for Follow {
-    type Item = Arc<str>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<str>>> {
-        let this = self.get_mut();
+impl Reader {
+    async fn next_event(&mut self) -> Option<Arc<str>> {
+        let Reader { log, next, buffer } = self;
         loop {
-            if let Some(line) = this.buffer.pop() {
-                return Poll::Ready(Some(line));
+            if let Some(line) = buffer.pop() {
+                return Some(line);
             }
-            if !this.armed {
-                this.waiting
-                    .set(Arc::clone(&this.log.changed).notified_owned());
-                this.waiting.as_mut().enable();
-                this.armed = true;
-            }
+            // Register for the next wake-up *before* looking, so a change made after the look
+            // wakes the wait below (`notify_waiters` wakes only registered waiters).
+            let changed = log.changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
             {
-                let state = this.log.lock();
-                if this.next < state.events.len() {
-                    this.buffer
-                        .extend(state.events[this.next..].iter().rev().cloned());
-                    this.next = state.events.len();
+                let state = log.lock();
+                if *next < state.events.len() {
+                    *buffer = state.events[*next..].iter().rev().cloned().collect();
+                    *next = state.events.len();
                     continue;
                 }
                 if state.closed {
-                    return Poll::Ready(None);
+                    return None;
                 }
             }
-            match this.waiting.as_mut().poll(cx) {
-                // Changed since the registration: look again, registered anew.
-                Poll::Ready(()) => this.armed = false,
-                Poll::Pending => return Poll::Pending,
-            }
+            changed.await;
         }
     }
 }
@@ -378,66 +356,5 @@ mod tests {
                 .map(|joined| joined.map(|lines| lines.len()));
             assert!(matches!(lines, Ok(Ok(5))), "round {round}: {lines:?}");
         }
-    }
-
-    /// Counts its wakes.
-    #[derive(Default)]
-    struct Wakes(std::sync::atomic::AtomicUsize);
-
-    impl std::task::Wake for Wakes {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-    }
-
-    /// A reader polled by hand: what it has read, in order, and when it waits: it hands out
-    /// every line there is (held ones too), is not woken by a held append, is woken by the
-    /// announce and the close, and reads on from where it was after each wake.
-    #[test]
-    fn a_reader_hands_out_what_is_there_and_waits_for_the_next_change() {
-        use std::task::{Context, Poll};
-
-        let log = EventLog::new();
-        let mut scratch = String::new();
-        let wakes = Arc::new(Wakes::default());
-        let waker = std::task::Waker::from(wakes.clone());
-        let mut cx = Context::from_waker(&waker);
-        let mut reader = log.follow(0);
-        let mut poll = |cx: &mut Context<'_>| match reader.poll_next_unpin(cx) {
-            Poll::Ready(Some(line)) => Some(Some(line.to_string())),
-            Poll::Ready(None) => Some(None),
-            Poll::Pending => None,
-        };
-        let count = || wakes.0.load(std::sync::atomic::Ordering::SeqCst);
-        let held = |log: &EventLog, scratch: &mut String, text: &str| {
-            log.push_in(delta(text), scratch);
-        };
-        held(&log, &mut scratch, "a");
-        held(&log, &mut scratch, "b");
-        let first = poll(&mut cx).flatten().unwrap_or_default();
-        assert!(first.contains(r#""delta":"a""#), "{first}");
-        let second = poll(&mut cx).flatten().unwrap_or_default();
-        assert!(second.contains(r#""delta":"b""#), "{second}");
-        assert_eq!(poll(&mut cx), None);
-        // A held append does not wake the reader, the announce does.
-        held(&log, &mut scratch, "c");
-        assert_eq!(count(), 0);
-        log.announce();
-        assert_eq!(count(), 1);
-        let third = poll(&mut cx).flatten().unwrap_or_default();
-        assert!(third.contains(r#""delta":"c""#), "{third}");
-        assert_eq!(poll(&mut cx), None);
-        // A change between the reader's look and its next poll is seen at that poll.
-        log.push(delta("d"));
-        assert_eq!(count(), 2);
-        log.push(delta("e"));
-        let fourth = poll(&mut cx).flatten().unwrap_or_default();
-        assert!(fourth.contains(r#""delta":"d""#), "{fourth}");
-        let fifth = poll(&mut cx).flatten().unwrap_or_default();
-        assert!(fifth.contains(r#""delta":"e""#), "{fifth}");
-        assert_eq!(poll(&mut cx), None);
-        log.close();
-        assert_eq!(count(), 3);
-        assert_eq!(poll(&mut cx), Some(None));
     }
 }
