@@ -46,10 +46,36 @@ pub fn write_output_text_delta(
     logprobs: &[Value],
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
+    out.reserve(item_id.len() + delta.len() + 160);
+    write_output_text_delta_head(out, item_id, output_index, content_index)?;
+    write_output_text_delta_after(out, delta, logprobs, sequence_number)
+}
+
+/// The part of a `response.output_text.delta` line that is the same for every delta of one
+/// content part: from the line's start up to the delta's value (`{"type":…,"item_id":…,
+/// "output_index":…,"content_index":…,"delta":`). A message's deltas are written from it with
+/// [`write_output_text_delta_after`], one copy instead of the id's escape check and the
+/// numbers per token.
+pub fn output_text_delta_head(
+    item_id: &str,
+    output_index: usize,
+    content_index: usize,
+) -> Result<String, serde_json::Error> {
+    let mut head = String::new();
+    write_output_text_delta_head(&mut head, item_id, output_index, content_index)?;
+    Ok(head)
+}
+
+fn write_output_text_delta_head(
+    out: &mut String,
+    item_id: &str,
+    output_index: usize,
+    content_index: usize,
+) -> Result<(), serde_json::Error> {
     let mut line = Line::new(
         out,
         "{\"type\":\"response.output_text.delta\",\"item_id\":",
-        item_id.len() + delta.len(),
+        item_id.len(),
     );
     line.string(item_id)?;
     line.piece(",\"output_index\":");
@@ -57,9 +83,42 @@ pub fn write_output_text_delta(
     line.piece(",\"content_index\":");
     line.number(content_index as u64);
     line.piece(",\"delta\":");
+    Ok(())
+}
+
+/// A `response.output_text.delta` line appended to `out`, from its `head`
+/// ([`output_text_delta_head`]): the very bytes [`write_output_text_delta`] writes for the
+/// head's id and indexes.
+pub fn write_output_text_delta_from(
+    out: &mut String,
+    head: &str,
+    delta: &str,
+    logprobs: &[Value],
+    sequence_number: u64,
+) -> Result<(), serde_json::Error> {
+    out.reserve(head.len() + delta.len() + 64);
+    out.push_str(head);
+    write_output_text_delta_after(out, delta, logprobs, sequence_number)
+}
+
+/// The rest of a delta line after its head: the delta, the logprobs, the sequence number.
+fn write_output_text_delta_after(
+    out: &mut String,
+    delta: &str,
+    logprobs: &[Value],
+    sequence_number: u64,
+) -> Result<(), serde_json::Error> {
+    let mut line = Line { buf: out };
     line.string(delta)?;
-    line.logprobs(logprobs)?;
-    line.end(sequence_number);
+    if logprobs.is_empty() {
+        // The usual tail in one piece.
+        line.piece(",\"logprobs\":[],\"sequence_number\":");
+        line.number(sequence_number);
+        line.buf.push('}');
+    } else {
+        line.logprobs(logprobs)?;
+        line.end(sequence_number);
+    }
     Ok(())
 }
 

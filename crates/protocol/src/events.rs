@@ -5,7 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event_line;
-pub use crate::event_line::{output_text_delta_line, response_event_line, write_output_text_delta};
+pub use crate::event_line::{
+    output_text_delta_head, output_text_delta_line, response_event_line, write_output_text_delta,
+    write_output_text_delta_from,
+};
 use crate::output::{ImageResult, OutputContent, OutputItem, SearchResult, UrlContent};
 use crate::response::{ErrorInfo, Response, Usage};
 

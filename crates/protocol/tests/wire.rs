@@ -491,6 +491,23 @@ fn directly_written_event_lines_are_what_serde_writes() {
                 )
                 .expect("writes");
                 assert_eq!(reused, format!("x{expected}"));
+                // From the head a message's deltas share.
+                let head = agentd_protocol::events::output_text_delta_head(
+                    item_id,
+                    *output_index,
+                    *content_index,
+                )
+                .expect("writes");
+                let mut reused = String::from("y");
+                agentd_protocol::events::write_output_text_delta_from(
+                    &mut reused,
+                    &head,
+                    delta,
+                    logprobs,
+                    sequence_number,
+                )
+                .expect("writes");
+                assert_eq!(reused, format!("y{expected}"));
             }
         }
     }

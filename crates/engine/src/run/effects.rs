@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use protocol::events::{EventData, response_event_line, write_output_text_delta};
+use protocol::events::{
+    EventData, output_text_delta_head, response_event_line, write_output_text_delta,
+    write_output_text_delta_from,
+};
 use protocol::response::Response;
 
 use crate::error::RunFailure;
@@ -74,30 +77,59 @@ pub(crate) enum Effect {
     Finish(Box<Ending>),
 }
 
-/// A token of a message's text, as [`Effect::TextDelta`] carries it: the message's id is shared
-/// by all its deltas (a reference count, where an [`EventData::OutputTextDelta`] needs a copy
-/// of the id per token), and the line is written straight from these parts
-/// ([`protocol::events::write_output_text_delta`]), with the bytes serde writes for the event.
+/// A token of a message's text, as [`Effect::TextDelta`] carries it: what is the same for all
+/// the message's deltas is shared by them (a reference count, where an
+/// [`EventData::OutputTextDelta`] needs a copy of the id per token), and the line is written
+/// straight from these parts ([`protocol::events::write_output_text_delta_from`]), with the
+/// bytes serde writes for the event.
 pub(crate) struct TextDelta {
-    pub(crate) item_id: Arc<str>,
-    pub(crate) output_index: usize,
+    pub(crate) head: Arc<MessageHead>,
     pub(crate) delta: String,
     pub(crate) logprobs: Vec<serde_json::Value>,
+}
+
+/// What every delta of one message (its content part 0) shares.
+#[derive(Debug)]
+pub(crate) struct MessageHead {
+    pub(crate) id: String,
+    pub(crate) output_index: usize,
+    /// The head of the message's delta lines, up to the delta's value
+    /// ([`protocol::events::output_text_delta_head`]), written once for all of them; `None`
+    /// if it could not be written (then each line is written whole, and fails as it would).
+    line: Option<String>,
+}
+
+impl MessageHead {
+    pub(crate) fn new(id: String, output_index: usize) -> MessageHead {
+        let line = output_text_delta_head(&id, output_index, 0).ok();
+        MessageHead {
+            id,
+            output_index,
+            line,
+        }
+    }
 }
 
 impl TextDelta {
     /// Appends the event to `log`, writing it in `scratch` (see [`EventLog::push_in`]).
     pub(crate) fn push_to(&self, log: &EventLog, scratch: &mut String) {
-        log.push_line(scratch, |out, sequence_number| {
-            write_output_text_delta(
+        log.push_line(scratch, |out, sequence_number| match &self.head.line {
+            Some(head) => write_output_text_delta_from(
                 out,
-                &self.item_id,
-                self.output_index,
+                head,
+                &self.delta,
+                &self.logprobs,
+                sequence_number,
+            ),
+            None => write_output_text_delta(
+                out,
+                &self.head.id,
+                self.head.output_index,
                 0,
                 &self.delta,
                 &self.logprobs,
                 sequence_number,
-            )
+            ),
         });
     }
 }

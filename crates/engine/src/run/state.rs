@@ -16,7 +16,7 @@ use crate::hosted::{HostedTool, Source};
 use crate::model::{FinishReason, ModelRequest, Reasoning, TokenLogprob, TokenUsage, ToolCall};
 use crate::plan::RunPlan;
 
-use super::effects::Effect;
+use super::effects::{Effect, MessageHead};
 
 /// How a run ends.
 pub(super) enum Outcome {
@@ -123,8 +123,8 @@ pub(super) struct TurnState {
 /// The turn's `message` item while it streams.
 pub(super) struct OpenMessage {
     pub(super) index: usize,
-    /// Shared by every delta of the message.
-    pub(super) id: Arc<str>,
+    /// Its id and its delta lines' head, shared by every delta of the message.
+    pub(super) head: Arc<MessageHead>,
     pub(super) text: String,
     /// The logprobs of `text`, when the request asked for them.
     pub(super) logprobs: Vec<serde_json::Value>,

@@ -19,7 +19,7 @@ use crate::ids::{new_call_id, new_id};
 use crate::model::{FinishReason, ModelError, ModelEvent, TokenLogprob, ToolCall};
 use crate::transcript;
 
-use super::effects::{Effect, TextDelta};
+use super::effects::{Effect, MessageHead, TextDelta};
 use super::state::{Machine, OpenCall, OpenMessage, PartialCall, TurnState};
 use super::turns::add_usage;
 
@@ -107,8 +107,7 @@ impl Machine {
             message.text.push_str(&delta);
             message.logprobs.extend(logprobs.iter().cloned());
             let delta = TextDelta {
-                item_id: Arc::clone(&message.id),
-                output_index: message.index,
+                head: Arc::clone(&message.head),
                 delta,
                 logprobs,
             };
@@ -239,9 +238,9 @@ impl Machine {
     /// Opens the turn's `message` item (`output_item.added`, `content_part.added`).
     fn open_message(&mut self) -> OpenMessage {
         let index = self.response.output.len();
-        let id: Arc<str> = Arc::from(new_id("msg"));
+        let id = new_id("msg");
         let item = OutputItem::Message(OutputMessage {
-            id: id.to_string(),
+            id: id.clone(),
             status: OutputStatus::InProgress,
             role: "assistant".to_owned(),
             content: Vec::new(),
@@ -253,14 +252,14 @@ impl Machine {
             item,
         });
         self.emit(EventData::ContentPartAdded {
-            item_id: id.to_string(),
+            item_id: id.clone(),
             output_index: index,
             content_index: 0,
             part: text_part(""),
         });
         OpenMessage {
             index,
-            id,
+            head: Arc::new(MessageHead::new(id, index)),
             text: String::new(),
             logprobs: Vec::new(),
         }
@@ -275,30 +274,31 @@ impl Machine {
     ) -> String {
         let OpenMessage {
             index,
-            id,
+            head,
             text,
             logprobs,
         } = message;
+        let id = &head.id;
         let part = OutputContent::OutputText(OutputText {
             text: text.clone(),
             annotations: citations(&text, &self.sources),
             logprobs: logprobs.clone(),
         });
         self.emit(EventData::OutputTextDone {
-            item_id: id.to_string(),
+            item_id: id.clone(),
             output_index: index,
             content_index: 0,
             text: text.clone(),
             logprobs,
         });
         self.emit(EventData::ContentPartDone {
-            item_id: id.to_string(),
+            item_id: id.clone(),
             output_index: index,
             content_index: 0,
             part: part.clone(),
         });
         let item = OutputItem::Message(OutputMessage {
-            id: id.to_string(),
+            id: id.clone(),
             status,
             role: "assistant".to_owned(),
             content: vec![part],

@@ -63,6 +63,21 @@ pub(super) fn text_at(data: &str, at: usize) -> Option<(Option<String>, usize)> 
     Some((text, reader.at))
 }
 
+/// The text at `at` in `data` when it is a string without escapes that begins right there
+/// (the usual text), and where it ends: what [`text_at`] reads there, without its steps for
+/// `null`, whitespace and escapes; `None` for anything else (then [`text_at`] reads it).
+pub(super) fn plain_text_at(data: &str, at: usize) -> Option<(&str, usize)> {
+    let reader = Reader::new(data, at);
+    if reader.byte(at)? != b'"' {
+        return None;
+    }
+    let end = reader.special(at + 1);
+    if reader.byte(end)? != b'"' {
+        return None;
+    }
+    Some((data.get(at + 1..end)?, end + 1))
+}
+
 /// The rest of the chunk `data` after its first choice's text (`text`, ending at `end`), the
 /// reader being in `state` at the text: what [`chunk`] reads from the same point.
 pub(super) fn after_text(

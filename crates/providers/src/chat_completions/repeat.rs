@@ -162,6 +162,13 @@ impl Chunks {
 impl Template {
     /// `data`, which begins with `self.prefix`, read from its text on.
     fn resume(&mut self, data: &str) -> (Option<Reading>, Path) {
+        if let Some(Rest::Plain) = self.rest
+            && let Some((text, end)) = fast::plain_text_at(data, self.prefix.len())
+            && data.as_bytes().get(end..) == Some(self.suffix.as_bytes())
+        {
+            // The usual chunk: a plain text between the same bytes.
+            return (Some(Reading::Text(Some(text.to_owned()))), Path::Plain);
+        }
         let Some((text, end)) = fast::text_at(data, self.prefix.len()) else {
             return (None, Path::Resumed);
         };
