@@ -196,17 +196,22 @@ impl Shared {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The warmest idle connection still usable, dropping the expired and closed ones met.
-    fn checkout(&self) -> Option<Link> {
+    /// Takes the idle connections that have expired out of `idle` (the oldest come first), for
+    /// the caller to drop once the lock is released.
+    fn take_expired(&self, idle: &mut Idle) -> Vec<(Link, Instant)> {
         let now = Instant::now();
-        let mut stale = Vec::new();
-        let mut idle = self.lock();
         let expired = idle
             .links
             .iter()
             .take_while(|(_, since)| now.saturating_duration_since(*since) >= self.expiry)
             .count();
-        stale.extend(idle.links.drain(..expired));
+        idle.links.drain(..expired).collect()
+    }
+
+    /// The warmest idle connection still usable, dropping the expired and closed ones met.
+    fn checkout(&self) -> Option<Link> {
+        let mut idle = self.lock();
+        let mut stale = self.take_expired(&mut idle);
         let found = loop {
             let Some((mut link, since)) = idle.links.pop() else {
                 break None;
@@ -254,14 +259,8 @@ impl Shared {
     /// Drops the expired idle connections: when the next one expires, or `None` (and the
     /// reaper stops) when none is left.
     fn expire(&self) -> Option<Instant> {
-        let now = Instant::now();
         let mut idle = self.lock();
-        let expired = idle
-            .links
-            .iter()
-            .take_while(|(_, since)| now.saturating_duration_since(*since) >= self.expiry)
-            .count();
-        let stale: Vec<_> = idle.links.drain(..expired).collect();
+        let stale = self.take_expired(&mut idle);
         let next = idle.links.first().map(|(_, since)| *since + self.expiry);
         idle.reaper = next.is_some();
         drop(idle);
