@@ -14,6 +14,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc;
 
+mod support;
+use support::read_request;
+
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 /// The most any step of a test waits.
@@ -42,30 +45,6 @@ fn answer() -> String {
     }
     text.push_str("0\r\n\r\n");
     text
-}
-
-/// Reads one request (head and `content-length` body) from `socket`; `false` at end of stream.
-async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
-    loop {
-        if let Some(head_end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-            let length = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length:"))
-                .and_then(|value| value.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            let end = head_end + 4 + length;
-            if buf.len() >= end {
-                buf.drain(..end);
-                return true;
-            }
-        }
-        let mut chunk = [0u8; 4096];
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
 }
 
 /// Waits until the peer closes `socket` (reading and discarding anything it sends).

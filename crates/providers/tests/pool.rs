@@ -10,9 +10,12 @@ use std::time::Duration;
 use agentd_providers::{ChatCompletionsClient, ClientOptions, ProviderConfig, WireApi};
 use engine::model::{ContentPart, ModelClient, ModelEvent, ModelMessage, ModelRequest};
 use futures::StreamExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 use tokio::sync::{Barrier, mpsc};
+
+mod support;
+use support::read_request;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -23,30 +26,6 @@ data: [DONE]\n\n";
 
 /// Concurrent turns of the spike (each on its own connection).
 const SPIKE: usize = 3;
-
-/// Reads one request (head and `content-length` body) from `socket`; `false` at end of stream.
-async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
-    loop {
-        if let Some(head_end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-            let length = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length:"))
-                .and_then(|value| value.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            let end = head_end + 4 + length;
-            if buf.len() >= end {
-                buf.drain(..end);
-                return true;
-            }
-        }
-        let mut chunk = [0u8; 4096];
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
 
 /// An upstream that answers every request on a connection with [`ANSWER`] (keep-alive); the
 /// first [`SPIKE`] connections answer only once all of them have a request (so the client
