@@ -14,7 +14,8 @@
 //!   drops its connection;
 //! - at most `max_idle_connections` idle connections are kept, used last-in first-out (the
 //!   warmest); one idle longer than `pool_idle_timeout` is closed (checked at checkout and by a
-//!   reaper task that sleeps until the next expiry and ends when the pool is empty);
+//!   reaper task that sleeps until the next expiry and ends when the pool is empty); the reaper
+//!   also looks at the idle connections every [`SWEEP`] and closes the ones the server closed;
 //! - at checkout an idle connection is polled once without a waker: one the server closed (the
 //!   read sees its end) is dropped; and a request that fails on a reused connection before its
 //!   response head (the server closed it as we reused it) is sent once more on a fresh one. The
@@ -45,6 +46,11 @@ use tokio::time::Instant;
 
 use crate::config::ClientOptions;
 use crate::redact::describe;
+
+/// How often the reaper looks at the idle connections for ones the server closed (a server's
+/// keep-alive timeout is often a few seconds: uvicorn's is 5 s), so that they do not wait in
+/// `CLOSE_WAIT` for the pool's expiry.
+const SWEEP: Duration = Duration::from_secs(2);
 
 /// A request that could not be sent, or whose response head did not come.
 #[derive(Debug)]
@@ -256,12 +262,23 @@ impl Shared {
         }
     }
 
-    /// Drops the expired idle connections: when the next one expires, or `None` (and the
-    /// reaper stops) when none is left.
+    /// Drops the expired idle connections and those the server closed: when to look again
+    /// (the next expiry, or [`SWEEP`] from now if sooner), or `None` (and the reaper stops)
+    /// when none is left.
     fn expire(&self) -> Option<Instant> {
         let mut idle = self.lock();
-        let stale = self.take_expired(&mut idle);
-        let next = idle.links.first().map(|(_, since)| *since + self.expiry);
+        let mut stale = self.take_expired(&mut idle);
+        // The ones the server closed meanwhile (nothing polls an idle connection, so its end
+        // is only seen when it is looked at): closed now rather than at checkout or expiry.
+        for (mut link, since) in std::mem::take(&mut idle.links) {
+            if link.usable() {
+                idle.links.push((link, since));
+            } else {
+                stale.push((link, since));
+            }
+        }
+        let sweep = Instant::now() + SWEEP;
+        let next = (idle.links.first()).map(|(_, since)| (*since + self.expiry).min(sweep));
         idle.reaper = next.is_some();
         drop(idle);
         drop(stale);
@@ -305,8 +322,9 @@ impl Shared {
     }
 }
 
-/// The reaper of a pool: sleeps until the next idle connection expires, drops the expired ones,
-/// and ends when the pool is empty (the next checkin starts another) or gone.
+/// The reaper of a pool: sleeps until the next idle connection expires (or the next sweep),
+/// drops the expired ones and those the server closed, and ends when the pool is empty (the
+/// next checkin starts another) or gone.
 async fn reap(pool: Weak<Shared>) {
     loop {
         let next = match pool.upgrade() {

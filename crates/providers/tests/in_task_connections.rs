@@ -329,6 +329,36 @@ async fn idle_connections_are_capped_and_expire() -> TestResult {
     Ok(())
 }
 
+/// An idle connection the server closes (its keep-alive timeout) is closed on our side within
+/// the reaper's sweep, not left in `CLOSE_WAIT` until the pool's expiry or the next checkout.
+#[tokio::test]
+async fn an_idle_connection_the_server_closed_is_closed_without_waiting_for_expiry() -> TestResult {
+    let mut upstream = Upstream::start(|_, mut socket| async move {
+        let mut buf = Vec::new();
+        if !read_request(&mut socket, &mut buf).await
+            || socket.write_all(answer().as_bytes()).await.is_err()
+        {
+            return;
+        }
+        // Once the connection is idle in the client's pool, the server's keep-alive ends: it
+        // closes its side and waits for the client to close the other.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let _ = socket.shutdown().await;
+        until_closed(&mut socket).await;
+    })
+    .await?;
+    let client = upstream.client(ClientOptions {
+        pool_idle_timeout: Duration::from_secs(600),
+        ..options()
+    })?;
+    assert_eq!(turn(&client).await?, "hi");
+    // `next_closed` waits PATIENCE (10 s): far less than the expiry, a few sweeps.
+    assert_eq!(upstream.next_closed().await?, 0);
+    assert_eq!(turn(&client).await?, "hi");
+    assert_eq!(upstream.accepted(), 2);
+    Ok(())
+}
+
 /// A connection that cannot be made in `connect_timeout` fails the turn with a timeout (after
 /// the retries), long before the idle timeout.
 #[tokio::test]
