@@ -8,14 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentd_providers::{ChatCompletionsClient, ClientOptions, ProviderConfig, WireApi};
-use engine::model::{ContentPart, ModelClient, ModelError, ModelEvent, ModelMessage, ModelRequest};
+use engine::model::{ModelClient, ModelError, ModelEvent};
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc;
 
 mod support;
-use support::read_request;
+use support::{hello, read_request, turn};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -146,28 +146,6 @@ fn options() -> ClientOptions {
         retry_base_delay: Duration::from_millis(10),
         ..ClientOptions::default()
     }
-}
-
-fn hello() -> ModelRequest {
-    ModelRequest {
-        model: "gpt-test".into(),
-        messages: vec![ModelMessage::User {
-            content: vec![ContentPart::Text { text: "hi".into() }],
-        }],
-        ..ModelRequest::default()
-    }
-}
-
-/// One turn, read to its end: its text, or the first error.
-async fn turn(client: &ChatCompletionsClient) -> Result<String, ModelError> {
-    let mut stream = client.stream(hello()).await?;
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        if let ModelEvent::TextDelta(delta) = event? {
-            text.push_str(&delta);
-        }
-    }
-    Ok(text)
 }
 
 /// Sequential turns share one keep-alive connection.

@@ -8,14 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentd_providers::{ChatCompletionsClient, ClientOptions, ProviderConfig, WireApi};
-use engine::model::{ContentPart, ModelClient, ModelEvent, ModelMessage, ModelRequest};
-use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::{Barrier, mpsc};
 
 mod support;
-use support::read_request;
+use support::{read_request, turn};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -58,28 +56,6 @@ async fn upstream(
             let _ = closed.send(index);
         });
     }
-}
-
-fn hello() -> ModelRequest {
-    ModelRequest {
-        model: "gpt-test".into(),
-        messages: vec![ModelMessage::User {
-            content: vec![ContentPart::Text { text: "hi".into() }],
-        }],
-        ..ModelRequest::default()
-    }
-}
-
-/// One turn, read to its end: its text.
-async fn turn(client: &ChatCompletionsClient) -> Result<String, Box<dyn std::error::Error>> {
-    let mut stream = client.stream(hello()).await?;
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        if let ModelEvent::TextDelta(delta) = event? {
-            text.push_str(&delta);
-        }
-    }
-    Ok(text)
 }
 
 #[tokio::test]

@@ -1,5 +1,9 @@
-//! What the providers' socket-level tests share: a test server's reading of one request.
+//! What the providers' socket-level tests share: a test server's reading of one request, and
+//! one turn of a client read to its end.
 
+use agentd_providers::ChatCompletionsClient;
+use engine::model::{ContentPart, ModelClient, ModelError, ModelEvent, ModelMessage, ModelRequest};
+use futures::StreamExt;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
@@ -25,4 +29,27 @@ pub async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
+}
+
+/// A one-message request.
+pub fn hello() -> ModelRequest {
+    ModelRequest {
+        model: "gpt-test".into(),
+        messages: vec![ModelMessage::User {
+            content: vec![ContentPart::Text { text: "hi".into() }],
+        }],
+        ..ModelRequest::default()
+    }
+}
+
+/// One turn, read to its end: its text, or the first error.
+pub async fn turn(client: &ChatCompletionsClient) -> Result<String, ModelError> {
+    let mut stream = client.stream(hello()).await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let ModelEvent::TextDelta(delta) = event? {
+            text.push_str(&delta);
+        }
+    }
+    Ok(text)
 }
