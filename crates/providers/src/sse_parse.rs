@@ -212,11 +212,7 @@ impl SseParser {
                 // The usual event, `data: …` LF LF: read in one step, as the lines below would.
                 self.at += used;
                 self.dispatched = true;
-                let event = if self.event.is_empty() {
-                    "message"
-                } else {
-                    self.event.as_str()
-                };
+                let event = event_type(&self.event);
                 return Ok(Some(SseEvent {
                     event,
                     data: std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?,
@@ -307,11 +303,7 @@ impl SseParser {
                 }
             };
             self.dispatched = true;
-            let event = if self.event.is_empty() {
-                "message"
-            } else {
-                self.event.as_str()
-            };
+            let event = event_type(&self.event);
             return Ok(Some(SseEvent {
                 event,
                 data,
@@ -383,6 +375,11 @@ fn line_kind<'a>(
         _ => {}
     }
     Ok(LineKind::Other)
+}
+
+/// An event's type: its `event:` field, or `message` without one (the SSE default).
+fn event_type(event: &str) -> &str {
+    if event.is_empty() { "message" } else { event }
 }
 
 #[cfg(test)]
