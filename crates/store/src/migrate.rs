@@ -91,6 +91,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "live_responses_status",
         include_str!("../migrations/sqlite/0015_live_responses_status.sql"),
     ),
+    (
+        16,
+        "purge_by_event_log_keys",
+        include_str!("../migrations/sqlite/0016_purge_by_event_log_keys.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -144,6 +149,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         11,
         "event_chunks",
         include_str!("../migrations/postgres/0011_event_chunks.sql"),
+    ),
+    (
+        16,
+        "purge_by_event_log_keys",
+        include_str!("../migrations/postgres/0016_purge_by_event_log_keys.sql"),
     ),
 ];
 

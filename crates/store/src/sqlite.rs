@@ -23,6 +23,10 @@ use crate::{error, migrate, sqlite_writer};
 #[path = "ports/mod.rs"]
 mod ports;
 
+/// The retention purge's walks, whose query plans a test checks (`upgrade_tests.rs`).
+#[cfg(test)]
+pub(crate) use ports::maintenance::{PURGE_CHUNKS_PAGE, PURGE_EVENTS_PAGE};
+
 /// The database this back end's port modules are compiled against.
 type Db = sqlx::Sqlite;
 /// A row of [`Db`].

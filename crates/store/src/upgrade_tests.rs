@@ -88,7 +88,7 @@ async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestRe
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
         .fetch_one(store.pool())
         .await?;
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
     let result = logs_read_back(&store).await;
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
@@ -274,6 +274,103 @@ async fn sqlite_status_index_of_version_15_holds_live_responses_only() -> TestRe
     result
 }
 
+/// A store of version 15 (with `responses_created_id`) opened by version 16: the index is gone,
+/// the purge's two walks read the event logs' keys and take each response by its own (no scan
+/// of a table, no sort), and the purge takes the old runs' logs (chunks, and rows of version
+/// 10) and keeps the young run's and those of a run with no response row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_version_16_purges_by_the_event_logs_keys() -> TestResult {
+    use engine::store::MaintenanceStore;
+    let response = |id: &str, created_at: i64| {
+        format!(
+            "INSERT INTO responses (id, project_id, created_at, visible, status, response_json, \
+             transcript_json, updated_at) VALUES ('{id}', 'proj', {created_at}, 1, 'completed', \
+             '{{}}', '[]', {created_at});"
+        )
+    };
+    let chunk = |id: &str| {
+        format!(
+            "INSERT INTO event_chunks (response_id, first_sequence, last_sequence, data) \
+             VALUES ('{id}', 0, 1, '{{\"n\":0}}\n{{\"n\":1}}');"
+        )
+    };
+    let rows = |id: &str| {
+        format!(
+            "INSERT INTO events (response_id, sequence_number, data) \
+             VALUES ('{id}', 0, '{{}}'), ('{id}', 1, '{{}}'), ('{id}', 2, '{{}}');"
+        )
+    };
+    let dir = sqlite_store_before(
+        16,
+        [
+            response("resp_old", 1),
+            chunk("resp_old"),
+            response("resp_legacy", 1),
+            rows("resp_legacy"),
+            response("resp_young", 5_000),
+            chunk("resp_young"),
+            rows("resp_young"),
+            chunk("resp_unknown"),
+        ]
+        .concat(),
+    )
+    .await?;
+    let store = SqliteStore::open(&dir).await?;
+    let result = async {
+        let index: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'responses_created_id'",
+        )
+        .fetch_one(store.pool())
+        .await?;
+        assert_eq!(index, 0);
+        for (walk, key) in [
+            (
+                crate::sqlite::PURGE_CHUNKS_PAGE,
+                "sqlite_autoindex_event_chunks_1",
+            ),
+            (
+                crate::sqlite::PURGE_EVENTS_PAGE,
+                "sqlite_autoindex_events_1",
+            ),
+        ] {
+            let plan: Vec<(i64, i64, i64, String)> =
+                sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {walk}")))
+                    .bind(1_000_i64)
+                    .bind("")
+                    .bind(32_i64)
+                    .fetch_all(store.pool())
+                    .await?;
+            let steps: Vec<&str> = plan.iter().map(|step| step.3.as_str()).collect();
+            assert!(
+                steps.iter().any(|s| s.contains(key))
+                    && steps
+                        .iter()
+                        .any(|s| s.contains("sqlite_autoindex_responses_1 (id=?)"))
+                    && !steps
+                        .iter()
+                        .any(|s| s.starts_with("SCAN") || s.contains("TEMP B-TREE")),
+                "{steps:?}"
+            );
+        }
+        assert_eq!(store.purge_events(1_000).await?, 5);
+        let left: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT response_id, count(*) FROM (SELECT response_id FROM event_chunks \
+             UNION ALL SELECT response_id FROM events) GROUP BY response_id ORDER BY response_id",
+        )
+        .fetch_all(store.pool())
+        .await?;
+        assert_eq!(
+            left,
+            [("resp_unknown".to_owned(), 1), ("resp_young".to_owned(), 4)]
+        );
+        Ok(())
+    }
+    .await;
+    store.close().await;
+    std::fs::remove_dir_all(&dir).ok();
+    result
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_event_logs_of_version_10_read_back_after_the_upgrade() -> TestResult {
     let db = pgschema::testdb::TestDatabase::create("agentd_test").await?;
@@ -288,7 +385,16 @@ async fn postgres_event_logs_of_version_10_read_back_after_the_upgrade() -> Test
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
         .fetch_one(store.pool())
         .await?;
-    assert_eq!(version, 11);
+    assert_eq!(version, 16);
+    let indexes: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE indexname = 'responses_created_id'",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    assert_eq!(
+        indexes, 0,
+        "version 16 drops the index the purge no longer reads"
+    );
     let result = logs_read_back(&store).await;
     store.close().await;
     result

@@ -17,17 +17,25 @@ WHERE r.status IN ('queued', 'in_progress')
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.response_id = r.id)
 ORDER BY r.created_at, r.id";
 
-/// The next old responses that still have events, after the cursor `($2, $3)`, walking the
-/// `responses_created_id` index once per purge.
-const PURGE_PAGE: &str = "\
-SELECT r.created_at, r.id
-FROM responses r
-WHERE r.created_at < $1
-  AND (r.created_at, r.id) > ($2, $3)
-  AND (EXISTS (SELECT 1 FROM event_chunks c WHERE c.response_id = r.id)
-       OR EXISTS (SELECT 1 FROM events e WHERE e.response_id = r.id))
-ORDER BY r.created_at, r.id
-LIMIT $4";
+/// The next responses after the cursor `$2` (by id) that still have event chunks and were
+/// created before `$1`: a walk of `event_chunks`' primary key, each response taken by its own
+/// (no index on the creation time: schema version 16). It visits the responses that still have
+/// a log, once per purge: the cursor moves past the ones too young to purge, and the logs it
+/// deletes leave the key.
+pub(crate) const PURGE_CHUNKS_PAGE: &str = "\
+SELECT DISTINCT c.response_id AS id
+FROM event_chunks c JOIN responses r ON r.id = c.response_id
+WHERE c.response_id > $2 AND r.created_at < $1
+ORDER BY c.response_id
+LIMIT $3";
+
+/// The same walk over the per-event rows of versions before 11 (`events`).
+pub(crate) const PURGE_EVENTS_PAGE: &str = "\
+SELECT DISTINCT e.response_id AS id
+FROM events e JOIN responses r ON r.id = e.response_id
+WHERE e.response_id > $2 AND r.created_at < $1
+ORDER BY e.response_id
+LIMIT $3";
 
 #[async_trait::async_trait]
 impl MaintenanceStore for Store {
@@ -51,45 +59,41 @@ impl MaintenanceStore for Store {
 
     async fn purge_events(&self, created_before: i64) -> Result<u64, StoreError> {
         let mut deleted = 0u64;
-        let mut cursor: (i64, String) = (i64::MIN, String::new());
-        loop {
-            let rows = sqlx::query(PURGE_PAGE)
-                .bind(created_before)
-                .bind(cursor.0)
-                .bind(cursor.1.as_str())
-                .bind(i64::from(PURGE_RESPONSES_PER_BATCH))
-                .fetch_all(&self.reader)
-                .await
-                .map_err(error::backend)?;
-            let page = rows
-                .iter()
-                .map(|row| {
-                    let created_at: i64 = row
-                        .try_get("created_at")
-                        .map_err(|e| error::bad_column("response", "created_at", e))?;
-                    let id: String = row
-                        .try_get("id")
-                        .map_err(|e| error::bad_column("response", "id", e))?;
-                    Ok((created_at, id))
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            let Some(last) = page.last().cloned() else {
-                return Ok(deleted);
-            };
-
-            deleted = deleted.saturating_add(delete_logs(&self.writer, &page).await?);
-            if page.len() < usize::from(PURGE_RESPONSES_PER_BATCH) {
-                return Ok(deleted);
+        for walk in [PURGE_CHUNKS_PAGE, PURGE_EVENTS_PAGE] {
+            let mut cursor = String::new();
+            loop {
+                let rows = sqlx::query(walk)
+                    .bind(created_before)
+                    .bind(cursor.as_str())
+                    .bind(i64::from(PURGE_RESPONSES_PER_BATCH))
+                    .fetch_all(&self.reader)
+                    .await
+                    .map_err(error::backend)?;
+                let page = rows
+                    .iter()
+                    .map(|row| {
+                        row.try_get::<String, _>("id")
+                            .map_err(|e| error::bad_column("response", "id", e))
+                    })
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                let Some(last) = page.last().cloned() else {
+                    break;
+                };
+                deleted = deleted.saturating_add(delete_logs(&self.writer, &page).await?);
+                if page.len() < usize::from(PURGE_RESPONSES_PER_BATCH) {
+                    break;
+                }
+                cursor = last;
             }
-            cursor = last;
         }
+        Ok(deleted)
     }
 }
 
 /// Deletes the event logs of `page`'s responses, chunks and per-event rows of older versions,
 /// in one transaction; returns how many events they held (a sequence number stored twice, by a
 /// retried flush, counts twice).
-async fn delete_logs(writer: &sqlx::Pool<Db>, page: &[(i64, String)]) -> Result<u64, StoreError> {
+async fn delete_logs(writer: &sqlx::Pool<Db>, page: &[String]) -> Result<u64, StoreError> {
     let mut tx = writer
         .begin_with(super::dialect::WRITE_BEGIN)
         .await
@@ -118,10 +122,10 @@ async fn delete_logs(writer: &sqlx::Pool<Db>, page: &[(i64, String)]) -> Result<
 }
 
 /// `DELETE FROM table WHERE response_id IN (page's ids)`.
-fn delete_from(table: &str, page: &[(i64, String)]) -> QueryBuilder<Db> {
+fn delete_from(table: &str, page: &[String]) -> QueryBuilder<Db> {
     let mut delete = QueryBuilder::<Db>::new(format!("DELETE FROM {table} WHERE response_id IN ("));
     let mut ids = delete.separated(", ");
-    for (_, id) in page {
+    for id in page {
         ids.push_bind(id.as_str());
     }
     delete.push(")");

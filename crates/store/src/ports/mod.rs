@@ -21,7 +21,7 @@ mod files;
 mod items;
 mod jobs;
 mod keys;
-mod maintenance;
+pub(super) mod maintenance;
 mod oauth_grants;
 mod projects;
 mod reseal;

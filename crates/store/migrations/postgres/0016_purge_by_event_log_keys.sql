@@ -1,0 +1,12 @@
+-- agentd schema, version 16 (the number of the same change in SQLite's folder; PostgreSQL has
+-- no versions 12 to 15): no `responses_created_id` index. It served the retention purge only,
+-- which walked every response older than the cut (purged or not) to find those that still
+-- had events. The purge now walks the event logs' own primary keys instead (`event_chunks`,
+-- then the `events` of older versions; ports/maintenance.rs), taking each response by its key
+-- to check its creation time: it visits the responses that still have a log, and the index no
+-- longer costs every written response an entry. Start-up recovery reads `responses_status` as
+-- before; the listing, which the planner sometimes served by scanning this index backwards and
+-- filtering by project, reads `responses_project_created` (with an incremental sort on `id`).
+-- An older agentd refuses to start on a database of this version (its migrator does not know
+-- version 16).
+DROP INDEX IF EXISTS responses_created_id;

@@ -1,0 +1,11 @@
+-- agentd schema, version 16: no `responses_created_id` index. It served the retention purge
+-- only, which walked every response older than the cut (purged or not) to find those that
+-- still had events. The purge now walks the event logs' own primary keys instead
+-- (`event_chunks`, then the `events` of older versions; ports/maintenance.rs), taking each
+-- response by its key to check its creation time: it visits the responses that still have a
+-- log, and the index no longer costs every written response a leaf of its own in the
+-- writer's transaction and the WAL. The listing reads `responses_project_created`, start-up
+-- recovery `responses_status`, as before. An older agentd's purge would scan `responses`
+-- without it; it refuses to open a store of this version anyway (its migrator does not know
+-- version 16).
+DROP INDEX IF EXISTS responses_created_id;
