@@ -22,7 +22,7 @@ impl Response {
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         let mut out = Writer(Vec::with_capacity(self.size_hint()));
         out.response(self)?;
-        String::from_utf8(out.0).map_err(|_| serde_json::Error::custom("the JSON is not UTF-8"))
+        out.into_string()
     }
 
     /// About the JSON's length: the fixed part, the output's text and room for the echo.
@@ -43,14 +43,20 @@ impl Response {
     }
 }
 
-struct Writer(Vec<u8>);
+/// The JSON buffer and its pieces (also the items' writer, `item_json.rs`).
+pub(crate) struct Writer(pub(crate) Vec<u8>);
 
 impl Writer {
-    fn piece(&mut self, text: &str) {
+    /// The text written: serde's bytes are UTF-8, and so are the pieces and strings.
+    pub(crate) fn into_string(self) -> Result<String, serde_json::Error> {
+        String::from_utf8(self.0).map_err(|_| serde_json::Error::custom("the JSON is not UTF-8"))
+    }
+
+    pub(crate) fn piece(&mut self, text: &str) {
         self.0.extend_from_slice(text.as_bytes());
     }
 
-    fn string(&mut self, value: &str) -> Result<(), serde_json::Error> {
+    pub(crate) fn string(&mut self, value: &str) -> Result<(), serde_json::Error> {
         json_string::push_quoted_bytes(&mut self.0, value)
     }
 
@@ -84,7 +90,10 @@ impl Writer {
     }
 
     /// Anything else, written by serde.
-    fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
+    pub(crate) fn json<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
         serde_json::to_writer(&mut self.0, value)
     }
 
@@ -196,7 +205,7 @@ impl Writer {
     }
 
     /// An assistant message (`OutputItem::Message`: its tag first, then its fields).
-    fn message(&mut self, message: &OutputMessage) -> Result<(), serde_json::Error> {
+    pub(crate) fn message(&mut self, message: &OutputMessage) -> Result<(), serde_json::Error> {
         self.piece("{\"type\":\"message\",\"id\":");
         self.string(&message.id)?;
         self.piece(",\"status\":\"");
