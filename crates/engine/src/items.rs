@@ -5,6 +5,7 @@
 use protocol::input::InputItem;
 use protocol::output::OutputItem;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::ids::new_id;
 use crate::store::{ItemKind, StoredItem};
@@ -59,11 +60,12 @@ pub(crate) fn output_id(item: &OutputItem) -> Option<&str> {
 
 /// What a response indexes when it ends: this request's input items, then its output items
 /// that have an id. Each is serialized straight to its JSON text (no `Value` tree built and
-/// serialized again by the store).
+/// serialized again by the store): messages by hand (`to_json`, serde's bytes), then checked
+/// as one JSON value by `RawValue::from_string`.
 pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<StoredItem> {
     let inputs = input.iter().filter_map(|item| {
         let id = input_id(item)?.to_owned();
-        let item = serde_json::value::to_raw_value(item).ok()?;
+        let item = RawValue::from_string(item.to_json().ok()?).ok()?;
         Some(StoredItem {
             id,
             kind: ItemKind::Input,
@@ -72,7 +74,7 @@ pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<Stored
     });
     let outputs = output.iter().filter_map(|item| {
         let id = output_id(item)?.to_owned();
-        let item = serde_json::value::to_raw_value(item).ok()?;
+        let item = RawValue::from_string(item.to_json().ok()?).ok()?;
         Some(StoredItem {
             id,
             kind: ItemKind::Output,

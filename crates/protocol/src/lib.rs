@@ -52,6 +52,7 @@ pub mod error;
 mod event_line;
 pub mod events;
 pub mod input;
+mod item_json;
 mod json_string;
 pub mod limits;
 pub mod listing;

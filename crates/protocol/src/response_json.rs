@@ -6,15 +6,17 @@
 //! output item, a content part) through a map adapter, and grows its buffer from 128 bytes.
 //! Here the keys and punctuation are literals, numbers go through `itoa`, strings without
 //! escapes are copied between quotes ([`json_string`]), the usage and an assistant message —
-//! what a run fills in — are written field by field, and everything else (the request's echo:
-//! tools, text format, reasoning; other output items; floats) is written by serde into the
-//! same buffer. `tests` compares the bytes with serde's for each field's forms.
+//! what a run fills in — are written field by field, as are the echo's defaults (no tools,
+//! `tool_choice` as a mode, `truncation`, a plain `text` format, `1.0`/`0.0` floats, absent
+//! error and reasoning), and everything else (tools, a JSON schema format, reasoning; other
+//! output items; other floats) is written by serde into the same buffer. `tests` compares the bytes with serde's for each field's forms.
 
 use serde::Serialize;
 use serde::ser::Error as _;
 
 use crate::json_string;
 use crate::output::{OutputContent, OutputItem, OutputMessage, OutputStatus};
+use crate::request::{TextConfig, TextFormat, ToolChoice, ToolChoiceMode, Truncation};
 use crate::response::{Response, Usage};
 
 impl Response {
@@ -22,7 +24,7 @@ impl Response {
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         let mut out = Writer(Vec::with_capacity(self.size_hint()));
         out.response(self)?;
-        String::from_utf8(out.0).map_err(|_| serde_json::Error::custom("the JSON is not UTF-8"))
+        out.into_string()
     }
 
     /// About the JSON's length: the fixed part, the output's text and room for the echo.
@@ -43,14 +45,20 @@ impl Response {
     }
 }
 
-struct Writer(Vec<u8>);
+/// The JSON buffer and its pieces (also the items' writer, `item_json.rs`).
+pub(crate) struct Writer(pub(crate) Vec<u8>);
 
 impl Writer {
-    fn piece(&mut self, text: &str) {
+    /// The text written: serde's bytes are UTF-8, and so are the pieces and strings.
+    pub(crate) fn into_string(self) -> Result<String, serde_json::Error> {
+        String::from_utf8(self.0).map_err(|_| serde_json::Error::custom("the JSON is not UTF-8"))
+    }
+
+    pub(crate) fn piece(&mut self, text: &str) {
         self.0.extend_from_slice(text.as_bytes());
     }
 
-    fn string(&mut self, value: &str) -> Result<(), serde_json::Error> {
+    pub(crate) fn string(&mut self, value: &str) -> Result<(), serde_json::Error> {
         json_string::push_quoted_bytes(&mut self.0, value)
     }
 
@@ -79,12 +87,50 @@ impl Writer {
         }
     }
 
+    /// A float: the defaults (`1.0`, `0.0`; not `-0.0`) as literals, any other by serde.
+    fn float(&mut self, value: f64) -> Result<(), serde_json::Error> {
+        if value.to_bits() == 1.0_f64.to_bits() {
+            self.piece("1.0");
+        } else if value.to_bits() == 0.0_f64.to_bits() {
+            self.piece("0.0");
+        } else {
+            self.json(&value)?;
+        }
+        Ok(())
+    }
+
+    /// `text`: its format's tag without serde's map adapter for the plain formats, a JSON
+    /// schema format by serde.
+    fn text(&mut self, text: &TextConfig) -> Result<(), serde_json::Error> {
+        self.piece("{");
+        if let Some(format) = &text.format {
+            self.piece("\"format\":");
+            match format {
+                TextFormat::Text(_) => self.piece("{\"type\":\"text\"}"),
+                TextFormat::JsonObject(_) => self.piece("{\"type\":\"json_object\"}"),
+                format => self.json(format)?,
+            }
+        }
+        if let Some(verbosity) = &text.verbosity {
+            if text.format.is_some() {
+                self.piece(",");
+            }
+            self.piece("\"verbosity\":");
+            self.json(verbosity)?;
+        }
+        self.piece("}");
+        Ok(())
+    }
+
     fn boolean(&mut self, value: bool) {
         self.piece(if value { "true" } else { "false" });
     }
 
     /// Anything else, written by serde.
-    fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
+    pub(crate) fn json<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
         serde_json::to_writer(&mut self.0, value)
     }
 
@@ -120,9 +166,15 @@ impl Writer {
             None => self.piece("null"),
         }
         self.piece(",\"error\":");
-        self.json(&r.error)?;
+        match &r.error {
+            Some(error) => self.json(error)?,
+            None => self.piece("null"),
+        }
         self.piece(",\"incomplete_details\":");
-        self.json(&r.incomplete_details)?;
+        match &r.incomplete_details {
+            Some(details) => self.json(details)?,
+            None => self.piece("null"),
+        }
         self.piece(",\"instructions\":");
         self.optional_string(r.instructions.as_deref())?;
         self.piece(",\"max_output_tokens\":");
@@ -132,17 +184,31 @@ impl Writer {
         self.piece(",\"max_steps\":");
         self.optional_number(r.max_steps);
         self.piece(",\"temperature\":");
-        self.json(&r.temperature)?;
+        self.float(r.temperature)?;
         self.piece(",\"top_p\":");
-        self.json(&r.top_p)?;
+        self.float(r.top_p)?;
         self.piece(",\"tool_choice\":");
-        self.json(&r.tool_choice)?;
+        match &r.tool_choice {
+            ToolChoice::Mode(mode) => self.piece(match mode {
+                ToolChoiceMode::None => "\"none\"",
+                ToolChoiceMode::Auto => "\"auto\"",
+                ToolChoiceMode::Required => "\"required\"",
+            }),
+            choice => self.json(choice)?,
+        }
         self.piece(",\"tools\":");
-        self.json(&r.tools)?;
+        if r.tools.is_empty() {
+            self.piece("[]");
+        } else {
+            self.json(&r.tools)?;
+        }
         self.piece(",\"parallel_tool_calls\":");
         self.boolean(r.parallel_tool_calls);
         self.piece(",\"truncation\":");
-        self.json(&r.truncation)?;
+        self.piece(match r.truncation {
+            Truncation::Auto => "\"auto\"",
+            Truncation::Disabled => "\"disabled\"",
+        });
         self.piece(",\"background\":");
         self.boolean(r.background);
         self.piece(",\"store\":");
@@ -150,7 +216,7 @@ impl Writer {
         self.piece(",\"service_tier\":");
         self.string(&r.service_tier)?;
         self.piece(",\"text\":");
-        self.json(&r.text)?;
+        self.text(&r.text)?;
         self.piece(",\"metadata\":");
         if r.metadata.is_empty() {
             self.piece("{}");
@@ -170,7 +236,10 @@ impl Writer {
             self.json(retention)?;
         }
         self.piece(",\"reasoning\":");
-        self.json(&r.reasoning)?;
+        match &r.reasoning {
+            Some(reasoning) => self.json(reasoning)?,
+            None => self.piece("null"),
+        }
         if let Some(effort) = &r.effort {
             self.piece(",\"effort\":");
             self.string(effort)?;
@@ -186,9 +255,9 @@ impl Writer {
         self.piece(",\"safety_identifier\":");
         self.optional_string(r.safety_identifier.as_deref())?;
         self.piece(",\"frequency_penalty\":");
-        self.json(&r.frequency_penalty)?;
+        self.float(r.frequency_penalty)?;
         self.piece(",\"presence_penalty\":");
-        self.json(&r.presence_penalty)?;
+        self.float(r.presence_penalty)?;
         self.piece(",\"top_logprobs\":");
         self.number(u64::from(r.top_logprobs));
         self.piece("}");
@@ -196,7 +265,7 @@ impl Writer {
     }
 
     /// An assistant message (`OutputItem::Message`: its tag first, then its fields).
-    fn message(&mut self, message: &OutputMessage) -> Result<(), serde_json::Error> {
+    pub(crate) fn message(&mut self, message: &OutputMessage) -> Result<(), serde_json::Error> {
         self.piece("{\"type\":\"message\",\"id\":");
         self.string(&message.id)?;
         self.piece(",\"status\":\"");
@@ -345,6 +414,12 @@ mod tests {
             json!({"reasoning": {}}),
             json!({"preset": "pro-search", "user": "u\"1", "safety_identifier": "s"}),
             json!({"top_logprobs": 20, "text": {"verbosity": "low"}}),
+            json!({"text": {"format": {"type": "text"}}}),
+            json!({"text": {"format": {"type": "json_object"}, "verbosity": "high"}}),
+            json!({"text": {"format": {"type": "text"}, "verbosity": "medium"}}),
+            json!({"text": {"format": {"type": "json_schema", "name": "a", "schema": {"type": "object"}}}}),
+            json!({"temperature": 0.0, "top_p": 0.0, "frequency_penalty": 1.0, "presence_penalty": 1.0}),
+            json!({"temperature": -0.0, "top_p": 1.0000000000000002, "frequency_penalty": 0.5}),
             json!({"id": "resp_\u{1f}", "object": "response", "model": "m\\n"}),
             json!({"usage": {"input_tokens": 12, "output_tokens": 64, "total_tokens": 76}}),
             json!({"usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3,

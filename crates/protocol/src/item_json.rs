@@ -1,0 +1,171 @@
+//! An item written as JSON by hand: byte for byte what `serde_json::to_string` writes for an
+//! [`OutputItem`] or an [`InputItem`], for the items a response indexes when it ends (the
+//! engine stores each as its JSON text). An assistant message (the output a run makes) and an
+//! input message (what a request sends) are written field by field with the response's writer
+//! (`response_json.rs`); their parts lists other than text, and every other item, by serde.
+//! `tests` compares the bytes with serde's for each field's forms.
+
+use crate::input::{InputItem, InputMessage, MessageContent, Role};
+use crate::output::{OutputContent, OutputItem};
+use crate::response_json::Writer;
+
+impl OutputItem {
+    /// The item as compact JSON, as `serde_json::to_string(self)` writes it.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        let OutputItem::Message(message) = self else {
+            return serde_json::to_string(self);
+        };
+        let text: usize = message
+            .content
+            .iter()
+            .map(|OutputContent::OutputText(part)| part.text.len() + 96)
+            .sum();
+        let mut out = Writer(Vec::with_capacity(128 + message.id.len() + text));
+        out.message(message)?;
+        out.into_string()
+    }
+}
+
+impl InputItem {
+    /// The item as compact JSON, as `serde_json::to_string(self)` writes it.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        let InputItem::Message(message) = self else {
+            return serde_json::to_string(self);
+        };
+        let text = match &message.content {
+            MessageContent::Text(text) => text.len(),
+            MessageContent::Parts(_) => 256,
+        };
+        let mut out = Writer(Vec::with_capacity(96 + text));
+        input_message(&mut out, message)?;
+        out.into_string()
+    }
+}
+
+/// An input message: its tag first, then its fields in their order, the optional ones only when
+/// set (as serde's derive skips them).
+fn input_message(out: &mut Writer, message: &InputMessage) -> Result<(), serde_json::Error> {
+    out.piece("{\"type\":\"message\",\"role\":\"");
+    out.piece(match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Developer => "developer",
+    });
+    out.piece("\",\"content\":");
+    match &message.content {
+        MessageContent::Text(text) => out.string(text)?,
+        MessageContent::Parts(parts) => out.json(parts)?,
+    }
+    if let Some(id) = &message.id {
+        out.piece(",\"id\":");
+        out.string(id)?;
+    }
+    if let Some(status) = &message.status {
+        out.piece(",\"status\":");
+        out.string(status)?;
+    }
+    if let Some(phase) = &message.phase {
+        out.piece(",\"phase\":");
+        out.json(phase)?;
+    }
+    out.piece("}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::input::Input;
+    use crate::output::OutputItem;
+
+    const TEXTS: [&str; 6] = [
+        "",
+        "Paris.",
+        "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7}",
+        "é 日本 🎉 \u{7f} \u{2028}",
+        "</script>&<>'",
+        "a long answer that goes on for more than one word of eight bytes, twice over",
+    ];
+
+    fn check_output(item: Value) {
+        let item: OutputItem = serde_json::from_value(item).expect("an output item");
+        let expected = serde_json::to_string(&item).expect("serde writes it");
+        assert_eq!(item.to_json().expect("written"), expected);
+    }
+
+    /// The input items of a request's `input` (a list), each checked against serde.
+    fn check_input(items: Value) -> usize {
+        let input: Input = serde_json::from_value(items).expect("input items");
+        let items = input.into_items();
+        for item in &items {
+            let expected = serde_json::to_string(item).expect("serde writes it");
+            assert_eq!(item.to_json().expect("written"), expected);
+        }
+        items.len()
+    }
+
+    /// Assistant messages (every text form, each status, several parts, annotations,
+    /// logprobs, phases) and other output items are written as serde writes them.
+    #[test]
+    fn output_items_are_written_as_serde_writes_them() {
+        for text in TEXTS {
+            for status in ["in_progress", "completed", "incomplete", "failed"] {
+                check_output(json!({
+                    "type": "message", "id": "msg_1", "status": status, "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+                }));
+            }
+        }
+        check_output(
+            json!({"type": "message", "id": "msg_\"1\"", "status": "completed",
+            "role": "assistant", "phase": "commentary", "content": []}),
+        );
+        check_output(
+            json!({"type": "message", "id": "msg_2", "status": "completed",
+            "role": "assistant", "phase": "final_answer", "content": [
+                {"type": "output_text", "text": "See [1].", "annotations": [
+                    {"type": "url_citation", "url": "https://example.com/a?b=\"c\"", "title": "A",
+                     "start_index": 4, "end_index": 7}],
+                 "logprobs": [{"token": "See", "logprob": -0.25, "bytes": [83, 101, 101], "top_logprobs": []}]},
+                {"type": "output_text", "text": "Second part.", "annotations": [], "logprobs": []}
+            ]}),
+        );
+        check_output(
+            json!({"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f",
+            "arguments": "{\"a\":1}", "status": "completed"}),
+        );
+        check_output(json!({"type": "search_results", "queries": ["q"], "results": []}));
+    }
+
+    /// Input messages (each role, every text form, parts, with and without id, status and
+    /// phase) and other input items are written as serde writes them.
+    #[test]
+    fn input_items_are_written_as_serde_writes_them() {
+        assert_eq!(check_input(json!("hi")), 1);
+        for role in ["user", "assistant", "system", "developer"] {
+            for text in TEXTS {
+                assert_eq!(check_input(json!([{"role": role, "content": text}])), 1);
+                assert_eq!(
+                    check_input(json!([{"type": "message", "role": role, "content": text,
+                        "id": "msg_1", "status": "completed"}])),
+                    1
+                );
+            }
+        }
+        let items = json!([
+            {"role": "user", "content": [
+                {"type": "input_text", "text": "What is \"this\"?"},
+                {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"}]},
+            {"type": "message", "role": "assistant", "id": "msg_\u{7}", "status": "in_progress",
+             "phase": "final_answer", "content": [
+                {"type": "output_text", "text": "It is.", "annotations": []}]},
+            {"type": "message", "role": "assistant", "phase": "commentary", "content": "Looking."},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "done"},
+            {"type": "item_reference", "id": "msg_9"}
+        ]);
+        assert_eq!(check_input(items), 6);
+    }
+}
