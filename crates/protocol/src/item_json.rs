@@ -2,7 +2,8 @@
 //! [`OutputItem`] or an [`InputItem`], for the items a response indexes when it ends (the
 //! engine stores each as its JSON text). An assistant message (the output a run makes) and an
 //! input message (what a request sends) are written field by field with the response's writer
-//! (`response_json.rs`); their parts lists other than text, and every other item, by serde.
+//! (`response_json.rs`); their parts lists other than text, and every other item, by serde. A
+//! run's transcript, a list of input items, is written so too (`InputItem::list_to_json`).
 //! `tests` compares the bytes with serde's for each field's forms.
 
 use crate::input::{InputItem, InputMessage, MessageContent, Role};
@@ -38,6 +39,34 @@ impl InputItem {
         };
         let mut out = Writer(Vec::with_capacity(96 + text));
         input_message(&mut out, message)?;
+        out.into_string()
+    }
+
+    /// A list of items (a run's transcript) as compact JSON, as `serde_json::to_string(items)`
+    /// writes it: its messages by hand into one buffer, the other items by serde.
+    pub fn list_to_json(items: &[InputItem]) -> Result<String, serde_json::Error> {
+        let text: usize = items
+            .iter()
+            .map(|item| match item {
+                InputItem::Message(message) => match &message.content {
+                    MessageContent::Text(text) => text.len() + 96,
+                    MessageContent::Parts(_) => 256,
+                },
+                _ => 128,
+            })
+            .sum();
+        let mut out = Writer(Vec::with_capacity(2 + text));
+        out.piece("[");
+        for (n, item) in items.iter().enumerate() {
+            if n > 0 {
+                out.piece(",");
+            }
+            match item {
+                InputItem::Message(message) => input_message(&mut out, message)?,
+                other => out.json(other)?,
+            }
+        }
+        out.piece("]");
         out.into_string()
     }
 }
@@ -77,7 +106,7 @@ fn input_message(out: &mut Writer, message: &InputMessage) -> Result<(), serde_j
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::input::Input;
+    use crate::input::{Input, InputItem};
     use crate::output::OutputItem;
 
     const TEXTS: [&str; 6] = [
@@ -102,6 +131,11 @@ mod tests {
         for item in &items {
             let expected = serde_json::to_string(item).expect("serde writes it");
             assert_eq!(item.to_json().expect("written"), expected);
+        }
+        for n in 0..=items.len() {
+            let list = &items[..n];
+            let expected = serde_json::to_string(list).expect("serde writes it");
+            assert_eq!(InputItem::list_to_json(list).expect("written"), expected);
         }
         items.len()
     }

@@ -79,7 +79,9 @@ impl Encoded {
                 Some(json) => Arc::clone(json),
                 None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
             }),
-            transcript_json: Arc::from(serde_json::to_string(&record.transcript).map_err(encode)?),
+            transcript_json: Arc::from(
+                protocol::input::InputItem::list_to_json(&record.transcript).map_err(encode)?,
+            ),
             conversation_id: record.conversation_id.as_deref().map(Arc::from),
             turns_json: if record.turns.is_empty() {
                 None
