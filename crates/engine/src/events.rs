@@ -9,7 +9,9 @@
 //! ([`EventLog::announce`]): before it waits for anything (the next upstream event, a tool, the
 //! store, the end), and at the latest every [`MAX_HELD_EVENTS`] events or [`MAX_HELD_BYTES`], so
 //! the SSE writer takes a burst in one socket write, a large burst does not hold back its first
-//! bytes, and a paced upstream's events leave one by one as they come.
+//! bytes, and a paced upstream's events leave one by one as they come. (The events of a run's
+//! end that wait only for its last store write are woken for with the terminal event, after
+//! that write: `run/driver.rs`.)
 
 use std::future::Future as _;
 use std::pin::Pin;
