@@ -9,14 +9,20 @@
 //! ([`EventLog::announce`]): before it waits for anything (the next upstream event, a tool, the
 //! store, the end), and at the latest every [`MAX_HELD_EVENTS`] events or [`MAX_HELD_BYTES`], so
 //! the SSE writer takes a burst in one socket write, a large burst does not hold back its first
-//! bytes, and a paced upstream's events leave one by one as they come.
+//! bytes, and a paced upstream's events leave one by one as they come. (The events of a run's
+//! end that wait only for its last store write are woken for with the terminal event, after
+//! that write: `run/driver.rs`.)
 
+use std::future::Future as _;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 
 use futures::Stream;
 use protocol::events::{EventData, StreamEvent};
 use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
 
 use crate::store::EventRecord;
 
@@ -39,7 +45,7 @@ pub struct EventLog {
     appended: AtomicUsize,
     /// Wakes the readers waiting for a change (an append, the close). One `Notify`: a `watch`
     /// channel woke through eight of them per event, with nobody waiting most of the time.
-    changed: Notify,
+    changed: Arc<Notify>,
 }
 
 #[derive(Debug, Default)]
@@ -57,7 +63,7 @@ impl EventLog {
         Arc::new(EventLog {
             state: Mutex::new(LogState::default()),
             appended: AtomicUsize::new(0),
-            changed: Notify::new(),
+            changed: Arc::new(Notify::new()),
         })
     }
 
@@ -192,49 +198,82 @@ impl EventLog {
     }
 
     /// Follows the log from sequence number `from`, ending after the last event once closed.
-    pub fn follow(self: &Arc<Self>, from: usize) -> impl Stream<Item = Arc<str>> + Send + 'static {
-        let reader = Reader {
+    pub fn follow(self: &Arc<Self>, from: usize) -> Follow {
+        Follow {
             log: self.clone(),
             next: from,
             buffer: Vec::new(),
-        };
-        futures::stream::unfold(reader, |mut reader| async move {
-            reader.next_event().await.map(|line| (line, reader))
-        })
+            waiting: Box::pin(Arc::clone(&self.changed).notified_owned()),
+            wait: Wait::Unarmed,
+        }
     }
 }
 
-struct Reader {
+/// A reader of a log ([`EventLog::follow`]): a stream polled in place (no future made per
+/// line). It takes every line there is under one lock and hands them out one by one; once it
+/// has handed out all and a look found nothing new, it is parked: its polls then poll only the
+/// wait for the log's next change, and it looks at the log again only once woken. So a burst
+/// the run holds back is seen when the run announces it, not line by line as it is appended
+/// (the SSE writer's yields poll the reader while a burst is being appended).
+pub struct Follow {
     log: Arc<EventLog>,
     next: usize,
-    /// Events fetched under one lock, handed out one by one (newest last).
+    /// Lines taken under one lock, handed out one by one (the next one last).
     buffer: Vec<Arc<str>>,
+    /// The wait for the log's next change, kept for the reader's whole life and made again in
+    /// place for each wait.
+    waiting: Pin<Box<OwnedNotified>>,
+    wait: Wait,
 }
 
-impl Reader {
-    async fn next_event(&mut self) -> Option<Arc<str>> {
-        let Reader { log, next, buffer } = self;
+/// Where a [`Follow`]'s wait stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Wait {
+    /// Not registered: registered before the next look.
+    Unarmed,
+    /// Registered before the last look, which found lines: the next look (when those are
+    /// handed out) needs no registration of its own, a change since then has woken `waiting`.
+    Armed,
+    /// Registered, and the last look found nothing: only `waiting` is polled until it fires.
+    Parked,
+}
+
+impl Stream for Follow {
+    type Item = Arc<str>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<str>>> {
+        let this = self.get_mut();
         loop {
-            if let Some(line) = buffer.pop() {
-                return Some(line);
+            if let Some(line) = this.buffer.pop() {
+                return Poll::Ready(Some(line));
             }
-            // Register for the next wake-up *before* looking, so a change made after the look
-            // wakes the wait below (`notify_waiters` wakes only registered waiters).
-            let changed = log.changed.notified();
-            let mut changed = std::pin::pin!(changed);
-            changed.as_mut().enable();
-            {
-                let state = log.lock();
-                if *next < state.events.len() {
-                    *buffer = state.events[*next..].iter().rev().cloned().collect();
-                    *next = state.events.len();
-                    continue;
-                }
-                if state.closed {
-                    return None;
+            if this.wait == Wait::Parked {
+                match this.waiting.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    // Changed since the registration: register anew, then look.
+                    Poll::Ready(()) => this.wait = Wait::Unarmed,
                 }
             }
-            changed.await;
+            if this.wait == Wait::Unarmed {
+                // Register for the next wake-up *before* looking, so a change made after the
+                // look wakes the wait (`notify_waiters` wakes only registered waiters).
+                this.waiting
+                    .set(Arc::clone(&this.log.changed).notified_owned());
+                this.waiting.as_mut().enable();
+                this.wait = Wait::Armed;
+            }
+            let state = this.log.lock();
+            if this.next < state.events.len() {
+                this.buffer
+                    .extend(state.events[this.next..].iter().rev().cloned());
+                this.next = state.events.len();
+                continue;
+            }
+            if state.closed {
+                return Poll::Ready(None);
+            }
+            drop(state);
+            this.wait = Wait::Parked;
         }
     }
 }
@@ -355,6 +394,138 @@ mod tests {
                 .await
                 .map(|joined| joined.map(|lines| lines.len()));
             assert!(matches!(lines, Ok(Ok(5))), "round {round}: {lines:?}");
+        }
+    }
+
+    /// Counts its wakes.
+    #[derive(Default)]
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A reader polled by hand: it hands out every line there is (held ones too) when it
+    /// looks; once a look found nothing it is parked, and a held append is not seen by its
+    /// polls (the SSE writer's yields) until the announce wakes it; it reads on from where it
+    /// was after each wake, and ends at the close.
+    #[test]
+    fn a_parked_reader_looks_again_only_when_woken() {
+        use std::task::{Context, Poll};
+
+        let log = EventLog::new();
+        let mut scratch = String::new();
+        let wakes = Arc::new(Wakes::default());
+        let waker = std::task::Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut reader = log.follow(0);
+        let mut poll = |cx: &mut Context<'_>| match reader.poll_next_unpin(cx) {
+            Poll::Ready(Some(line)) => Some(Some(line.to_string())),
+            Poll::Ready(None) => Some(None),
+            Poll::Pending => None,
+        };
+        let count = || wakes.0.load(std::sync::atomic::Ordering::SeqCst);
+        let delta_of = |line: Option<Option<String>>| {
+            let line = line.flatten().unwrap_or_default();
+            let event: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            event["delta"].as_str().unwrap_or_default().to_owned()
+        };
+        // Held lines there at the first look are handed out.
+        log.push_in(delta("a"), &mut scratch);
+        log.push_in(delta("b"), &mut scratch);
+        assert_eq!(delta_of(poll(&mut cx)), "a");
+        assert_eq!(delta_of(poll(&mut cx)), "b");
+        assert_eq!(poll(&mut cx), None);
+        // Parked: held appends are not looked for, however often it is polled.
+        log.push_in(delta("c"), &mut scratch);
+        log.push_in(delta("d"), &mut scratch);
+        for _ in 0..4 {
+            assert_eq!(poll(&mut cx), None);
+        }
+        assert_eq!(count(), 0);
+        // The announce wakes it, and it takes the burst.
+        log.announce();
+        assert_eq!(count(), 1);
+        assert_eq!(delta_of(poll(&mut cx)), "c");
+        // A line held while it hands out a burst is taken at the look that follows the burst.
+        log.push_in(delta("e"), &mut scratch);
+        assert_eq!(delta_of(poll(&mut cx)), "d");
+        assert_eq!(delta_of(poll(&mut cx)), "e");
+        assert_eq!(poll(&mut cx), None);
+        // A change between its look and its next poll is seen at that poll.
+        log.push(delta("f"));
+        assert_eq!(count(), 2);
+        log.push(delta("g"));
+        assert_eq!(delta_of(poll(&mut cx)), "f");
+        assert_eq!(delta_of(poll(&mut cx)), "g");
+        assert_eq!(poll(&mut cx), None);
+        log.close();
+        assert_eq!(count(), 3);
+        assert_eq!(poll(&mut cx), Some(None));
+    }
+
+    /// No wake-up is lost: many readers, each on a task of its own, follow a log a writer on
+    /// another thread appends to in announced bursts of every size (and yields between, so
+    /// the readers' looks and parks interleave with the appends every way); each reader gets
+    /// every line in order and ends at the close. A lost wake-up would leave a reader parked
+    /// for ever (the timeout).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_readers_of_a_log_written_concurrently_see_every_line() {
+        const READERS: usize = 16;
+        const LINES: usize = 300;
+        for round in 0..40 {
+            let log = EventLog::new();
+            let readers: Vec<_> = (0..READERS)
+                .map(|_| {
+                    let lines = log.follow(0);
+                    tokio::spawn(async move {
+                        futures::pin_mut!(lines);
+                        let mut seen = Vec::new();
+                        while let Some(line) = lines.next().await {
+                            seen.push(line);
+                            if seen.len() % 7 == 0 {
+                                tokio::task::yield_now().await;
+                            }
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            let writer = {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let mut scratch = String::new();
+                    let mut n = 0;
+                    while n < LINES {
+                        let burst = 1 + (n * 7 + round) % 5;
+                        for _ in 0..burst.min(LINES - n) {
+                            log.push_in(delta(&n.to_string()), &mut scratch);
+                            n += 1;
+                        }
+                        log.announce();
+                        if (n + round) % 3 == 0 {
+                            std::thread::yield_now();
+                        }
+                    }
+                    log.close();
+                })
+            };
+            for reader in readers {
+                let seen = tokio::time::timeout(std::time::Duration::from_secs(10), reader)
+                    .await
+                    .unwrap_or_else(|_| panic!("round {round}: a reader was never woken"))
+                    .unwrap_or_default();
+                assert_eq!(seen.len(), LINES, "round {round}");
+                for (n, line) in seen.iter().enumerate() {
+                    assert!(
+                        line.contains(&format!(r#""delta":"{n}""#)),
+                        "round {round}: {line}"
+                    );
+                }
+            }
+            assert!(writer.join().is_ok());
         }
     }
 }

@@ -4,11 +4,14 @@
 //! Wire events go to the run's [`EventLog`] as they are emitted, and its followers are woken
 //! once per burst: before every effect that may wait (a turn's next upstream event, a tool, a
 //! store write, the end), so the events that come together leave together and none waits for a
-//! later one (`events.rs`). A turn takes the upstream events that are ready without waiting
-//! (at most [`MAX_READY_RUN`] in a row) before it wakes the followers and waits. The log reaches the store at step boundaries, every [`FLUSH_EVERY`] during a long turn, and
-//! at the end, in one transaction with the final response. A step boundary that ends the run
-//! (with no MCP session left to close first) leaves its events to that last transaction
-//! instead of a write of their own on the way to the answer.
+//! later one (`events.rs`). The events of a run's end that wait only for its last store write
+//! leave with the terminal event, after that write (`Driver::may_wait`). A turn takes the
+//! upstream events that are ready without waiting (at most [`MAX_READY_RUN`] in a row) before
+//! it wakes the followers and waits. The log reaches the store at step boundaries, every
+//! [`FLUSH_EVERY`] during a long turn, and at the end, in one transaction with the final
+//! response. A step boundary that ends the run (with no MCP session left to close first) leaves
+//! its events to that last transaction instead of a write of their own on the way to the
+//! answer.
 //!
 //! A foreground run on a store no other replica shares starts with its response row not
 //! written ([`UnstoredRow`]): the first write of the run, a flush or the end, writes it with the
@@ -139,11 +142,8 @@ impl Driver {
                 queue.extend(self.machine.on(Input::Cancelled));
                 continue;
             };
-            if !matches!(
-                effect,
-                Effect::Emit(_) | Effect::TextDelta(_) | Effect::EmitResponse { .. }
-            ) {
-                // Anything else may wait: the followers get the events so far first.
+            if self.may_wait(&effect, &queue) {
+                // The followers get the events so far first.
                 self.log.announce();
             }
             let input = match effect {
@@ -164,9 +164,7 @@ impl Driver {
                     continue;
                 }
                 Effect::Flush => {
-                    // Closing MCP sessions at the end may take a while: store first then.
-                    let no_sessions = self.sessions.iter().all(Option::is_none);
-                    if !(no_sessions && ends_next(&queue)) {
+                    if !self.end_takes_over(&queue) {
                         self.flush().await;
                     }
                     continue;
@@ -180,6 +178,32 @@ impl Driver {
             };
             queue.extend(self.machine.on(input));
         }
+    }
+
+    /// Whether `effect` (the queue's next effects being `queue`) may wait for anything: then
+    /// the followers are woken for the events appended so far before it runs. The events that
+    /// only wait for the run's last store write (a flush the end takes over, and the end with
+    /// no MCP session to close) are not announced: they are published with the terminal event,
+    /// right after that write, so the followers take the step's last events, its closing
+    /// events and the terminal event in one wake (one socket write), not two.
+    fn may_wait(&self, effect: &Effect, queue: &VecDeque<Effect>) -> bool {
+        match effect {
+            Effect::Emit(_) | Effect::TextDelta(_) | Effect::EmitResponse { .. } => false,
+            Effect::Flush => !self.end_takes_over(queue),
+            Effect::Finish(_) => !self.no_sessions(),
+            _ => true,
+        }
+    }
+
+    /// Whether a flush now is left to the end, which stores every event not yet stored with
+    /// the final response: the run ends with the effects queued, and no MCP session is left to
+    /// close first (closing may take a while: store first then).
+    fn end_takes_over(&self, queue: &VecDeque<Effect>) -> bool {
+        self.no_sessions() && ends_next(queue)
+    }
+
+    fn no_sessions(&self) -> bool {
+        self.sessions.iter().all(Option::is_none)
     }
 
     /// Writes the events not yet stored (one store write, awaited); the run's first write also
@@ -235,7 +259,8 @@ impl Driver {
     async fn end(&mut self, mut ending: Box<Ending>) -> Finished {
         let sessions: Vec<Arc<dyn McpSession>> = self.sessions.drain(..).flatten().collect();
         futures::future::join_all(sessions.iter().map(|s| s.close())).await;
-        self.log.announce();
+        // The events held since the last wait are published with the terminal event
+        // (`may_wait`).
         let mut terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());

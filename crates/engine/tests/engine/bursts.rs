@@ -166,3 +166,84 @@ async fn a_paced_upstreams_deltas_reach_the_follower_one_by_one() {
         .unwrap();
     assert!(rest.last().unwrap().contains("response.completed"));
 }
+
+/// The events of a run's end that wait only for its last store write (the message's closing
+/// events) are published with the terminal event once that write is done, in one wake: the
+/// stream's end is one socket write, not the closing events first and the terminal event after
+/// the write.
+#[tokio::test(start_paused = true)]
+async fn a_runs_closing_events_leave_with_its_terminal_event() {
+    let h = Harness::new();
+    let end_gate = Arc::new(Notify::new());
+    *h.store.end_gate.lock().unwrap() = Some(end_gate.clone());
+    let (first, last) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    h.model("m").push(Turn::Stream(vec![
+        Step::Event(ModelEvent::TextDelta("a ".to_owned())),
+        Step::Wait(first.clone()),
+        Step::Event(ModelEvent::TextDelta("b".to_owned())),
+        Step::Wait(last.clone()),
+        Step::Event(ModelEvent::Finish(FinishReason::Stop)),
+    ]));
+    let handle = h
+        .engine
+        .start(
+            PROJECT,
+            request(json!({"model": "fake/m", "input": "x", "stream": true})),
+        )
+        .await
+        .unwrap();
+    let mut events = Box::pin(handle.events());
+    // Each delta the upstream makes the run wait after is published at once.
+    for (delta, upstream) in [("a ", &first), ("b", &last)] {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(5), events.next())
+                .await
+                .expect("a delta is published while the upstream waits")
+                .unwrap();
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "response.output_text.delta" {
+                assert_eq!(event["delta"], delta);
+                break;
+            }
+        }
+        upstream.notify_one();
+    }
+    // The follower waits (its wakes counted) while the turn ends and the run goes to its
+    // final write: it is not woken before that write is done, then once.
+    let wakes = Arc::new(Wakes::default());
+    let waker = Waker::from(wakes.clone());
+    let mut cx = Context::from_waker(&waker);
+    assert!(events.as_mut().poll_next(&mut cx).is_pending());
+    last.notify_one();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        0,
+        "woken before the run's final write"
+    );
+    end_gate.notify_one();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+    let mut lines = Vec::new();
+    loop {
+        match events.as_mut().poll_next(&mut cx) {
+            Poll::Ready(Some(line)) => lines.push(line),
+            Poll::Ready(None) => break,
+            Poll::Pending => panic!("the stream did not end with its terminal event"),
+        }
+    }
+    let events: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        crate::common::types(&events),
+        [
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    handle.finish().await.unwrap();
+}
