@@ -4,8 +4,9 @@
 //! `StreamEvent` through its `flatten` machinery (a map serializer around a tagged-struct
 //! adapter, key by key into a growing buffer); here each line's constant pieces (the type, the
 //! keys, the punctuation between them) are one literal each, strings without escapes are copied
-//! between quotes ([`json_string`]), and only nested objects (an output item, a content part,
-//! logprobs) go through serde. `tests/wire.rs` compares every event kind written here with
+//! between quotes ([`json_string`]), an assistant message and its content parts by the
+//! response's writer (`OutputItem::to_json`, `OutputContent::to_json`: `item_json.rs`), and
+//! only other nested objects (other output items, logprobs) go through serde. `tests/wire.rs` compares every event kind written here with
 //! serde's bytes.
 
 use serde::Serialize;
@@ -152,7 +153,7 @@ pub(crate) fn write_output_item(
     item: &OutputItem,
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
-    let item = serde_json::to_string(item)?;
+    let item = item.to_json()?;
     let head = if done {
         "{\"type\":\"response.output_item.done\",\"output_index\":"
     } else {
@@ -176,7 +177,7 @@ pub(crate) fn write_content_part(
     part: &OutputContent,
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
-    let part = serde_json::to_string(part)?;
+    let part = part.to_json()?;
     let head = if done {
         "{\"type\":\"response.content_part.done\",\"item_id\":"
     } else {

@@ -27,6 +27,16 @@ impl OutputItem {
     }
 }
 
+impl OutputContent {
+    /// The part as compact JSON, as `serde_json::to_string(self)` writes it.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        let OutputContent::OutputText(part) = self;
+        let mut out = Writer(Vec::with_capacity(96 + part.text.len()));
+        out.part(self)?;
+        out.into_string()
+    }
+}
+
 impl InputItem {
     /// The item as compact JSON, as `serde_json::to_string(self)` writes it.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {

@@ -278,30 +278,37 @@ impl Writer {
         self.piece("\",\"role\":");
         self.string(&message.role)?;
         self.piece(",\"content\":[");
-        for (index, OutputContent::OutputText(part)) in message.content.iter().enumerate() {
+        for (index, part) in message.content.iter().enumerate() {
             if index > 0 {
                 self.piece(",");
             }
-            self.piece("{\"type\":\"output_text\",\"text\":");
-            self.string(&part.text)?;
-            self.piece(",\"annotations\":");
-            if part.annotations.is_empty() {
-                self.piece("[]");
-            } else {
-                self.json(&part.annotations)?;
-            }
-            self.piece(",\"logprobs\":");
-            if part.logprobs.is_empty() {
-                self.piece("[]");
-            } else {
-                self.json(&part.logprobs)?;
-            }
-            self.piece("}");
+            self.part(part)?;
         }
         self.piece("]");
         if let Some(phase) = &message.phase {
             self.piece(",\"phase\":");
             self.json(phase)?;
+        }
+        self.piece("}");
+        Ok(())
+    }
+
+    /// A part of an assistant message's content (`OutputContent`: its tag first).
+    pub(crate) fn part(&mut self, part: &OutputContent) -> Result<(), serde_json::Error> {
+        let OutputContent::OutputText(part) = part;
+        self.piece("{\"type\":\"output_text\",\"text\":");
+        self.string(&part.text)?;
+        self.piece(",\"annotations\":");
+        if part.annotations.is_empty() {
+            self.piece("[]");
+        } else {
+            self.json(&part.annotations)?;
+        }
+        self.piece(",\"logprobs\":");
+        if part.logprobs.is_empty() {
+            self.piece("[]");
+        } else {
+            self.json(&part.logprobs)?;
         }
         self.piece("}");
         Ok(())
