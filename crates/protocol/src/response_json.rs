@@ -9,7 +9,8 @@
 //! what a run fills in — are written field by field, as are the echo's defaults (no tools,
 //! `tool_choice` as a mode, `truncation`, a plain `text` format, `1.0`/`0.0` floats, absent
 //! error and reasoning), and everything else (tools, a JSON schema format, reasoning; other
-//! output items; other floats) is written by serde into the same buffer. `tests` compares the bytes with serde's for each field's forms.
+//! output items; other floats) is written by serde into the same buffer. `tests` compares the
+//! bytes with serde's for each field's forms.
 
 use serde::Serialize;
 use serde::ser::Error as _;
