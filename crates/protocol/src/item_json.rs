@@ -43,11 +43,7 @@ impl InputItem {
         let InputItem::Message(message) = self else {
             return serde_json::to_string(self);
         };
-        let text = match &message.content {
-            MessageContent::Text(text) => text.len(),
-            MessageContent::Parts(_) => 256,
-        };
-        let mut out = Writer(Vec::with_capacity(96 + text));
+        let mut out = Writer(Vec::with_capacity(message_size(message)));
         input_message(&mut out, message)?;
         out.into_string()
     }
@@ -55,17 +51,14 @@ impl InputItem {
     /// A list of items (a run's transcript) as compact JSON, as `serde_json::to_string(items)`
     /// writes it: its messages by hand into one buffer, the other items by serde.
     pub fn list_to_json(items: &[InputItem]) -> Result<String, serde_json::Error> {
-        let text: usize = items
+        let size: usize = items
             .iter()
             .map(|item| match item {
-                InputItem::Message(message) => match &message.content {
-                    MessageContent::Text(text) => text.len() + 96,
-                    MessageContent::Parts(_) => 256,
-                },
+                InputItem::Message(message) => message_size(message),
                 _ => 128,
             })
             .sum();
-        let mut out = Writer(Vec::with_capacity(2 + text));
+        let mut out = Writer(Vec::with_capacity(2 + size));
         out.piece("[");
         for (n, item) in items.iter().enumerate() {
             if n > 0 {
@@ -78,6 +71,14 @@ impl InputItem {
         }
         out.piece("]");
         out.into_string()
+    }
+}
+
+/// About an input message's JSON length (the buffer's first capacity).
+fn message_size(message: &InputMessage) -> usize {
+    match &message.content {
+        MessageContent::Text(text) => 96 + text.len(),
+        MessageContent::Parts(_) => 256,
     }
 }
 
@@ -96,18 +97,9 @@ fn input_message(out: &mut Writer, message: &InputMessage) -> Result<(), serde_j
         MessageContent::Text(text) => out.string(text)?,
         MessageContent::Parts(parts) => out.json(parts)?,
     }
-    if let Some(id) = &message.id {
-        out.piece(",\"id\":");
-        out.string(id)?;
-    }
-    if let Some(status) = &message.status {
-        out.piece(",\"status\":");
-        out.string(status)?;
-    }
-    if let Some(phase) = &message.phase {
-        out.piece(",\"phase\":");
-        out.json(phase)?;
-    }
+    out.present_string(",\"id\":", message.id.as_deref())?;
+    out.present_string(",\"status\":", message.status.as_deref())?;
+    out.present_json(",\"phase\":", message.phase.as_ref())?;
     out.piece("}");
     Ok(())
 }

@@ -127,6 +127,43 @@ impl Writer {
         self.piece(if value { "true" } else { "false" });
     }
 
+    /// A list: `[]` when empty, else by serde.
+    fn list<T: Serialize>(&mut self, items: &[T]) -> Result<(), serde_json::Error> {
+        if items.is_empty() {
+            self.piece("[]");
+            Ok(())
+        } else {
+            self.json(items)
+        }
+    }
+
+    /// An optional string field (`key` is its `,"name":` piece), left out when `None` (as
+    /// serde's derive skips it).
+    pub(crate) fn present_string(
+        &mut self,
+        key: &str,
+        value: Option<&str>,
+    ) -> Result<(), serde_json::Error> {
+        if let Some(value) = value {
+            self.piece(key);
+            self.string(value)?;
+        }
+        Ok(())
+    }
+
+    /// An optional field of any other type, written by serde, left out when `None`.
+    pub(crate) fn present_json<T: Serialize>(
+        &mut self,
+        key: &str,
+        value: Option<&T>,
+    ) -> Result<(), serde_json::Error> {
+        if let Some(value) = value {
+            self.piece(key);
+            self.json(value)?;
+        }
+        Ok(())
+    }
+
     /// Anything else, written by serde.
     pub(crate) fn json<T: Serialize + ?Sized>(
         &mut self,
@@ -198,11 +235,7 @@ impl Writer {
             choice => self.json(choice)?,
         }
         self.piece(",\"tools\":");
-        if r.tools.is_empty() {
-            self.piece("[]");
-        } else {
-            self.json(&r.tools)?;
-        }
+        self.list(&r.tools)?;
         self.piece(",\"parallel_tool_calls\":");
         self.boolean(r.parallel_tool_calls);
         self.piece(",\"truncation\":");
@@ -226,33 +259,21 @@ impl Writer {
         }
         self.piece(",\"previous_response_id\":");
         self.optional_string(r.previous_response_id.as_deref())?;
-        if let Some(conversation) = &r.conversation {
-            self.piece(",\"conversation\":");
-            self.json(conversation)?;
-        }
+        self.present_json(",\"conversation\":", r.conversation.as_ref())?;
         self.piece(",\"prompt_cache_key\":");
         self.optional_string(r.prompt_cache_key.as_deref())?;
-        if let Some(retention) = &r.prompt_cache_retention {
-            self.piece(",\"prompt_cache_retention\":");
-            self.json(retention)?;
-        }
+        self.present_json(
+            ",\"prompt_cache_retention\":",
+            r.prompt_cache_retention.as_ref(),
+        )?;
         self.piece(",\"reasoning\":");
         match &r.reasoning {
             Some(reasoning) => self.json(reasoning)?,
             None => self.piece("null"),
         }
-        if let Some(effort) = &r.effort {
-            self.piece(",\"effort\":");
-            self.string(effort)?;
-        }
-        if let Some(preset) = &r.preset {
-            self.piece(",\"preset\":");
-            self.string(preset)?;
-        }
-        if let Some(user) = &r.user {
-            self.piece(",\"user\":");
-            self.string(user)?;
-        }
+        self.present_string(",\"effort\":", r.effort.as_deref())?;
+        self.present_string(",\"preset\":", r.preset.as_deref())?;
+        self.present_string(",\"user\":", r.user.as_deref())?;
         self.piece(",\"safety_identifier\":");
         self.optional_string(r.safety_identifier.as_deref())?;
         self.piece(",\"frequency_penalty\":");
@@ -286,10 +307,7 @@ impl Writer {
             self.part(part)?;
         }
         self.piece("]");
-        if let Some(phase) = &message.phase {
-            self.piece(",\"phase\":");
-            self.json(phase)?;
-        }
+        self.present_json(",\"phase\":", message.phase.as_ref())?;
         self.piece("}");
         Ok(())
     }
@@ -300,17 +318,9 @@ impl Writer {
         self.piece("{\"type\":\"output_text\",\"text\":");
         self.string(&part.text)?;
         self.piece(",\"annotations\":");
-        if part.annotations.is_empty() {
-            self.piece("[]");
-        } else {
-            self.json(&part.annotations)?;
-        }
+        self.list(&part.annotations)?;
         self.piece(",\"logprobs\":");
-        if part.logprobs.is_empty() {
-            self.piece("[]");
-        } else {
-            self.json(&part.logprobs)?;
-        }
+        self.list(&part.logprobs)?;
         self.piece("}");
         Ok(())
     }
@@ -339,10 +349,7 @@ impl Writer {
         } else {
             self.json(&usage.tool_calls_details)?;
         }
-        if let Some(cost) = &usage.cost {
-            self.piece(",\"cost\":");
-            self.json(cost)?;
-        }
+        self.present_json(",\"cost\":", usage.cost.as_ref())?;
         self.piece("}");
         Ok(())
     }
