@@ -110,15 +110,7 @@ mod tests {
 
     use crate::input::{Input, InputItem};
     use crate::output::OutputItem;
-
-    const TEXTS: [&str; 6] = [
-        "",
-        "Paris.",
-        "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7}",
-        "é 日本 🎉 \u{7f} \u{2028}",
-        "</script>&<>'",
-        "a long answer that goes on for more than one word of eight bytes, twice over",
-    ];
+    use crate::response_json::tests::TEXTS;
 
     fn check_output(item: Value) {
         let item: OutputItem = serde_json::from_value(item).expect("an output item");

@@ -356,7 +356,7 @@ impl Writer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::{Value, json};
 
     use crate::request::CreateRequest;
@@ -392,7 +392,8 @@ mod tests {
         assert_eq!(written, expected);
     }
 
-    const TEXTS: [&str; 6] = [
+    /// Texts of every form a writer must escape as serde does (also the items' tests).
+    pub(crate) const TEXTS: [&str; 6] = [
         "",
         "Paris.",
         "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7}",
