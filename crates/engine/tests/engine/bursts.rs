@@ -16,6 +16,18 @@ use tokio::sync::Notify;
 
 use crate::common::{Harness, PROJECT, Step, Turn, request};
 
+/// Starts a streamed run of model `m` whose turn is `steps`.
+async fn start_streamed(h: &Harness, steps: Vec<Step>) -> engine::RunHandle {
+    h.model("m").push(Turn::Stream(steps));
+    h.engine
+        .start(
+            PROJECT,
+            request(json!({"model": "fake/m", "input": "x", "stream": true})),
+        )
+        .await
+        .expect("the request starts")
+}
+
 /// Counts its wakes.
 #[derive(Default)]
 struct Wakes(AtomicUsize);
@@ -81,15 +93,7 @@ async fn a_burst_of_ready_upstream_events_wakes_the_followers_once() {
         })));
     }
     steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(
-            PROJECT,
-            request(json!({"model": "fake/m", "input": "x", "stream": true})),
-        )
-        .await
-        .unwrap();
+    let handle = start_streamed(&h, steps).await;
     *follower.lock().unwrap() = Some(Follower {
         events: Box::pin(handle.events()),
         waker: Waker::from(wakes.clone()),
@@ -136,15 +140,7 @@ async fn a_paced_upstreams_deltas_reach_the_follower_one_by_one() {
         steps.push(Step::Wait(gate.clone()));
     }
     steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
-    h.model("m").push(Turn::Stream(steps));
-    let handle = h
-        .engine
-        .start(
-            PROJECT,
-            request(json!({"model": "fake/m", "input": "x", "stream": true})),
-        )
-        .await
-        .unwrap();
+    let handle = start_streamed(&h, steps).await;
     let mut events = Box::pin(handle.events());
     for n in 0..6 {
         let expected = format!("p{n} ");
@@ -177,21 +173,14 @@ async fn a_runs_closing_events_leave_with_its_terminal_event() {
     let end_gate = Arc::new(Notify::new());
     *h.store.end_gate.lock().unwrap() = Some(end_gate.clone());
     let (first, last) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    h.model("m").push(Turn::Stream(vec![
+    let steps = vec![
         Step::Event(ModelEvent::TextDelta("a ".to_owned())),
         Step::Wait(first.clone()),
         Step::Event(ModelEvent::TextDelta("b".to_owned())),
         Step::Wait(last.clone()),
         Step::Event(ModelEvent::Finish(FinishReason::Stop)),
-    ]));
-    let handle = h
-        .engine
-        .start(
-            PROJECT,
-            request(json!({"model": "fake/m", "input": "x", "stream": true})),
-        )
-        .await
-        .unwrap();
+    ];
+    let handle = start_streamed(&h, steps).await;
     let mut events = Box::pin(handle.events());
     // Each delta the upstream makes the run wait after is published at once.
     for (delta, upstream) in [("a ", &first), ("b", &last)] {
