@@ -20,8 +20,9 @@
 use std::fmt;
 
 use bytes::{Buf, Bytes, BytesMut};
-use hyper::header::{CONNECTION, CONTENT_LENGTH, HeaderName, HeaderValue, TRANSFER_ENCODING};
-use hyper::{HeaderMap, StatusCode};
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use reqwest::header::{CONNECTION, CONTENT_LENGTH, HeaderName, HeaderValue, TRANSFER_ENCODING};
 
 /// The most header fields a response head (or a body's trailers) may have (hyper's default).
 pub(crate) const MAX_HEADERS: usize = 100;
@@ -534,6 +535,38 @@ impl Chunked {
             }
             _ => Err(WireError::InvalidTrailers),
         }
+    }
+}
+
+/// An answer arriving in `pieces` (one socket read each; an empty one brings nothing), then the
+/// connection's end, read as the client reads it: the status and the body's data, or the first
+/// error; and whether the connection could then take another request. (For the tests and the
+/// fuzz target.)
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn read_answer(pieces: &[&[u8]]) -> (Result<(u16, Vec<u8>), WireError>, bool) {
+    let mut buf = BytesMut::new();
+    let mut head: Option<Head> = None;
+    let mut data = Vec::new();
+    let mut read = || {
+        for piece in pieces {
+            buf.extend_from_slice(piece);
+            if head.is_none() {
+                head = read_head(&mut buf)?;
+            }
+            if let Some(head) = &mut head
+                && !head.body.is_done()
+            {
+                data.extend_from_slice(&head.body.decode(&mut buf)?);
+            }
+        }
+        let head = head.as_mut().ok_or(WireError::ClosedBeforeHead)?;
+        let reusable = head.keep_alive && head.body.is_done() && buf.is_empty();
+        head.body.closed()?;
+        Ok((head.status.as_u16(), reusable))
+    };
+    match read() {
+        Ok((status, reusable)) => (Ok((status, data)), reusable),
+        Err(err) => (Err(err), false),
     }
 }
 

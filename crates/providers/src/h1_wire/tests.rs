@@ -117,33 +117,12 @@ async fn hyper_reads(pieces: Vec<Vec<u8>>) -> Outcome {
     outcome
 }
 
-/// How [`read_head`] and [`Body`] read `pieces`, one read each, then the connection's end;
-/// also whether the connection could take another request after it.
+/// How [`read_answer`] reads `pieces`; also whether the connection could take another
+/// request after it.
 fn we_read(pieces: &[Vec<u8>]) -> (Outcome, bool) {
-    let mut buf = BytesMut::new();
-    let mut head: Option<Head> = None;
-    let mut data = Vec::new();
-    let read = (|| {
-        for piece in pieces {
-            buf.extend_from_slice(piece);
-            if head.is_none() {
-                head = read_head(&mut buf)?;
-            }
-            if let Some(head) = &mut head
-                && !head.body.is_done()
-            {
-                data.extend_from_slice(&head.body.decode(&mut buf)?);
-            }
-        }
-        let head = head.as_mut().ok_or(WireError::ClosedBeforeHead)?;
-        let reusable = head.keep_alive && head.body.is_done() && buf.is_empty();
-        head.body.closed()?;
-        Ok::<_, WireError>((head.status.as_u16(), reusable))
-    })();
-    match read {
-        Ok((status, reusable)) => (Ok((status, data)), reusable),
-        Err(_) => (Err(()), false),
-    }
+    let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+    let (read, reusable) = read_answer(&pieces);
+    (read.map_err(|_| ()), reusable)
 }
 
 /// Both readers on `answer` cut at `cuts`: they agree (and whether they read it).
