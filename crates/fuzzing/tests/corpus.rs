@@ -69,6 +69,12 @@ const TOKENS: &[&[u8]] = &[
     b"\"model\":\"openai/x\"",
     b"\"background\":true",
     b"\"stream\":true",
+    b"HTTP/1.1 200 OK\r\n",
+    b"transfer-encoding: chunked\r\n",
+    b"content-length: 5\r\n",
+    b"\r\n0\r\n\r\n",
+    b";ext=1",
+    b"ffffffffffffffff",
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {

@@ -1,6 +1,7 @@
 //! Entry points for the fuzz targets (`crates/fuzzing`, `fuzz/`), behind the `fuzzing` feature:
 //! an upstream's SSE body, in any chunking, through the same framing (`sse_parse`) and
-//! the same wire decoders a streamed turn uses (see `sse.rs`), without a socket.
+//! the same wire decoders a streamed turn uses (see `sse.rs`), and an upstream's HTTP/1.1
+//! answer through the in-task client's head and body decoding (`h1_wire`), without a socket.
 
 use engine::model::{ModelError, ModelEvent};
 
@@ -26,6 +27,14 @@ pub fn decode_sse(wire: WireApi, chunks: &[&[u8]]) -> Vec<Result<ModelEvent, Mod
 /// serde's (`Debug`), `None` when the fast path left it to serde or serde refused it.
 pub fn chat_chunk_readings(chunks: &[&str]) -> Vec<(Option<String>, Option<String>)> {
     crate::chat_completions::repeat::readings(chunks)
+}
+
+/// An HTTP/1.1 answer (head and body) arriving in these reads, then the connection's end, as
+/// the in-task client reads it: the status and the body's data, or the error's text.
+pub fn read_h1_answer(pieces: &[&[u8]]) -> Result<(u16, Vec<u8>), String> {
+    crate::h1_wire::read_answer(pieces)
+        .0
+        .map_err(|err| err.to_string())
 }
 
 /// Gemini's non-streamed answer (one JSON object, or `streamGenerateContent`'s JSON array).

@@ -1,56 +1,64 @@
 //! The in-task HTTP/1.1 client of plain-`http` upstreams (self-hosted model servers: vLLM,
-//! Ollama, llama.cpp, local gateways), on `hyper::client::conn::http1`.
+//! Ollama, llama.cpp, local gateways): a tokio `TcpStream` per connection, read into a buffer
+//! of its own and decoded there (`h1_wire`: the request head, the response head by `httparse`,
+//! the body's framing).
 //!
 //! The connection is driven by whoever reads the answer, not by a task of its own: the future
-//! awaiting the response head, then the body stream the turn reads, poll hyper's `Connection`
-//! themselves. A streamed turn thus costs no hand-over between tasks per body chunk (with
-//! reqwest, hyper-util spawns one task per connection, which passes every chunk over a channel
-//! of one to the run's task: a worker-to-worker wake-up per chunk, and hyper's body channel and
-//! reqwest's layers around it; docs/benchmarks.md, "Issue 18, tenth pass").
+//! awaiting the response head, then the body stream the turn reads, read the socket themselves.
+//! A streamed turn thus costs no hand-over between tasks per body chunk (with reqwest,
+//! hyper-util spawns one task per connection, which passes every chunk over a channel of one to
+//! the run's task; docs/benchmarks.md, "Issue 18, tenth pass"), and a chunked body is decoded
+//! in place, one `Bytes` per socket read (hyper's decoder, used here until the twelfth pass,
+//! took each byte of a chunk-size line through a `Bytes` of its own: "Issue 18, twelfth pass").
 //!
 //! The pool ([`H1Pool`], one per provider):
-//! - a connection goes back to the pool only once its answer was read to the end and hyper is
-//!   ready for the next request on it; a body dropped mid-way (a cancelled turn, a client gone)
-//!   drops its connection;
+//! - a connection goes back to the pool only once its answer was read to the end, nothing
+//!   followed it, and the server did not say `Connection: close` (an HTTP/1.0 answer: only
+//!   with `Connection: keep-alive`; a body that runs to the connection's end: never); a body
+//!   dropped mid-way (a cancelled turn, a client gone) drops its connection;
 //! - at most `max_idle_connections` idle connections are kept, used last-in first-out (the
 //!   warmest); one idle longer than `pool_idle_timeout` is closed (checked at checkout and by a
 //!   reaper task that sleeps until the next expiry and ends when the pool is empty); the reaper
 //!   also looks at the idle connections every [`SWEEP`] and closes the ones the server closed;
-//! - at checkout an idle connection is polled once without a waker: one the server closed (the
-//!   read sees its end) is dropped; and a request that fails on a reused connection before its
-//!   response head (the server closed it as we reused it) is sent once more on a fresh one. The
-//!   request body is whole in memory (`Bytes`), so the second send is a cheap clone;
+//! - at checkout an idle connection is read once without waiting: one the server closed (the
+//!   read sees its end) or that holds unasked-for bytes is dropped; and a request that fails on
+//!   a reused connection before its response head (the server closed it as we reused it) is
+//!   sent once more on a fresh one. The request body is whole in memory (`Bytes`), so the
+//!   second send is a cheap clone;
 //! - new connections: `connect_timeout`, `TCP_NODELAY`.
 //!
 //! Which upstreams take this path is decided in `transport` (plain `http`, no proxy variable);
 //! `https` and proxied upstreams keep reqwest (TLS, HTTP/2, proxies).
 
-use std::convert::Infallible;
-use std::future::{Future, poll_fn};
-use std::pin::{Pin, pin};
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use engine::model::ModelError;
 use futures::Stream;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::{self, Connection, SendRequest};
-use hyper::header::{HOST, HeaderValue};
-use hyper::{HeaderMap, Method, Request, Response, StatusCode, Uri};
-use hyper_util::rt::TokioIo;
+use reqwest::StatusCode;
 use reqwest::Url;
+use reqwest::header::HeaderMap;
+use reqwest::header::HeaderValue;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::config::ClientOptions;
+use crate::h1_wire::{self, Body, Head, WireError};
 use crate::redact::describe;
 
 /// How often the reaper looks at the idle connections for ones the server closed (a server's
 /// keep-alive timeout is often a few seconds: uvicorn's is 5 s), so that they do not wait in
 /// `CLOSE_WAIT` for the pool's expiry.
 const SWEEP: Duration = Duration::from_secs(2);
+
+/// The room a read asks for in a connection's buffer.
+const READ_SIZE: usize = 8 * 1024;
 
 /// A request that could not be sent, or whose response head did not come.
 #[derive(Debug)]
@@ -86,30 +94,75 @@ struct Idle {
     reaper: bool,
 }
 
-/// One connection: hyper's request sender and the connection future that does its I/O.
+/// One connection: the socket and what was read from it and not yet decoded.
 struct Link {
-    sender: SendRequest<OnceBody>,
-    conn: Connection<TokioIo<TcpStream>, OnceBody>,
-    /// The connection future completed (closed, or failed): never poll it again.
-    done: bool,
+    stream: TcpStream,
+    buf: BytesMut,
 }
 
 impl Link {
-    /// Drives the connection's I/O with `cx`; true once it is over.
-    fn drive(&mut self, cx: &mut Context<'_>) -> bool {
-        if !self.done && Pin::new(&mut self.conn).poll(cx).is_ready() {
-            self.done = true;
-        }
-        self.done
+    /// Whether an idle connection can take a request: a read without waiting finds nothing to
+    /// read (the server neither closed it nor sent anything unasked).
+    fn usable(&mut self) -> bool {
+        let mut probe = [0_u8; 1];
+        self.buf.is_empty()
+            && matches!(self.stream.try_read(&mut probe),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock)
     }
 
-    /// Whether an idle connection can take a request: open, hyper ready for one, and the server
-    /// has not closed it (polled once without a waker: a pending read of a closed socket ends).
-    fn usable(&mut self) -> bool {
-        let mut quiet = Context::from_waker(Waker::noop());
-        !self.sender.is_closed() && !self.drive(&mut quiet) && self.sender.is_ready()
+    /// Reads what the socket has into the buffer: the bytes read (0: the connection's end).
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        loop {
+            if self.buf.capacity() - self.buf.len() < READ_SIZE / 4 {
+                self.buf.reserve(READ_SIZE);
+            }
+            match self.stream.try_read_buf(&mut self.buf) {
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.stream.poll_read_ready(cx))?;
+                }
+                read => return Poll::Ready(read),
+            }
+        }
+    }
+
+    /// Writes `head` and `body`, then reads the response head.
+    async fn exchange(&mut self, head: &[u8], body: &Bytes) -> Result<Head, ExchangeError> {
+        let mut request = head.chain(body.clone());
+        self.stream
+            .write_all_buf(&mut request)
+            .await
+            .map_err(ExchangeError::Io)?;
+        loop {
+            if let Some(head) = h1_wire::read_head(&mut self.buf).map_err(ExchangeError::Wire)? {
+                return Ok(head);
+            }
+            let read = poll_fn(|cx| self.poll_read(cx))
+                .await
+                .map_err(ExchangeError::Io)?;
+            if read == 0 {
+                return Err(ExchangeError::Wire(WireError::ClosedBeforeHead));
+            }
+        }
     }
 }
+
+/// Why a request got no response head.
+#[derive(Debug)]
+enum ExchangeError {
+    Io(io::Error),
+    Wire(WireError),
+}
+
+impl std::fmt::Display for ExchangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExchangeError::Io(err) => err.fmt(f),
+            ExchangeError::Wire(err) => err.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ExchangeError {}
 
 impl H1Pool {
     /// The pool of the upstream at `url` (scheme `http`), or `None` if the URL has no host.
@@ -135,9 +188,9 @@ impl H1Pool {
         })
     }
 
-    /// Sends a `POST` of `body` to `url` with `headers` (plus `Host`): the response's status,
-    /// headers and body stream. A reused connection that fails before the response head is
-    /// replaced by a fresh one, once.
+    /// Sends a `POST` of `body` to `url` with `headers` (plus `Host` and `Content-Length`): the
+    /// response's status, headers and body stream. A reused connection that fails before the
+    /// response head is replaced by a fresh one, once.
     pub(crate) async fn send(
         &self,
         url: &Url,
@@ -145,53 +198,47 @@ impl H1Pool {
         body: &Bytes,
     ) -> Result<(StatusCode, HeaderMap, H1Body), SendFailure> {
         let target = &url[url::Position::BeforePath..url::Position::AfterQuery];
-        let uri = Uri::try_from(target).map_err(|err| SendFailure {
-            connect: false,
-            error: ModelError::Transport(format!("invalid request target: {err}")),
-        })?;
-        let request = |uri: Uri| {
-            let mut request = Request::new(OnceBody(Some(body.clone())));
-            *request.method_mut() = Method::POST;
-            *request.uri_mut() = uri;
-            let fields = request.headers_mut();
-            fields.reserve(headers.len() + 1);
-            fields.insert(HOST, self.shared.host_header.clone());
-            for (name, value) in headers {
-                fields.append(name, value.clone());
-            }
-            request
-        };
-        let response = match self.shared.checkout() {
-            Some(mut link) => match exchange(&mut link, request(uri.clone())).await {
-                Ok(response) => Ok((response, link)),
+        let target = if target.is_empty() { "/" } else { target };
+        if target.bytes().any(|byte| byte <= b' ' || byte == 0x7f) {
+            return Err(SendFailure {
+                connect: false,
+                error: ModelError::Transport("invalid request target".to_owned()),
+            });
+        }
+        let head = h1_wire::request_head(target, &self.shared.host_header, headers, body.len());
+        let (head, link) = match self.shared.checkout() {
+            Some(mut link) => match link.exchange(&head, body).await {
+                Ok(response) => (response, link),
                 Err(err) => {
                     tracing::debug!(error = %err, "a reused upstream connection failed; sending on a new one");
                     drop(link);
-                    self.fresh(request(uri)).await
+                    self.fresh(&head, body).await?
                 }
             },
-            None => self.fresh(request(uri)).await,
-        }?;
-        let (response, link) = response;
-        let (parts, incoming) = response.into_parts();
+            None => self.fresh(&head, body).await?,
+        };
+        let Head {
+            status,
+            headers,
+            body,
+            keep_alive,
+        } = head;
         let body = H1Body {
-            live: Some((incoming, link)),
+            live: Some((body, link)),
+            keep_alive,
             pool: Arc::downgrade(&self.shared),
         };
-        Ok((parts.status, parts.headers, body))
+        Ok((status, headers, body))
     }
 
-    /// Sends `request` on a new connection.
-    async fn fresh(
-        &self,
-        request: Request<OnceBody>,
-    ) -> Result<(Response<Incoming>, Link), SendFailure> {
+    /// Sends the request on a new connection.
+    async fn fresh(&self, head: &[u8], body: &Bytes) -> Result<(Head, Link), SendFailure> {
         let mut link = self.shared.connect().await?;
-        match exchange(&mut link, request).await {
+        match link.exchange(head, body).await {
             Ok(response) => Ok((response, link)),
             Err(err) => Err(SendFailure {
                 connect: false,
-                error: ModelError::Transport(err),
+                error: ModelError::Transport(describe("error sending request", &err)),
             }),
         }
     }
@@ -232,20 +279,10 @@ impl Shared {
         found
     }
 
-    /// Puts a connection whose answer was read to the end back in the pool, if hyper is ready
-    /// for another request on it and the pool has room.
-    fn checkin(self: &Arc<Self>, mut link: Link) {
+    /// Puts a connection whose answer was read to the end back in the pool, if the pool has
+    /// room.
+    fn checkin(self: &Arc<Self>, link: Link) {
         if self.max_idle == 0 {
-            return;
-        }
-        // Let hyper see the end of the message and turn idle (no I/O wait: no waker needed).
-        let mut quiet = Context::from_waker(Waker::noop());
-        for _ in 0..2 {
-            if link.sender.is_ready() || link.drive(&mut quiet) {
-                break;
-            }
-        }
-        if link.done || !link.sender.is_ready() {
             return;
         }
         let mut idle = self.lock();
@@ -268,7 +305,7 @@ impl Shared {
     fn expire(&self) -> Option<Instant> {
         let mut idle = self.lock();
         let mut stale = self.take_expired(&mut idle);
-        // The ones the server closed meanwhile (nothing polls an idle connection, so its end
+        // The ones the server closed meanwhile (nothing reads an idle connection, so its end
         // is only seen when it is looked at): closed now rather than at checkout or expiry.
         for (mut link, since) in std::mem::take(&mut idle.links) {
             if link.usable() {
@@ -285,8 +322,7 @@ impl Shared {
         next
     }
 
-    /// A new connection: TCP (with `TCP_NODELAY`) within the connect timeout, then hyper's
-    /// HTTP/1.1 handshake (no I/O).
+    /// A new connection: TCP (with `TCP_NODELAY`) within the connect timeout.
     async fn connect(&self) -> Result<Link, SendFailure> {
         let connecting = TcpStream::connect((self.host.as_str(), self.port));
         let stream = match tokio::time::timeout(self.connect_timeout, connecting).await {
@@ -307,17 +343,9 @@ impl Shared {
         if let Err(err) = stream.set_nodelay(true) {
             tracing::debug!(error = %err, "could not set TCP_NODELAY on an upstream connection");
         }
-        let (sender, conn) = http1::Builder::new()
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|err| SendFailure {
-                connect: true,
-                error: ModelError::Transport(describe("could not connect", &err)),
-            })?;
         Ok(Link {
-            sender,
-            conn,
-            done: false,
+            stream,
+            buf: BytesMut::with_capacity(READ_SIZE),
         })
     }
 }
@@ -338,34 +366,29 @@ async fn reap(pool: Weak<Shared>) {
     }
 }
 
-/// Sends `request` on `link` and waits for the response head, driving the connection in this
-/// task. The error text says what failed (no URL in it).
-async fn exchange(
-    link: &mut Link,
-    request: Request<OnceBody>,
-) -> Result<Response<Incoming>, String> {
-    let mut response = pin!(link.sender.send_request(request));
-    poll_fn(|cx| {
-        // The response is filled in by the connection, which only runs here: it needs no
-        // waker of its own.
-        let mut quiet = Context::from_waker(Waker::noop());
-        if let Poll::Ready(result) = response.as_mut().poll(&mut quiet) {
-            return Poll::Ready(result);
-        }
-        link.drive(cx);
-        response.as_mut().poll(&mut quiet)
-    })
-    .await
-    .map_err(|err| describe("error sending request", &err))
+/// The body of a response read from an [`H1Pool`] connection: a stream of its data, one
+/// `Bytes` per socket read. Once read to the end, the connection goes back to the pool (when
+/// the server keeps it alive and sent nothing after the body); dropped before, it is closed.
+pub(crate) struct H1Body {
+    /// The body's framing state and its connection, until the end or an error.
+    live: Option<(Body, Link)>,
+    /// The server lets the connection live after this answer.
+    keep_alive: bool,
+    pool: Weak<Shared>,
 }
 
-/// The body of a response read from an [`H1Pool`] connection: a stream of its data chunks.
-/// Reading it drives the connection; once read to the end, the connection goes back to the
-/// pool; dropped before, the connection is closed.
-pub(crate) struct H1Body {
-    /// The body and its connection, until the end or an error.
-    live: Option<(Incoming, Link)>,
-    pool: Weak<Shared>,
+impl H1Body {
+    /// The body is over: its connection goes back to the pool if it can take another request.
+    fn finish(&mut self) {
+        if let Some((body, link)) = self.live.take()
+            && self.keep_alive
+            && body.is_done()
+            && link.buf.is_empty()
+            && let Some(pool) = self.pool.upgrade()
+        {
+            pool.checkin(link);
+        }
+    }
 }
 
 impl Stream for H1Body {
@@ -373,62 +396,41 @@ impl Stream for H1Body {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        let Some((body, link)) = this.live.as_mut() else {
-            return Poll::Ready(None);
-        };
-        // The body channel is filled by the connection, which only runs here: its waker is
-        // never needed, and a quiet one spares the task a wake-up of itself per chunk.
-        let mut quiet = Context::from_waker(Waker::noop());
-        let mut drove = false;
         loop {
-            match Pin::new(&mut *body).poll_frame(&mut quiet) {
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) if !data.is_empty() => return Poll::Ready(Some(Ok(data))),
-                    // An empty chunk or trailers: read on.
-                    _ => continue,
-                },
-                Poll::Ready(Some(Err(err))) => {
-                    this.live = None;
-                    return Poll::Ready(Some(Err(ModelError::Transport(describe(
-                        "the response body broke off",
-                        &err,
-                    )))));
+            let Some((body, link)) = this.live.as_mut() else {
+                return Poll::Ready(None);
+            };
+            if body.is_done() {
+                this.finish();
+                return Poll::Ready(None);
+            }
+            if !link.buf.is_empty() {
+                match body.decode(&mut link.buf) {
+                    Ok(data) if data.is_empty() => continue,
+                    Ok(data) => return Poll::Ready(Some(Ok(data))),
+                    Err(err) => return Poll::Ready(Some(Err(this.broke_off(&err)))),
                 }
-                Poll::Ready(None) => {
-                    if let (Some((_, link)), Some(pool)) = (this.live.take(), this.pool.upgrade()) {
-                        pool.checkin(link);
+            }
+            match ready!(link.poll_read(cx)) {
+                Ok(0) => {
+                    if let Err(err) = body.closed() {
+                        return Poll::Ready(Some(Err(this.broke_off(&err))));
                     }
+                    // A body that ran to the connection's end: the connection is not reused.
+                    this.live = None;
                     return Poll::Ready(None);
                 }
-                Poll::Pending if drove => return Poll::Pending,
-                Poll::Pending => {
-                    link.drive(cx);
-                    drove = true;
-                }
+                Ok(_) => {}
+                Err(err) => return Poll::Ready(Some(Err(this.broke_off(&err)))),
             }
         }
     }
 }
 
-/// A request body sent whole (the turn's JSON), as one frame.
-pub(crate) struct OnceBody(Option<Bytes>);
-
-impl Body for OnceBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.get_mut().0.take().map(|data| Ok(Frame::data(data))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.0.is_none()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.0.as_ref().map_or(0, |data| data.len() as u64))
+impl H1Body {
+    /// The error that ends the body (and drops its connection).
+    fn broke_off(&mut self, err: &(dyn std::error::Error + 'static)) -> ModelError {
+        self.live = None;
+        ModelError::Transport(describe("the response body broke off", err))
     }
 }

@@ -21,14 +21,15 @@
 //!   back-off, the idle timeout) and error mapping.
 //! - `transport`: the request type the adapters build and the two clients that send it: the
 //!   in-task HTTP/1.1 client `h1_client` (plain-`http` upstreams, no proxy variable; its
-//!   connection is driven by the turn's own task) or reqwest (`https`, proxies).
+//!   connection is driven by the turn's own task; `h1_wire`: the HTTP/1.1 heads and body
+//!   framing it writes and decodes) or reqwest (`https`, proxies).
 //! - `sse`: what streaming adapters share: the event stream read with the idle timeout and fed
 //!   to each wire API's decoder; `sse_parse`: the incremental SSE parser it reads with.
 //! - `redact`: keys scrubbed from error texts, transport errors described without their URL.
 //!
-//! Modules depend one way: `config` on nothing but the error type; `redact` < `h1_client` <
-//! `transport` < `sse_parse` < `sse` < `http` <
-//! the adapters and `models` < `registry`.
+//! Modules depend one way: `config` on nothing but the error type; `redact`, `h1_wire` <
+//! `h1_client` < `transport` < `sse_parse` < `sse` < `http` < the adapters and `models` <
+//! `registry`.
 //! - [`ProvidersError`]: the crate's one error type (configuration and construction).
 //!
 //! This crate reads no environment and no files (the server does, and passes values in), but
@@ -59,6 +60,7 @@ mod error;
 pub mod fuzzing;
 pub mod gemini;
 mod h1_client;
+mod h1_wire;
 mod http;
 mod logprobs;
 pub mod models;

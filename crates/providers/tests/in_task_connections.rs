@@ -1,7 +1,7 @@
 //! The in-task HTTP/1.1 client of plain-`http` upstreams (`h1_client`), against upstreams
 //! written here on loopback sockets: keep-alive reuse, connections the server closed (while
-//! idle, or as the client reused them), bodies cut mid-way, turns dropped mid-body, the idle
-//! pool's expiry, and the connect timeout.
+//! idle, or as the client reused them), bodies cut mid-way, turns dropped mid-body, answers
+//! that forbid reuse, the idle pool's expiry, and the connect timeout.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -181,6 +181,63 @@ async fn a_connection_the_server_closed_while_idle_is_not_used() -> TestResult {
         upstream.next_closed().await?;
         assert_eq!(upstream.accepted(), round);
     }
+    Ok(())
+}
+
+/// Answers read whole but whose connection must not serve another request: `Connection:
+/// close`, bytes after the body, an HTTP/1.0 body that runs to the connection's end. Each turn
+/// succeeds and the next one opens a new connection; informational (1xx) heads before an
+/// answer are skipped and leave the connection reusable.
+#[tokio::test]
+async fn answers_that_forbid_reuse_are_read_and_their_connection_is_not_reused() -> TestResult {
+    let body: String = EVENTS.concat();
+    let mut upstream = Upstream::start(move |index, mut socket| {
+        let body = body.clone();
+        async move {
+            let mut buf = Vec::new();
+            let answers = match index {
+                0 => vec![
+                    format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: x\r\n\r\n{}", answer()),
+                    format!(
+                        "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    ),
+                ],
+                1 => vec![format!("{}HTTP/1.1 200 OK\r\n", answer())],
+                2 => vec![format!(
+                    "HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n{body}"
+                )],
+                _ => return keep_alive(socket).await,
+            };
+            for text in &answers {
+                if !read_request(&mut socket, &mut buf).await
+                    || socket.write_all(text.as_bytes()).await.is_err()
+                {
+                    return;
+                }
+            }
+            if index != 2 {
+                // Left open: only the client's close ends it.
+                until_closed(&mut socket).await;
+            }
+        }
+    })
+    .await?;
+    let client = upstream.client(ClientOptions {
+        max_retries: 0,
+        ..options()
+    })?;
+    for accepted in [1, 1, 2, 3, 4, 4] {
+        assert_eq!(turn(&client).await?, "hi");
+        assert_eq!(upstream.accepted(), accepted);
+    }
+    // The first three connections were closed by the client (the third by the server).
+    let mut closed = Vec::new();
+    for _ in 0..3 {
+        closed.push(upstream.next_closed().await?);
+    }
+    closed.sort_unstable();
+    assert_eq!(closed, [0, 1, 2]);
     Ok(())
 }
 
