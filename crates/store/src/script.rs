@@ -4,8 +4,9 @@
 //! full before they run: no statement reads what another returns. A write is therefore a
 //! [`Script`] (a list of [`Statement`]s, each with its own `$1`…`$n` placeholders, its values,
 //! and what its failure means), and the writer decides how to run the scripts of a batch: a
-//! file-backed SQLite store's writer thread runs each statement prepared once and kept, its
-//! placeholders made positional ([`positional`], `sqlite_writer.rs`); through sqlx
+//! file-backed SQLite store's writer thread runs each statement prepared once and kept, as
+//! written when its placeholders are numbered in order ([`numbered_in_order`]), else made
+//! positional ([`positional`], `sqlite_writer.rs`); through sqlx
 //! (`script_run.rs`), an in-memory SQLite store joins every statement of a batch, between
 //! `BEGIN` and `COMMIT`, into one multi-statement query, which sqlx runs in one command on the
 //! connection's thread ([`joined`]); PostgreSQL runs them statement by statement in a
