@@ -4,8 +4,9 @@
 //! full before they run: no statement reads what another returns. A write is therefore a
 //! [`Script`] (a list of [`Statement`]s, each with its own `$1`…`$n` placeholders, its values,
 //! and what its failure means), and the writer decides how to run the scripts of a batch: a
-//! file-backed SQLite store's writer thread runs each statement prepared once and kept, its
-//! placeholders made positional ([`positional`], `sqlite_writer.rs`); through sqlx
+//! file-backed SQLite store's writer thread runs each statement prepared once and kept, as
+//! written when its placeholders are numbered in order ([`numbered_in_order`]), else made
+//! positional ([`positional`], `sqlite_writer.rs`); through sqlx
 //! (`script_run.rs`), an in-memory SQLite store joins every statement of a batch, between
 //! `BEGIN` and `COMMIT`, into one multi-statement query, which sqlx runs in one command on the
 //! connection's thread ([`joined`]); PostgreSQL runs them statement by statement in a
@@ -255,6 +256,36 @@ pub(crate) fn positional<'s>(
     Ok(())
 }
 
+/// The statement as SQLite can run it without [`positional`]'s rewrite, when its placeholders
+/// `$1`…`$n` first appear in the text in that order: its SQL and the values of `$1`…`$n`.
+/// SQLite numbers named parameters (`$1` is one, named "$1") in order of first appearance, so
+/// then `$k` is SQLite's parameter `k` and value `k` binds to it, however often it appears.
+/// `None` (use [`positional`]) when a number first appears out of that order, a `$` has no
+/// number, or a number has no value.
+pub(crate) fn numbered_in_order(statement: &Statement) -> Option<(&str, &[Value])> {
+    let mut highest = 0_usize;
+    let mut rest = statement.sql.as_bytes();
+    while let Some(at) = memchr::memchr(b'$', rest) {
+        rest = &rest[at + 1..];
+        let digits = rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let mut k = 0_usize;
+        for digit in &rest[..digits] {
+            k = k.checked_mul(10)?.checked_add(usize::from(digit - b'0'))?;
+        }
+        if k == highest + 1 {
+            highest = k;
+        } else if k == 0 || k > highest {
+            return None;
+        }
+        rest = &rest[digits..];
+    }
+    let values = statement.values.get(..highest)?;
+    Some((&statement.sql, values))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,5 +336,57 @@ mod tests {
         let mut sql = String::from("VALUES ");
         push_values(&mut sql, 1, 2, 3);
         assert_eq!(sql, "VALUES ($2, $3, $4), ($5, $6, $7)");
+    }
+
+    /// The values [`numbered_in_order`] binds, as numbers (`None`: it declines).
+    fn in_order(sql: &'static str, values: &[i64]) -> Option<Vec<i64>> {
+        let mut script = Script::new();
+        let statement = script.statement(sql);
+        for &value in values {
+            statement.bind(value);
+        }
+        let (text, bound) = numbered_in_order(script.statements().first()?)?;
+        assert_eq!(text, sql);
+        Some(
+            bound
+                .iter()
+                .map(|v| match v {
+                    Value::Int(n) => *n,
+                    _ => -1,
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn placeholders_numbered_in_order_of_first_use_run_as_written() {
+        assert_eq!(
+            in_order(
+                "INSERT INTO t VALUES ($1, $2) ON CONFLICT DO UPDATE SET a = $1",
+                &[7, 8]
+            ),
+            Some(vec![7, 8])
+        );
+        assert_eq!(in_order("DELETE FROM t", &[]), Some(vec![]));
+        // Values no placeholder names are not bound (as `positional` lists none for them).
+        assert_eq!(in_order("SELECT $1", &[7, 8]), Some(vec![7]));
+        assert_eq!(
+            in_order(
+                "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11",
+                &[1; 11]
+            ),
+            Some(vec![1; 11])
+        );
+    }
+
+    #[test]
+    fn placeholders_out_of_order_or_without_values_are_rewritten() {
+        // SQLite would number `$2` as its parameter 1 here.
+        assert_eq!(in_order("UPDATE t SET a = $2 WHERE b = $1", &[3, 4]), None);
+        assert_eq!(in_order("SELECT $1, $3", &[1, 2, 3]), None);
+        assert_eq!(in_order("SELECT $1, $2, $10", &[1, 2]), None);
+        assert_eq!(in_order("SELECT $0", &[1]), None);
+        assert_eq!(in_order("SELECT $", &[1]), None);
+        assert_eq!(in_order("SELECT $1, $2", &[1]), None);
     }
 }

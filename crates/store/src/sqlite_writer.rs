@@ -179,12 +179,23 @@ fn execute<'s>(
 ) -> Result<(), StoreError> {
     sql.clear();
     values.clear();
-    // `$k` as plain `?`, each bound in order (as for sqlx's joined query, `script.rs`): SQLite
-    // would number named `$k` placeholders by first use, not by `k`.
-    script::positional(statement, sql, values)?;
+    // SQLite numbers named `$k` placeholders by first use, not by `k`: a statement whose
+    // numbers first appear in order runs as written (each value bound to its own number, no
+    // rewrite), any other with each `$k` as a plain `?`, bound in order (as for sqlx's joined
+    // query, `script.rs`).
+    let (text, bound): (&str, &[&Value]) = match script::numbered_in_order(statement) {
+        Some((text, in_order)) => {
+            values.extend(in_order);
+            (text, values)
+        }
+        None => {
+            script::positional(statement, sql, values)?;
+            (sql, values)
+        }
+    };
     let run = || -> rusqlite::Result<()> {
-        let mut prepared = connection.prepare_cached(sql.as_str())?;
-        for (at, value) in values.iter().enumerate() {
+        let mut prepared = connection.prepare_cached(text)?;
+        for (at, value) in bound.iter().enumerate() {
             prepared.raw_bind_parameter(at + 1, Bound(value))?;
         }
         prepared.raw_execute().map(|_| ())
@@ -379,6 +390,40 @@ mod tests {
             panic!("both fail as the back end's errors");
         };
         assert_eq!(ours, sqlx);
+    }
+
+    #[tokio::test]
+    async fn placeholders_bind_their_own_values_in_order_or_not() {
+        let (_dir, path, reader) = database().await;
+        let writer = start(settings(&path)).await.unwrap();
+        let mut script = Script::new();
+        // In order of first use, one of them twice: run as written.
+        script
+            .statement("INSERT INTO t (n) VALUES ($1), ($2), ($1 + $2)")
+            .bind(1)
+            .bind(20);
+        // Out of order: SQLite alone would bind 3 to `$2` here; rewritten to `?`s instead.
+        script
+            .statement("UPDATE t SET n = $2 WHERE n = $1")
+            .bind(1)
+            .bind(300);
+        // A value without a placeholder is not bound.
+        script
+            .statement("DELETE FROM t WHERE n = $1")
+            .bind(20)
+            .bind(99);
+        writer.write(script).await.unwrap();
+        assert_eq!(rows(&reader).await, vec![21, 300, 1000]);
+        let mut missing = Script::new();
+        missing
+            .statement("INSERT INTO t (n) VALUES ($1), ($2)")
+            .bind(5);
+        let outcome = writer.write(missing).await;
+        assert!(
+            matches!(&outcome, Err(StoreError::Backend(m)) if m.contains("no value for placeholder $2")),
+            "{outcome:?}"
+        );
+        assert_eq!(rows(&reader).await, vec![21, 300, 1000]);
     }
 
     #[tokio::test]
