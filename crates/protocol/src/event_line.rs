@@ -5,9 +5,10 @@
 //! adapter, key by key into a growing buffer); here each line's constant pieces (the type, the
 //! keys, the punctuation between them) are one literal each, strings without escapes are copied
 //! between quotes ([`json_string`]), an assistant message and its content parts by the
-//! response's writer (`OutputItem::to_json`, `OutputContent::to_json`: `item_json.rs`), and
-//! only other nested objects (other output items, logprobs) go through serde. `tests/wire.rs` compares every event kind written here with
-//! serde's bytes.
+//! response's writer straight into the line (`OutputItem::write_json`,
+//! `OutputContent::write_json`: `item_json.rs`), and only other nested objects (other output
+//! items, logprobs) go through serde, into the line too ([`json_string::StrSink`]).
+//! `tests/wire.rs` compares every event kind written here with serde's bytes.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -153,16 +154,15 @@ pub(crate) fn write_output_item(
     item: &OutputItem,
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
-    let item = item.to_json()?;
     let head = if done {
         "{\"type\":\"response.output_item.done\",\"output_index\":"
     } else {
         "{\"type\":\"response.output_item.added\",\"output_index\":"
     };
-    let mut line = Line::new(out, head, item.len());
+    let mut line = Line::new(out, head, item.json_size());
     line.number(output_index as u64);
     line.piece(",\"item\":");
-    line.piece(&item);
+    item.write_json(line.buf)?;
     line.end(sequence_number);
     Ok(())
 }
@@ -177,20 +177,19 @@ pub(crate) fn write_content_part(
     part: &OutputContent,
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
-    let part = part.to_json()?;
     let head = if done {
         "{\"type\":\"response.content_part.done\",\"item_id\":"
     } else {
         "{\"type\":\"response.content_part.added\",\"item_id\":"
     };
-    let mut line = Line::new(out, head, item_id.len() + part.len());
+    let mut line = Line::new(out, head, item_id.len() + part.json_size());
     line.string(item_id)?;
     line.piece(",\"output_index\":");
     line.number(output_index as u64);
     line.piece(",\"content_index\":");
     line.number(content_index as u64);
     line.piece(",\"part\":");
-    line.piece(&part);
+    part.write_json(line.buf)?;
     line.end(sequence_number);
     Ok(())
 }
@@ -278,8 +277,7 @@ impl Line<'_> {
     }
 
     fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
-        self.buf.push_str(&serde_json::to_string(value)?);
-        Ok(())
+        serde_json::to_writer(json_string::StrSink(self.buf), value)
     }
 
     fn end(mut self, sequence_number: u64) {
