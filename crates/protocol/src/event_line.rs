@@ -110,17 +110,21 @@ fn write_output_text_delta_after(
     logprobs: &[Value],
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
+    if logprobs.is_empty() && !json_string::needs_escape(delta.as_bytes()) {
+        // The usual line (a token's text needs no escape, logprobs are rarely asked for): the
+        // delta between quotes, and the rest up to the number as one piece.
+        out.reserve(delta.len() + 64);
+        out.push('"');
+        out.push_str(delta);
+        out.push_str("\",\"logprobs\":[],\"sequence_number\":");
+        push_number(out, sequence_number);
+        out.push('}');
+        return Ok(());
+    }
     let mut line = Line { buf: out };
     line.string(delta)?;
-    if logprobs.is_empty() {
-        // The usual tail in one piece.
-        line.piece(",\"logprobs\":[],\"sequence_number\":");
-        line.number(sequence_number);
-        line.buf.push('}');
-    } else {
-        line.logprobs(logprobs)?;
-        line.end(sequence_number);
-    }
+    line.logprobs(logprobs)?;
+    line.end(sequence_number);
     Ok(())
 }
 
@@ -287,10 +291,14 @@ impl Line<'_> {
     }
 }
 
-/// A number as serde_json writes it (a single digit without `itoa`'s buffer).
+/// A number as serde_json writes it (one or two digits without `itoa`'s buffer: a short
+/// answer's sequence numbers).
 fn push_number(out: &mut String, value: u64) {
     if value < 10 {
         out.push(char::from(b'0' + value as u8));
+    } else if value < 100 {
+        out.push(char::from(b'0' + (value / 10) as u8));
+        out.push(char::from(b'0' + (value % 10) as u8));
     } else {
         out.push_str(itoa::Buffer::new().format(value));
     }
@@ -302,7 +310,7 @@ mod tests {
 
     #[test]
     fn numbers_are_written_as_serde_json_writes_them() {
-        for value in [0, 1, 9, 10, 11, 99, 100, 12_345, u64::MAX - 1, u64::MAX] {
+        for value in (0..=1_000).chain([12_345, u64::MAX - 1, u64::MAX]) {
             let mut out = String::new();
             push_number(&mut out, value);
             assert_eq!(out, serde_json::to_string(&value).unwrap_or_default());

@@ -43,7 +43,7 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Whether `bytes` hold a control character, `"` or `\`: eight bytes at a time (the bytes of
 /// a short remainder padded with a letter).
-fn needs_escape(bytes: &[u8]) -> bool {
+pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
     let mut words = bytes.chunks_exact(8);
     for chunk in &mut words {
         let mut word = [0u8; 8];
