@@ -19,6 +19,9 @@ use futures::{Stream, StreamExt as _};
 /// Most yields before a batch is written, however fast events keep coming.
 pub const MAX_YIELDS: u32 = 16;
 
+/// The most room the batch's buffer takes at once (a larger `max_events` grows it as needed).
+const MAX_FIRST_CAPACITY: usize = 64;
+
 /// See the module docs.
 pub struct Batches<S> {
     events: S,
@@ -53,9 +56,7 @@ impl<S> Batches<S> {
 impl<S: Stream<Item = Arc<str>> + Unpin> Batches<S> {
     /// Gathers the next batch and hands it to `write` (the SSE writer's frames); the batch's
     /// buffer is kept for the next one, so a batch allocates no list of its own (one grew
-    /// 4, 8, …, 64 events and was freed after each write): it grows to the largest batch of
-    /// the stream once (a paced stream's one-event batches keep a small one). `None` at the
-    /// end of the events.
+    /// 4, 8, …, 64 events and was freed after each write). `None` at the end of the events.
     pub fn poll_write<T>(
         &mut self,
         cx: &mut Context<'_>,
@@ -78,7 +79,13 @@ impl<S: Stream<Item = Arc<str>> + Unpin> Batches<S> {
         let before = self.batch.len();
         while !self.ended && self.batch.len() < self.max_events {
             match self.events.poll_next_unpin(cx) {
-                Poll::Ready(Some(event)) => self.batch.push(event),
+                Poll::Ready(Some(event)) => {
+                    if self.batch.capacity() == 0 {
+                        // The stream's first event: room for a whole batch once.
+                        self.batch.reserve(self.max_events.min(MAX_FIRST_CAPACITY));
+                    }
+                    self.batch.push(event);
+                }
                 Poll::Ready(None) => self.ended = true,
                 Poll::Pending => break,
             }
@@ -230,14 +237,14 @@ mod tests {
     }
 
     /// Written in place, batches are the same as the stream's, and every batch is gathered in
-    /// the one buffer the largest batch grew (no list allocated or grown per batch).
+    /// the one buffer the first event made room in (no list allocated or grown per batch).
     #[test]
     fn batches_written_in_place_reuse_one_buffer() {
         let mut h = Harness::new(64, MAX_YIELDS);
         let waker = std::task::Waker::from(h.wakes.clone());
         let mut cx = Context::from_waker(&waker);
         let mut buffer = None;
-        for round in (0..3).rev() {
+        for round in 0..3 {
             for n in 0..=round * 20 {
                 h.push(n);
             }
@@ -250,7 +257,7 @@ mod tests {
             let expected: Vec<Arc<str>> = (0..=round * 20).map(event).collect();
             assert_eq!(written, Some(expected));
             assert!(!h.batches.holds_events());
-            assert!(h.batches.batch.capacity() >= 41);
+            assert_eq!(h.batches.batch.capacity(), 64);
             let at = h.batches.batch.as_ptr();
             assert_eq!(*buffer.get_or_insert(at), at, "round {round}");
         }
