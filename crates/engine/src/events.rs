@@ -35,6 +35,11 @@ pub(crate) const MAX_HELD_EVENTS: usize = 64;
 /// Most bytes of lines appended without waking the readers.
 pub(crate) const MAX_HELD_BYTES: usize = 32 * 1024;
 
+/// The lines a log has room for from the start: a short answer's (its deltas and a dozen
+/// events around them) without growing the list (which grew 4, 8, …, 128, copying it each
+/// time, six times for a 64-token answer). 1.5 KiB per run.
+const FIRST_CAPACITY: usize = 96;
+
 /// The events of one run.
 #[derive(Debug)]
 pub struct EventLog {
@@ -48,7 +53,7 @@ pub struct EventLog {
     changed: Arc<Notify>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct LogState {
     /// One line of JSON per event; index = sequence number.
     events: Vec<Arc<str>>,
@@ -61,7 +66,12 @@ struct LogState {
 impl EventLog {
     pub fn new() -> Arc<EventLog> {
         Arc::new(EventLog {
-            state: Mutex::new(LogState::default()),
+            state: Mutex::new(LogState {
+                events: Vec::with_capacity(FIRST_CAPACITY),
+                closed: false,
+                held_events: 0,
+                held_bytes: 0,
+            }),
             appended: AtomicUsize::new(0),
             changed: Arc::new(Notify::new()),
         })
@@ -74,8 +84,8 @@ impl EventLog {
     /// Appends an event with the next sequence number and wakes the readers; returns the
     /// record.
     pub fn push(&self, data: EventData) -> EventRecord {
-        let record = self.push_in(data, &mut String::new());
-        self.announce();
+        let record = record(self.next_sequence_number(), data);
+        self.publish(&record);
         record
     }
 
@@ -84,7 +94,7 @@ impl EventLog {
     /// buffer the run reuses for every event: the log keeps each line in an `Arc<str>` of its
     /// own (shared with the store and the readers), so the line is copied once into it either
     /// way, and writing it in a reused buffer saves the allocation of a `String` per event.
-    pub(crate) fn push_in(&self, data: EventData, scratch: &mut String) -> EventRecord {
+    pub(crate) fn push_in(&self, data: EventData, scratch: &mut String) {
         self.push_line(scratch, |out, sequence_number| {
             StreamEvent {
                 data,
@@ -95,27 +105,24 @@ impl EventLog {
     }
 
     /// Appends the line `write` writes (in `scratch`) for the next sequence number, held as
-    /// [`EventLog::push_in`]'s; returns the record.
+    /// [`EventLog::push_in`]'s. (The line's only reference goes to the log: the store and the
+    /// readers take theirs from it.)
     pub(crate) fn push_line(
         &self,
         scratch: &mut String,
         write: impl FnOnce(&mut String, u64) -> Result<(), serde_json::Error>,
-    ) -> EventRecord {
+    ) {
         let sequence_number = self.next_sequence_number();
         scratch.clear();
         if let Err(err) = write(scratch, sequence_number) {
             *scratch = failed_line(&err, sequence_number);
         }
-        let record = EventRecord {
-            sequence_number,
-            data: Arc::from(scratch.as_str()),
-        };
+        let line: Arc<str> = Arc::from(scratch.as_str());
         if scratch.capacity() > MAX_SCRATCH {
             // One large event (a big tool result) does not keep its buffer for the whole run.
             *scratch = String::new();
         }
-        self.append(&record);
-        record
+        self.append_line(line);
     }
 
     /// Serializes an event with the next sequence number without publishing it: the run stores
@@ -139,11 +146,16 @@ impl EventLog {
     /// Appends a prepared event, held from the readers until [`EventLog::announce`] (or the
     /// bound of a burst: then they are woken now).
     pub(crate) fn append(&self, record: &EventRecord) {
+        self.append_line(Arc::clone(&record.data));
+    }
+
+    /// [`EventLog::append`] of the next event's line.
+    fn append_line(&self, line: Arc<str>) {
         let mut state = self.lock();
-        state.events.push(Arc::clone(&record.data));
+        state.held_bytes += line.len();
+        state.events.push(line);
         self.appended.store(state.events.len(), Ordering::Release);
         state.held_events += 1;
-        state.held_bytes += record.data.len();
         if state.held_events >= MAX_HELD_EVENTS || state.held_bytes >= MAX_HELD_BYTES {
             state.held_events = 0;
             state.held_bytes = 0;
@@ -355,11 +367,11 @@ mod tests {
         let mut scratch = String::new();
         let large = "x".repeat(100_000);
         let texts = ["Hello", "", large.as_str(), "lo"];
-        let mut records = Vec::new();
         for text in texts {
-            records.push(log.push_in(delta(text), &mut scratch));
+            log.push_in(delta(text), &mut scratch);
             assert!(scratch.capacity() <= super::MAX_SCRATCH);
         }
+        let records = log.records_from(0);
         for (sequence_number, (record, text)) in (0u64..).zip(records.iter().zip(texts)) {
             let expected = protocol::events::StreamEvent {
                 data: delta(text),
@@ -370,7 +382,7 @@ mod tests {
             assert_eq!(record.sequence_number, sequence_number);
             assert_eq!(*record.data, *expected);
         }
-        assert_eq!(log.records_from(0).len(), 4);
+        assert_eq!(records.len(), 4);
     }
 
     /// A reader waiting for the next event is woken by each append and by the close, however

@@ -5,9 +5,10 @@
 //! adapter, key by key into a growing buffer); here each line's constant pieces (the type, the
 //! keys, the punctuation between them) are one literal each, strings without escapes are copied
 //! between quotes ([`json_string`]), an assistant message and its content parts by the
-//! response's writer (`OutputItem::to_json`, `OutputContent::to_json`: `item_json.rs`), and
-//! only other nested objects (other output items, logprobs) go through serde. `tests/wire.rs` compares every event kind written here with
-//! serde's bytes.
+//! response's writer straight into the line (`OutputItem::write_json`,
+//! `OutputContent::write_json`: `item_json.rs`), and only other nested objects (other output
+//! items, logprobs) go through serde, into the line too ([`json_string::StrSink`]).
+//! `tests/wire.rs` compares every event kind written here with serde's bytes.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -109,17 +110,21 @@ fn write_output_text_delta_after(
     logprobs: &[Value],
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
+    if logprobs.is_empty() && !json_string::needs_escape(delta.as_bytes()) {
+        // The usual line (a token's text needs no escape, logprobs are rarely asked for): the
+        // delta between quotes, and the rest up to the number as one piece.
+        out.reserve(delta.len() + 64);
+        out.push('"');
+        out.push_str(delta);
+        out.push_str("\",\"logprobs\":[],\"sequence_number\":");
+        push_number(out, sequence_number);
+        out.push('}');
+        return Ok(());
+    }
     let mut line = Line { buf: out };
     line.string(delta)?;
-    if logprobs.is_empty() {
-        // The usual tail in one piece.
-        line.piece(",\"logprobs\":[],\"sequence_number\":");
-        line.number(sequence_number);
-        line.buf.push('}');
-    } else {
-        line.logprobs(logprobs)?;
-        line.end(sequence_number);
-    }
+    line.logprobs(logprobs)?;
+    line.end(sequence_number);
     Ok(())
 }
 
@@ -153,16 +158,15 @@ pub(crate) fn write_output_item(
     item: &OutputItem,
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
-    let item = item.to_json()?;
     let head = if done {
         "{\"type\":\"response.output_item.done\",\"output_index\":"
     } else {
         "{\"type\":\"response.output_item.added\",\"output_index\":"
     };
-    let mut line = Line::new(out, head, item.len());
+    let mut line = Line::new(out, head, item.json_size());
     line.number(output_index as u64);
     line.piece(",\"item\":");
-    line.piece(&item);
+    item.write_json(line.buf)?;
     line.end(sequence_number);
     Ok(())
 }
@@ -177,20 +181,19 @@ pub(crate) fn write_content_part(
     part: &OutputContent,
     sequence_number: u64,
 ) -> Result<(), serde_json::Error> {
-    let part = part.to_json()?;
     let head = if done {
         "{\"type\":\"response.content_part.done\",\"item_id\":"
     } else {
         "{\"type\":\"response.content_part.added\",\"item_id\":"
     };
-    let mut line = Line::new(out, head, item_id.len() + part.len());
+    let mut line = Line::new(out, head, item_id.len() + part.json_size());
     line.string(item_id)?;
     line.piece(",\"output_index\":");
     line.number(output_index as u64);
     line.piece(",\"content_index\":");
     line.number(content_index as u64);
     line.piece(",\"part\":");
-    line.piece(&part);
+    part.write_json(line.buf)?;
     line.end(sequence_number);
     Ok(())
 }
@@ -278,8 +281,7 @@ impl Line<'_> {
     }
 
     fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
-        self.buf.push_str(&serde_json::to_string(value)?);
-        Ok(())
+        serde_json::to_writer(json_string::StrSink(self.buf), value)
     }
 
     fn end(mut self, sequence_number: u64) {
@@ -289,10 +291,14 @@ impl Line<'_> {
     }
 }
 
-/// A number as serde_json writes it (a single digit without `itoa`'s buffer).
+/// A number as serde_json writes it (one or two digits without `itoa`'s buffer: a short
+/// answer's sequence numbers).
 fn push_number(out: &mut String, value: u64) {
     if value < 10 {
         out.push(char::from(b'0' + value as u8));
+    } else if value < 100 {
+        out.push(char::from(b'0' + (value / 10) as u8));
+        out.push(char::from(b'0' + (value % 10) as u8));
     } else {
         out.push_str(itoa::Buffer::new().format(value));
     }
@@ -304,7 +310,7 @@ mod tests {
 
     #[test]
     fn numbers_are_written_as_serde_json_writes_them() {
-        for value in [0, 1, 9, 10, 11, 99, 100, 12_345, u64::MAX - 1, u64::MAX] {
+        for value in (0..=1_000).chain([12_345, u64::MAX - 1, u64::MAX]) {
             let mut out = String::new();
             push_number(&mut out, value);
             assert_eq!(out, serde_json::to_string(&value).unwrap_or_default());

@@ -7,33 +7,59 @@
 //! `tests` compares the bytes with serde's for each field's forms.
 
 use crate::input::{InputItem, InputMessage, MessageContent, Role};
+use crate::json_string::StrSink;
 use crate::output::{OutputContent, OutputItem};
 use crate::response_json::Writer;
 
 impl OutputItem {
     /// The item as compact JSON, as `serde_json::to_string(self)` writes it.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        let OutputItem::Message(message) = self else {
-            return serde_json::to_string(self);
-        };
-        let text: usize = message
-            .content
-            .iter()
-            .map(|OutputContent::OutputText(part)| part.text.len() + 96)
-            .sum();
-        let mut out = Writer(Vec::with_capacity(128 + message.id.len() + text));
-        out.message(message)?;
-        out.into_string()
+        let mut out = String::with_capacity(self.json_size());
+        self.write_json(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`OutputItem::to_json`] appended to `out` (an event line being written).
+    pub(crate) fn write_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        match self {
+            OutputItem::Message(message) => Writer::append_to(out, |w| w.message(message)),
+            other => serde_json::to_writer(StrSink(out), other),
+        }
+    }
+
+    /// About the item's JSON length.
+    pub(crate) fn json_size(&self) -> usize {
+        match self {
+            OutputItem::Message(message) => {
+                let text: usize = message
+                    .content
+                    .iter()
+                    .map(|OutputContent::OutputText(part)| part.text.len() + 96)
+                    .sum();
+                128 + message.id.len() + text
+            }
+            _ => 128,
+        }
     }
 }
 
 impl OutputContent {
     /// The part as compact JSON, as `serde_json::to_string(self)` writes it.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        let mut out = String::with_capacity(self.json_size());
+        self.write_json(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`OutputContent::to_json`] appended to `out` (an event line being written).
+    pub(crate) fn write_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        Writer::append_to(out, |w| w.part(self))
+    }
+
+    /// About the part's JSON length.
+    pub(crate) fn json_size(&self) -> usize {
         let OutputContent::OutputText(part) = self;
-        let mut out = Writer(Vec::with_capacity(96 + part.text.len()));
-        out.part(self)?;
-        out.into_string()
+        96 + part.text.len()
     }
 }
 
@@ -43,7 +69,7 @@ impl InputItem {
         let InputItem::Message(message) = self else {
             return serde_json::to_string(self);
         };
-        let mut out = Writer(Vec::with_capacity(message_size(message)));
+        let mut out = Writer(String::with_capacity(message_size(message)));
         input_message(&mut out, message)?;
         out.into_string()
     }
@@ -58,7 +84,7 @@ impl InputItem {
                 _ => 128,
             })
             .sum();
-        let mut out = Writer(Vec::with_capacity(2 + size));
+        let mut out = Writer(String::with_capacity(2 + size));
         out.piece("[");
         for (n, item) in items.iter().enumerate() {
             if n > 0 {

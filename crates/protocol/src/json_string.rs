@@ -1,14 +1,14 @@
 //! A JSON string written straight into a `String`, as `serde_json` writes it. Most text a model
 //! streams needs no escape: it is checked eight bytes at a time and copied between quotes. Text that holds
 //! a quote, a backslash or a control character is written by `serde_json` itself, so the escapes
-//! are serde_json's by construction. The event lines written per token use it instead of
-//! `serde_json::to_writer` into a byte buffer, which then has to be checked again as UTF-8.
+//! are serde_json's by construction. The event lines and the response's writer use it (and
+//! [`StrSink`] for what serde writes) instead of `serde_json::to_writer` into a byte buffer,
+//! which then has to be checked again as UTF-8, whole.
 
 /// Appends `value` as a quoted JSON string. Fails only where `serde_json::to_string` would.
 pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_json::Error> {
     if needs_escape(value.as_bytes()) {
-        out.push_str(&serde_json::to_string(value)?);
-        return Ok(());
+        return serde_json::to_writer(StrSink(out), value);
     }
     out.reserve(value.len() + 2);
     out.push('"');
@@ -17,16 +17,22 @@ pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_jso
     Ok(())
 }
 
-/// [`push_quoted`] for a byte buffer (the response writer's).
-pub(crate) fn push_quoted_bytes(out: &mut Vec<u8>, value: &str) -> Result<(), serde_json::Error> {
-    if needs_escape(value.as_bytes()) {
-        return serde_json::to_writer(out, value);
+/// serde_json's output appended to a `String`, without a byte buffer checked as UTF-8 at the
+/// end: serde_json hands every write a whole piece of UTF-8 (a string's run between escapes,
+/// an escape, punctuation, a number). Each piece is still checked (a piece that was not would
+/// fail the write, not end up in the text); the pieces are short and only what serde writes.
+pub(crate) struct StrSink<'a>(pub(crate) &'a mut String);
+
+impl std::io::Write for StrSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let piece = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
+        self.0.push_str(piece);
+        Ok(buf.len())
     }
-    out.reserve(value.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(value.as_bytes());
-    out.push(b'"');
-    Ok(())
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Each byte of a word set to 1.
@@ -37,7 +43,7 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Whether `bytes` hold a control character, `"` or `\`: eight bytes at a time (the bytes of
 /// a short remainder padded with a letter).
-fn needs_escape(bytes: &[u8]) -> bool {
+pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
     let mut words = bytes.chunks_exact(8);
     for chunk in &mut words {
         let mut word = [0u8; 8];
@@ -77,9 +83,32 @@ mod tests {
         push_quoted(&mut out, value).expect("writes");
         let expected = serde_json::to_string(value).unwrap_or_default();
         assert_eq!(&out[1..], expected, "{value:?}");
-        let mut bytes = b"x".to_vec();
-        push_quoted_bytes(&mut bytes, value).expect("writes");
-        assert_eq!(&bytes[1..], expected.as_bytes(), "{value:?}");
+    }
+
+    /// What serde writes through the sink is what it writes into a `String` of its own:
+    /// strings with escapes between multi-byte characters, maps, lists and numbers.
+    #[test]
+    fn serde_writes_through_the_sink_what_it_writes_into_a_string() {
+        let values = [
+            serde_json::json!("é\n\"日本\"\u{1}🎉\u{7f}"),
+            serde_json::json!({"a": ["é", 1, -2.5, null, true], "日": {"k": "v\t🎉"}}),
+            serde_json::json!([1e21, 0.1, -0.0, u64::MAX, i64::MIN]),
+        ];
+        for value in values {
+            let mut out = String::from("x");
+            serde_json::to_writer(StrSink(&mut out), &value).expect("writes");
+            assert_eq!(&out[1..], serde_json::to_string(&value).unwrap_or_default());
+        }
+    }
+
+    /// A piece that is not UTF-8 fails the write and leaves the text as it was.
+    #[test]
+    fn a_piece_that_is_not_utf8_fails_the_write() {
+        use std::io::Write as _;
+
+        let mut out = String::from("x");
+        assert!(StrSink(&mut out).write(&"é".as_bytes()[..1]).is_err());
+        assert_eq!(out, "x");
     }
 
     /// Every ASCII character alone, between text and in a row, and non-ASCII text around

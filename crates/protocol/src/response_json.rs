@@ -13,7 +13,6 @@
 //! bytes with serde's for each field's forms.
 
 use serde::Serialize;
-use serde::ser::Error as _;
 
 use crate::json_string;
 use crate::output::{OutputContent, OutputItem, OutputMessage, OutputStatus};
@@ -23,7 +22,7 @@ use crate::response::{Response, Usage};
 impl Response {
     /// The response as compact JSON, as `serde_json::to_string(self)` writes it.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        let mut out = Writer(Vec::with_capacity(self.size_hint()));
+        let mut out = Writer(String::with_capacity(self.size_hint()));
         out.response(self)?;
         out.into_string()
     }
@@ -47,20 +46,33 @@ impl Response {
 }
 
 /// The JSON buffer and its pieces (also the items' writer, `item_json.rs`).
-pub(crate) struct Writer(pub(crate) Vec<u8>);
+/// (A `String`, written in whole pieces of UTF-8, serde's too: [`json_string::StrSink`]; a byte
+/// buffer had to be checked as UTF-8 again, whole, at the end.)
+pub(crate) struct Writer(pub(crate) String);
 
 impl Writer {
-    /// The text written: serde's bytes are UTF-8, and so are the pieces and strings.
+    /// The text written.
     pub(crate) fn into_string(self) -> Result<String, serde_json::Error> {
-        String::from_utf8(self.0).map_err(|_| serde_json::Error::custom("the JSON is not UTF-8"))
+        Ok(self.0)
+    }
+
+    /// Writes with `write` at the end of `out` (an event line being written), in place.
+    pub(crate) fn append_to(
+        out: &mut String,
+        write: impl FnOnce(&mut Writer) -> Result<(), serde_json::Error>,
+    ) -> Result<(), serde_json::Error> {
+        let mut writer = Writer(std::mem::take(out));
+        let written = write(&mut writer);
+        *out = writer.0;
+        written
     }
 
     pub(crate) fn piece(&mut self, text: &str) {
-        self.0.extend_from_slice(text.as_bytes());
+        self.0.push_str(text);
     }
 
     pub(crate) fn string(&mut self, value: &str) -> Result<(), serde_json::Error> {
-        json_string::push_quoted_bytes(&mut self.0, value)
+        json_string::push_quoted(&mut self.0, value)
     }
 
     fn optional_string(&mut self, value: Option<&str>) -> Result<(), serde_json::Error> {
@@ -169,7 +181,7 @@ impl Writer {
         &mut self,
         value: &T,
     ) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(&mut self.0, value)
+        serde_json::to_writer(json_string::StrSink(&mut self.0), value)
     }
 
     fn response(&mut self, r: &Response) -> Result<(), serde_json::Error> {

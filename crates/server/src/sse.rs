@@ -51,7 +51,7 @@ pub async fn stream_started(
 ) -> Response {
     let mut body = SseBody::new(events.boxed(), keep_alive);
     // The same gathering (and yields) as the body's, before the head rather than after it.
-    body.first = body.batches.next().await.map(|batch| frames(&batch));
+    body.first = futures::future::poll_fn(|cx| body.batches.poll_write(cx, frames)).await;
     response(body)
 }
 
@@ -116,10 +116,10 @@ impl http_body::Body for SseBody {
             this.last_write = Instant::now();
             return Poll::Ready(Some(Ok(Frame::data(first))));
         }
-        match this.batches.poll_next_unpin(cx) {
-            Poll::Ready(Some(batch)) => {
+        match this.batches.poll_write(cx, frames) {
+            Poll::Ready(Some(frames)) => {
                 this.last_write = Instant::now();
-                return Poll::Ready(Some(Ok(Frame::data(frames(&batch)))));
+                return Poll::Ready(Some(Ok(Frame::data(frames))));
             }
             Poll::Ready(None) => return Poll::Ready(None),
             // A yield while a batch gathers: the task is woken again at once, and the batch

@@ -19,6 +19,9 @@ use futures::{Stream, StreamExt as _};
 /// Most yields before a batch is written, however fast events keep coming.
 pub const MAX_YIELDS: u32 = 16;
 
+/// The most room the batch's buffer takes at once (a larger `max_events` grows it as needed).
+const MAX_FIRST_CAPACITY: usize = 64;
+
 /// See the module docs.
 pub struct Batches<S> {
     events: S,
@@ -50,34 +53,71 @@ impl<S> Batches<S> {
     }
 }
 
+impl<S: Stream<Item = Arc<str>> + Unpin> Batches<S> {
+    /// Gathers the next batch and hands it to `write` (the SSE writer's frames); the batch's
+    /// buffer is kept for the next one, so a batch allocates no list of its own (one grew
+    /// 4, 8, …, 64 events and was freed after each write). `None` at the end of the events.
+    pub fn poll_write<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        write: impl FnOnce(&[Arc<str>]) -> T,
+    ) -> Poll<Option<T>> {
+        match self.poll_gather(cx) {
+            Poll::Ready(true) => {
+                let written = write(&self.batch);
+                self.batch.clear();
+                Poll::Ready(Some(written))
+            }
+            Poll::Ready(false) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Gathers events into `batch`: ready with `true` when the batch is to be written, with
+    /// `false` at the end of the events.
+    fn poll_gather(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let before = self.batch.len();
+        while !self.ended && self.batch.len() < self.max_events {
+            match self.events.poll_next_unpin(cx) {
+                Poll::Ready(Some(event)) => {
+                    if self.batch.capacity() == 0 {
+                        // The stream's first event: room for a whole batch once.
+                        self.batch.reserve(self.max_events.min(MAX_FIRST_CAPACITY));
+                    }
+                    self.batch.push(event);
+                }
+                Poll::Ready(None) => self.ended = true,
+                Poll::Pending => break,
+            }
+        }
+        if self.batch.is_empty() {
+            return if self.ended {
+                Poll::Ready(false)
+            } else {
+                Poll::Pending
+            };
+        }
+        let more_may_come = !self.ended && self.batch.len() < self.max_events;
+        if more_may_come && self.batch.len() > before && self.yields < self.max_yields {
+            self.yields += 1;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.yields = 0;
+        Poll::Ready(true)
+    }
+}
+
 impl<S: Stream<Item = Arc<str>> + Unpin> Stream for Batches<S> {
     type Item = Vec<Arc<str>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        let before = this.batch.len();
-        while !this.ended && this.batch.len() < this.max_events {
-            match this.events.poll_next_unpin(cx) {
-                Poll::Ready(Some(event)) => this.batch.push(event),
-                Poll::Ready(None) => this.ended = true,
-                Poll::Pending => break,
-            }
+        match this.poll_gather(cx) {
+            Poll::Ready(true) => Poll::Ready(Some(std::mem::take(&mut this.batch))),
+            Poll::Ready(false) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
-        if this.batch.is_empty() {
-            return if this.ended {
-                Poll::Ready(None)
-            } else {
-                Poll::Pending
-            };
-        }
-        let more_may_come = !this.ended && this.batch.len() < this.max_events;
-        if more_may_come && this.batch.len() > before && this.yields < this.max_yields {
-            this.yields += 1;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        this.yields = 0;
-        Poll::Ready(Some(std::mem::take(&mut this.batch)))
     }
 }
 
@@ -194,6 +234,38 @@ mod tests {
         assert_eq!(h.poll(), Poll::Ready(Some(vec![event(0), event(1)])));
         assert_eq!(h.poll(), Poll::Pending);
         assert_eq!(h.wakes.0.load(Ordering::SeqCst), 0);
+    }
+
+    /// Written in place, batches are the same as the stream's, and every batch is gathered in
+    /// the one buffer the first event made room in (no list allocated or grown per batch).
+    #[test]
+    fn batches_written_in_place_reuse_one_buffer() {
+        let mut h = Harness::new(64, MAX_YIELDS);
+        let waker = std::task::Waker::from(h.wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut buffer = None;
+        for round in 0..3 {
+            for n in 0..=round * 20 {
+                h.push(n);
+            }
+            let written = loop {
+                match h.batches.poll_write(&mut cx, <[Arc<str>]>::to_vec) {
+                    Poll::Ready(batch) => break batch,
+                    Poll::Pending => {}
+                }
+            };
+            let expected: Vec<Arc<str>> = (0..=round * 20).map(event).collect();
+            assert_eq!(written, Some(expected));
+            assert!(!h.batches.holds_events());
+            assert_eq!(h.batches.batch.capacity(), 64);
+            let at = h.batches.batch.as_ptr();
+            assert_eq!(*buffer.get_or_insert(at), at, "round {round}");
+        }
+        drop(h.tx);
+        assert_eq!(
+            h.batches.poll_write(&mut cx, <[Arc<str>]>::len),
+            Poll::Ready(None)
+        );
     }
 
     #[test]

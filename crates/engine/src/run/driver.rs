@@ -51,6 +51,10 @@ pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(500);
 /// cancellation or the flush timer), however fast they come.
 const MAX_READY_RUN: usize = 256;
 
+/// The first capacity of the buffer event lines are written in: a delta's line and a short
+/// answer's closing events fit without growing it.
+const LINE_CAPACITY: usize = 512;
+
 /// MCP calls of one turn that run at once.
 const MAX_PARALLEL_MCP_CALLS: usize = 8;
 
@@ -129,17 +133,18 @@ impl Driver {
             sessions: Vec::new(),
             flushed: 0,
             unstored,
-            line: String::new(),
+            line: String::with_capacity(LINE_CAPACITY),
         }
     }
 
     /// Runs to the end, stores the result and returns how the run ended.
     pub(crate) async fn run(mut self: Box<Self>) -> Finished {
-        let mut queue: VecDeque<Effect> = self.machine.on(Input::Start).into();
+        let mut queue: VecDeque<Effect> = VecDeque::with_capacity(16);
+        self.machine.on(Input::Start, &mut queue);
         loop {
             let Some(effect) = queue.pop_front() else {
                 // The machine always ends with `Finish`; never leave a run open if it did not.
-                queue.extend(self.machine.on(Input::Cancelled));
+                self.machine.on(Input::Cancelled, &mut queue);
                 continue;
             };
             if self.may_wait(&effect, &queue) {
@@ -176,7 +181,7 @@ impl Driver {
                 Effect::CallMcp(jobs) => self.call_mcp(jobs).await,
                 Effect::CallHosted(job) => self.call_hosted(job).await,
             };
-            queue.extend(self.machine.on(input));
+            self.machine.on(input, &mut queue);
         }
     }
 
@@ -467,12 +472,11 @@ impl Driver {
                     event
                 }
             };
-            let input = match event {
+            match event {
                 None => return Input::ModelDone,
                 Some(Err(err)) => return Input::ModelFailed(err),
-                Some(Ok(event)) => Input::Model(event),
-            };
-            self.machine.on_into(input, &mut effects);
+                Some(Ok(event)) => self.machine.on_model_into(event, &mut effects),
+            }
             for effect in effects.drain(..) {
                 match effect {
                     Effect::Emit(data) => {

@@ -8,13 +8,15 @@
 //! that need approval end it `requires_action`, MCP and built-in calls run and the loop goes on.
 //! The last step is asked with tools disabled so the run ends with an answer.
 
+use std::collections::VecDeque;
+
 use protocol::events::EventData;
 use protocol::listing::ModelTurnStatus;
 use protocol::response::ResponseStatus;
 
 use crate::code::Code;
 use crate::error::RunFailure;
-use crate::model::{ModelError, ModelRequest};
+use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::request;
 
 use super::effects::{Effect, HostedJob, Input};
@@ -23,16 +25,20 @@ use super::state::{Machine, Outcome, Phase, StepCalls, TurnState};
 use super::turn::{TurnEnd, provider_failure};
 
 impl Machine {
-    /// Applies one input; returns what to do next, in order.
-    pub(crate) fn on(&mut self, input: Input) -> Vec<Effect> {
+    /// Applies one input; queues what to do next, in order, at the end of `queue`. (The
+    /// machine keeps its buffer of effects: none is allocated per input.)
+    pub(crate) fn on(&mut self, input: Input, queue: &mut VecDeque<Effect>) {
         self.apply(input);
-        std::mem::take(&mut self.effects)
+        queue.extend(self.effects.drain(..));
     }
 
-    /// [`Machine::on`] appending the effects to `out`: the machine keeps its buffer, so a
-    /// streamed turn allocates none per model event.
-    pub(crate) fn on_into(&mut self, input: Input, out: &mut Vec<Effect>) {
-        self.apply(input);
+    /// Applies one event of the model turn being streamed, appending the effects to `out`.
+    /// The event of almost every token (text of the message already open) is taken where the
+    /// turn is ([`Machine::text_delta_in_place`]), without moving the phase out and back.
+    pub(crate) fn on_model_into(&mut self, event: ModelEvent, out: &mut Vec<Effect>) {
+        if let Err(event) = self.text_delta_in_place(event) {
+            self.apply(Input::Model(event));
+        }
         out.append(&mut self.effects);
     }
 

@@ -20,8 +20,12 @@ use crate::model::{FinishReason, ModelError, ModelEvent, TokenLogprob, ToolCall}
 use crate::transcript;
 
 use super::effects::{Effect, MessageHead, TextDelta};
-use super::state::{Machine, OpenCall, OpenMessage, PartialCall, TurnState};
+use super::state::{Machine, OpenCall, OpenMessage, PartialCall, Phase, TurnState};
 use super::turns::add_usage;
+
+/// The first capacity of a streamed message's text: a short answer's without growing it
+/// token by token (it grew 8, 16, …, 512, copying it each time).
+const MESSAGE_CAPACITY: usize = 512;
 
 /// What a finished turn asks for.
 pub(super) enum TurnEnd {
@@ -88,6 +92,37 @@ impl Machine {
                 turn.reasoning.push(block);
             }
             ModelEvent::Finish(reason) => turn.finish = Some(reason),
+        }
+    }
+
+    /// The event of almost every token, taken where the turn is (the machine's step moves
+    /// the phase out and back for every input): the text of the turn's message once it is
+    /// open, with no logprobs waiting for it. Exactly what [`Machine::model_event`] does with
+    /// it then; any other event (or state) is handed back for the step.
+    pub(super) fn text_delta_in_place(&mut self, event: ModelEvent) -> Result<(), ModelEvent> {
+        let ModelEvent::TextDelta(delta) = event else {
+            return Err(event);
+        };
+        let Phase::Asking { turn, .. } = &mut self.phase else {
+            return Err(ModelEvent::TextDelta(delta));
+        };
+        match &mut turn.message {
+            // The message opens at the turn's first output: `first_output` has nothing to do.
+            Some(message)
+                if !delta.is_empty()
+                    && turn.first_ms.is_some()
+                    && turn.pending_logprobs.is_empty() =>
+            {
+                message.text.push_str(&delta);
+                let head = Arc::clone(&message.head);
+                self.effects.push(Effect::TextDelta(TextDelta {
+                    head,
+                    delta,
+                    logprobs: Vec::new(),
+                }));
+                Ok(())
+            }
+            _ => Err(ModelEvent::TextDelta(delta)),
         }
     }
 
@@ -260,7 +295,7 @@ impl Machine {
         OpenMessage {
             index,
             head: Arc::new(MessageHead::new(id, index)),
-            text: String::new(),
+            text: String::with_capacity(MESSAGE_CAPACITY),
             logprobs: Vec::new(),
         }
     }

@@ -206,6 +206,71 @@ async fn logprobs_reach_the_deltas_and_the_output_text_when_asked_for() {
     assert_eq!(h.model("m").requests().pop().unwrap().logprobs, None);
 }
 
+/// Text deltas taken where the turn is (a message already open, no logprobs waiting) and those
+/// the machine's step takes (the first, an empty one, one with logprobs) make one message: each
+/// non-empty delta is an event with its own logprobs, in order, and the message's text, its
+/// logprobs and the stored response hold all of them.
+#[tokio::test]
+async fn deltas_taken_in_place_and_by_the_step_make_one_message() {
+    let h = Harness::new();
+    let token = |t: &str| TokenLogprob {
+        token: t.to_owned(),
+        logprob: -0.5,
+        bytes: t.as_bytes().to_vec(),
+        top_logprobs: Vec::new(),
+    };
+    let text = |t: &str| Step::Event(ModelEvent::TextDelta(t.to_owned()));
+    h.model("m").push(Turn::Stream(vec![
+        text("A"),
+        text(""),
+        text("b\"é"),
+        Step::Event(ModelEvent::Logprobs(vec![token("c")])),
+        text("c"),
+        text(""),
+        text("日本"),
+        Step::Event(ModelEvent::Usage(engine::model::TokenUsage {
+            input_tokens: 3,
+            output_tokens: 5,
+            ..Default::default()
+        })),
+        text("🎉"),
+        Step::Event(ModelEvent::Finish(engine::model::FinishReason::Stop)),
+    ]));
+    let events = h
+        .stream(json!({"model": "fake/m", "input": "x", "stream": true,
+            "include": ["message.output_text.logprobs"], "top_logprobs": 0}))
+        .await;
+    let deltas: Vec<(&str, usize)> = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .map(|e| {
+            (
+                e["delta"].as_str().unwrap(),
+                e["logprobs"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        deltas,
+        [("A", 0), ("b\"é", 0), ("c", 1), ("日本", 0), ("🎉", 0)]
+    );
+    let whole = "Ab\"éc日本🎉";
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "response.output_text.done")
+        .unwrap();
+    assert_eq!(done["text"], whole);
+    assert_eq!(done["logprobs"][0]["token"], "c");
+    let response = &events.last().unwrap()["response"];
+    assert_eq!(response["output"][0]["content"][0]["text"], whole);
+    assert_eq!(response["usage"]["output_tokens"], 5);
+    let sequence: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+}
+
 #[tokio::test]
 async fn max_tool_calls_caps_calls_of_every_kind_over_the_run() {
     let h = Harness::new();
