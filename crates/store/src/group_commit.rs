@@ -20,6 +20,9 @@
 //! [`MAX_BATCH`]), and runs them in one transaction. It never waits to fill a batch: with one
 //! request in flight a batch is that one write, and nothing is delayed. Each caller gets its
 //! answer after the commit, so a write reported done is as durable as before.
+//! A writer that can ([`Inline`]: a file-backed SQLite store's) commits a write on the
+//! caller's thread instead while it is idle (nothing queued, nothing committing, the gate
+//! free), as a batch of one: no hand-off at all.
 //!
 //! A write that fails must not take the others with it, nor leave half of itself behind: when
 //! any write of a batch fails (or the commit does), the batch is rolled back and each of its
@@ -70,10 +73,27 @@ pub(crate) struct Queue {
 /// meanwhile (it finishes the batch it is in first).
 pub(crate) type Gate = Arc<tokio::sync::Mutex<()>>;
 
+/// A writer that can commit a write at once on the caller's thread while it has nothing else
+/// to do (a file-backed SQLite store's, `sqlite_writer.rs`).
+pub(crate) trait Inline: Send + Sync {
+    /// Commits `script` now, on this thread, in a transaction of its own, and returns its
+    /// outcome; or gives it back untouched when that cannot be done at once (a write queued
+    /// or committing, the gate or the connection held, a lock held elsewhere): the caller then
+    /// queues it.
+    fn try_commit(&self, script: Script) -> Result<Result<(), StoreError>, Script>;
+
+    /// Counts a write about to be queued; the writer uncounts it once it is committed (or has
+    /// failed).
+    fn queued(&self);
+}
+
 /// The handle callers send writes through. Cheap to clone; the writer task ends when the last
 /// handle is dropped.
 #[derive(Clone)]
 pub(crate) struct GroupWriter {
+    /// Declared before `queue`, so dropped first: once the writer sees the last sender gone,
+    /// no handle holds its connection any more.
+    inline: Option<Arc<dyn Inline>>,
     queue: mpsc::Sender<Queued>,
     gate: Gate,
 }
@@ -92,6 +112,7 @@ impl GroupWriter {
         let (queue, receiver) = mpsc::channel(QUEUE);
         let gate = Gate::default();
         let writer = GroupWriter {
+            inline: None,
             queue,
             gate: Arc::clone(&gate),
         };
@@ -105,6 +126,12 @@ impl GroupWriter {
         writer
     }
 
+    /// This handle, committing through `inline` at once when it can (every clone made after).
+    pub(crate) fn with_inline(mut self, inline: Arc<dyn Inline>) -> GroupWriter {
+        self.inline = Some(inline);
+        self
+    }
+
     /// The gate the writer holds while it runs a batch.
     pub(crate) fn gate(&self) -> Gate {
         Arc::clone(&self.gate)
@@ -112,13 +139,32 @@ impl GroupWriter {
 
     /// Runs `script` in a transaction (shared with the other writes waiting at the same
     /// moment) and returns once that transaction is committed, or with the write's own error.
+    ///
+    /// With an [`Inline`] writer that is idle, the write is committed right here, on the
+    /// caller's thread, before this returns (no hand-off to the writer and back); a caller
+    /// dropped meanwhile cannot stop it halfway, since that commit never awaits.
     pub(crate) async fn write(&self, script: Script) -> Result<(), StoreError> {
+        let script = match &self.inline {
+            Some(inline) => match inline.try_commit(script) {
+                Ok(outcome) => return outcome,
+                Err(script) => script,
+            },
+            None => script,
+        };
         let (done, outcome) = oneshot::channel();
-        self.queue
-            .send(Queued { script, done })
-            .await
-            .map_err(|_| stopped())?;
+        self.send(Queued { script, done }).await?;
         outcome.await.map_err(|_| stopped())?
+    }
+
+    /// Queues a write (waiting for room), counted by the inline writer from the moment it is
+    /// in the queue: nothing between the two can be dropped.
+    async fn send(&self, queued: Queued) -> Result<(), StoreError> {
+        let permit = self.queue.reserve().await.map_err(|_| stopped())?;
+        if let Some(inline) = &self.inline {
+            inline.queued();
+        }
+        permit.send(queued);
+        Ok(())
     }
 
     /// Queues `script` and returns where its outcome will come (tests: queue writes while the
@@ -129,7 +175,7 @@ impl GroupWriter {
         script: Script,
     ) -> oneshot::Receiver<Result<(), StoreError>> {
         let (done, outcome) = oneshot::channel();
-        let sent = self.queue.send(Queued { script, done }).await;
+        let sent = self.send(Queued { script, done }).await;
         assert!(sent.is_ok(), "the writer has stopped");
         outcome
     }

@@ -20,6 +20,23 @@
 //! The thread ends when every handle is gone, after the writes queued before: a write reported
 //! done is committed, and a write whose caller went away still runs.
 //!
+//! While the writer is idle a write does not go to the thread at all: the caller commits it
+//! on its own thread, on the same connection ([`Shared`], behind a mutex the thread takes for
+//! each batch), and has its answer without a wake-up either way. At one request in flight
+//! that is every write (a short foreground run is stored in one transaction at its end, on
+//! the request's path: docs/benchmarks.md, "Issue 18, thirteenth pass"). It is tried only,
+//! never waited for: the caller queues its write as before when a write is queued or being
+//! committed (so no write overtakes one queued before it, even one whose caller went away,
+//! and concurrent writes still make batches), when the gate is held (the checkpointer
+//! catching up) or the connection is, or when `BEGIN IMMEDIATE` cannot take the write lock at
+//! once (it runs with a busy timeout of zero: sqlx's writer connection or another process
+//! writing; the busy timeout is put back before the script's statements). Such a commit is
+//! one small transaction (tens of microseconds; `synchronous=NORMAL`, no `fsync`) that
+//! blocks the caller's tokio worker that long, runs exactly as a batch of one (its own
+//! error, rolled back on failure, the answer after the commit) and never awaits, so a caller
+//! dropped meanwhile cannot stop it halfway. The thread answers each batch's callers after it
+//! lets the gate and the connection go, so that a caller woken by its answer finds them free.
+//!
 //! The connection is opened like the sqlx pools' (`sqlite.rs`): WAL, `synchronous=NORMAL`,
 //! foreign keys, the busy timeout, no checkpoints on commit (`wal_autocheckpoint=0`: the
 //! checkpointer does them) and the journal size limit. Each transaction is `BEGIN IMMEDIATE`:
@@ -28,6 +45,8 @@
 //! flight, instead of at the first statement.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use engine::store::StoreError;
@@ -36,7 +55,7 @@ use rusqlite::{Connection, OpenFlags, ffi};
 use sqlx::error::ErrorKind;
 use tokio::sync::oneshot;
 
-use crate::group_commit::{Gate, GroupWriter, MAX_BATCH, Queue, Queued};
+use crate::group_commit::{Gate, GroupWriter, Inline, MAX_BATCH, Queue, Queued};
 use crate::script::{self, Script, Statement, Value};
 
 /// How the writer's connection is opened.
@@ -56,27 +75,138 @@ const PREPARED: usize = 64;
 /// The thread's name (what `top -H` and `/proc/PID/task/*/comm` show).
 const THREAD: &str = "sqlite-writer";
 
+/// What the writer thread and the handles share: the connection, taken by the thread for each
+/// batch and by a caller for its inline commit.
+pub(crate) struct Shared {
+    connection: Mutex<Connection>,
+    /// The group writer's gate (held, by the thread or an inline commit, around each commit).
+    gate: Gate,
+    /// Writes queued and not yet committed (or failed) by the thread.
+    pending: AtomicUsize,
+    /// The connection's busy timeout, put back after an inline `BEGIN IMMEDIATE` (which runs
+    /// with none).
+    busy_timeout: Duration,
+    /// The thread of each commit, in order (tests).
+    #[cfg(test)]
+    committers: Mutex<Vec<std::thread::ThreadId>>,
+}
+
+impl Shared {
+    /// The connection, waiting for whoever holds it (an inline commit: one small transaction).
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    #[cfg(test)]
+    fn committed(&self) {
+        self.committers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(std::thread::current().id());
+    }
+
+    /// The threads the commits ran on, in order (tests).
+    #[cfg(test)]
+    pub(crate) fn committers(&self) -> Vec<std::thread::ThreadId> {
+        self.committers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Inline for Shared {
+    fn try_commit(&self, script: Script) -> Result<Result<(), StoreError>, Script> {
+        // Behind a write queued before (its caller may have gone away), never ahead of it.
+        if self.pending.load(Ordering::Acquire) != 0 {
+            return Err(script);
+        }
+        // The checkpointer catching up, or the thread in a batch.
+        let Ok(turn) = self.gate.try_lock() else {
+            return Err(script);
+        };
+        let connection = match self.connection.try_lock() {
+            Ok(connection) => connection,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(script),
+        };
+        // Queued while the gate and the connection were taken: the thread commits it first.
+        if self.pending.load(Ordering::Acquire) != 0 {
+            return Err(script);
+        }
+        // The write lock now or not at all: another connection writing (sqlx's writer, another
+        // process) makes the caller queue, never wait here for the busy timeout.
+        if connection.busy_timeout(Duration::ZERO).is_err() {
+            return Err(script);
+        }
+        let began = begin(&connection);
+        if let Err(e) = connection.busy_timeout(self.busy_timeout) {
+            // The thread would no longer wait for a lock: end here, whatever began.
+            tracing::warn!(error = %e, "restoring the SQLite writer's busy timeout failed");
+            if began.is_ok() {
+                let _ = run_sql(&connection, "ROLLBACK");
+            }
+            return Err(script);
+        }
+        if began.is_err() {
+            return Err(script);
+        }
+        let outcome = finish(&connection, &[&script]);
+        #[cfg(test)]
+        if outcome.is_ok() {
+            self.committed();
+        }
+        drop(connection);
+        drop(turn);
+        Ok(outcome)
+    }
+
+    fn queued(&self) {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// Opens the writer's connection on a new thread and starts taking writes there; the handle
-/// writes through it. Fails if the connection cannot be opened.
+/// writes through it, or through the same connection on the caller's thread while the writer
+/// is idle ([`Inline`]). Fails if the connection cannot be opened.
 pub(crate) async fn start(settings: Settings) -> Result<GroupWriter, StoreError> {
+    Ok(start_shared(settings).await?.0)
+}
+
+/// [`start`], with what the handle and the thread share (tests look at it).
+pub(crate) async fn start_shared(
+    settings: Settings,
+) -> Result<(GroupWriter, Arc<Shared>), StoreError> {
     let (writer, queue) = GroupWriter::new();
     let (opened, outcome) = oneshot::channel();
+    let gate = writer.gate();
     std::thread::Builder::new()
         .name(THREAD.to_owned())
         .spawn(move || match open(&settings) {
             Ok(connection) => {
-                let _ = opened.send(Ok(()));
-                run(connection, queue);
+                let shared = Arc::new(Shared {
+                    connection: Mutex::new(connection),
+                    gate,
+                    pending: AtomicUsize::new(0),
+                    busy_timeout: settings.busy_timeout,
+                    #[cfg(test)]
+                    committers: Mutex::default(),
+                });
+                let _ = opened.send(Ok(Arc::clone(&shared)));
+                run(shared, queue);
             }
             Err(e) => {
                 let _ = opened.send(Err(e));
             }
         })
         .map_err(|e| StoreError::Backend(format!("cannot start the SQLite writer thread: {e}")))?;
-    outcome
+    let shared = outcome
         .await
         .map_err(|_| StoreError::Backend("the SQLite writer thread stopped".to_owned()))??;
-    Ok(writer)
+    let inline: Arc<dyn Inline> = Arc::clone(&shared) as Arc<dyn Inline>;
+    Ok((writer.with_inline(inline), shared))
 }
 
 /// The writer's connection, with the store's pragmas.
@@ -97,9 +227,12 @@ pub(crate) fn open(settings: &Settings) -> Result<Connection, StoreError> {
     Ok(connection)
 }
 
-/// The thread: one batch at a time, until every handle is gone and the queue is empty.
-fn run(connection: Connection, mut queue: Queue) {
+/// The thread: one batch at a time, until every handle is gone and the queue is empty. Each
+/// batch's callers are answered once the gate and the connection are let go, so that a caller
+/// woken by its answer finds the writer idle.
+fn run(shared: Arc<Shared>, mut queue: Queue) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut outcomes = Vec::with_capacity(MAX_BATCH);
     while queue.receiver.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
         let turn = hold(&queue.gate);
         // Writes that arrived while the gate was held join this batch.
@@ -109,11 +242,29 @@ fn run(connection: Connection, mut queue: Queue) {
                 Err(_) => break,
             }
         }
-        commit(&connection, &mut batch);
+        let connection = shared.connection();
+        commit(&shared, &connection, &batch, &mut outcomes);
+        shared.pending.fetch_sub(batch.len(), Ordering::AcqRel);
+        drop(connection);
         drop(turn);
+        for (queued, outcome) in batch.drain(..).zip(outcomes.drain(..)) {
+            queued.answer(outcome);
+        }
     }
-    if let Err((_, e)) = connection.close() {
-        tracing::warn!(error = %e, "closing the SQLite writer connection failed");
+    drop(queue);
+    // Every handle is gone (each drops its share before its sender).
+    match Arc::try_unwrap(shared) {
+        Ok(shared) => {
+            let connection = shared
+                .connection
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Err((_, e)) = connection.close() {
+                tracing::warn!(error = %e, "closing the SQLite writer connection failed");
+            }
+        }
+        // Closed by whoever lets it go last.
+        Err(shared) => drop(shared),
     }
 }
 
@@ -125,30 +276,53 @@ fn hold(gate: &Gate) -> tokio::sync::MutexGuard<'_, ()> {
     }
 }
 
-/// Runs a batch in one transaction; on any failure, each write again alone.
-fn commit(connection: &Connection, batch: &mut Vec<Queued>) {
+/// Runs a batch in one transaction; on any failure, each write again alone. `outcomes` gets
+/// each write's, in the batch's order.
+fn commit(
+    shared: &Shared,
+    connection: &Connection,
+    batch: &[Queued],
+    outcomes: &mut Vec<Result<(), StoreError>>,
+) {
+    // (Used by tests only: each commit's thread.)
+    let _ = shared;
     if batch.len() > 1 {
         let scripts: Vec<&Script> = batch.iter().map(|queued| &queued.script).collect();
         if transaction(connection, &scripts).is_ok() {
-            for queued in batch.drain(..) {
-                queued.answer(Ok(()));
-            }
+            #[cfg(test)]
+            shared.committed();
+            outcomes.extend(batch.iter().map(|_| Ok(())));
             return;
         }
     }
-    for queued in batch.drain(..) {
+    for queued in batch {
         let outcome = transaction(connection, &[&queued.script]);
-        queued.answer(outcome);
+        #[cfg(test)]
+        if outcome.is_ok() {
+            shared.committed();
+        }
+        outcomes.push(outcome);
     }
 }
 
 /// Runs scripts in one transaction: all of them, or none (the failing statement's error).
 fn transaction(connection: &Connection, scripts: &[&Script]) -> Result<(), StoreError> {
+    begin(connection).map_err(backend)?;
+    finish(connection, scripts)
+}
+
+/// Begins a transaction taking the write lock (waiting for it up to the busy timeout).
+fn begin(connection: &Connection) -> rusqlite::Result<()> {
     if !connection.is_autocommit() {
         // A rollback that failed last time: never start inside a transaction of unknown state.
-        connection.execute_batch("ROLLBACK").map_err(backend)?;
+        connection.execute_batch("ROLLBACK")?;
     }
-    run_sql(connection, "BEGIN IMMEDIATE").map_err(backend)?;
+    run_sql(connection, "BEGIN IMMEDIATE")
+}
+
+/// Runs scripts in the transaction [`begin`] began and commits it; on any failure rolls it
+/// back and returns the failing statement's error.
+fn finish(connection: &Connection, scripts: &[&Script]) -> Result<(), StoreError> {
     let mut sql = String::new();
     let mut values = Vec::new();
     let outcome = scripts
@@ -454,6 +628,137 @@ mod tests {
         drop(held);
         write.await.unwrap().unwrap();
         assert_eq!(rows(&reader).await, vec![1, 1000]);
+    }
+
+    #[tokio::test]
+    async fn an_idle_writers_write_is_committed_on_the_callers_thread() {
+        let (_dir, path, reader) = database().await;
+        let (writer, shared) = start_shared(settings(&path)).await.unwrap();
+        writer.write(insert(1, false)).await.unwrap();
+        // A failing write too, with its own error.
+        let failed = writer.write(insert(2, true)).await;
+        assert!(
+            matches!(&failed, Err(StoreError::Conflict(m)) if m == "write 2 refused"),
+            "{failed:?}"
+        );
+        writer.write(insert(3, false)).await.unwrap();
+        let here = std::thread::current().id();
+        assert_eq!(
+            shared.committers(),
+            vec![here, here],
+            "committed where asked"
+        );
+        assert_eq!(rows(&reader).await, vec![1, 3, 1000]);
+    }
+
+    #[tokio::test]
+    async fn a_held_gate_makes_the_caller_queue_instead_of_waiting() {
+        let (_dir, path, reader) = database().await;
+        let (writer, shared) = start_shared(settings(&path)).await.unwrap();
+        let held = writer.gate().lock_owned().await;
+        // One runtime thread: a caller waiting for the gate here would never let it go.
+        let write = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.write(insert(1, false)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            rows(&reader).await,
+            vec![1000],
+            "the write ran past the gate"
+        );
+        assert!(!write.is_finished());
+        drop(held);
+        write.await.unwrap().unwrap();
+        assert_eq!(rows(&reader).await, vec![1, 1000]);
+        assert_ne!(
+            shared.committers(),
+            vec![std::thread::current().id()],
+            "the writer thread committed it"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lock_held_elsewhere_makes_the_caller_queue_instead_of_waiting() {
+        let (_dir, path, reader) = database().await;
+        let (writer, shared) = start_shared(settings(&path)).await.unwrap();
+        // Another connection writing (as sqlx's writer pool, or another process).
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let started = std::time::Instant::now();
+        let write = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.write(insert(1, false)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // One runtime thread: a caller in SQLite's busy handler would hold it for 5 s.
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the caller waited {:?} for the lock",
+            started.elapsed()
+        );
+        assert!(!write.is_finished());
+        other.execute_batch("COMMIT").unwrap();
+        write.await.unwrap().unwrap();
+        assert_eq!(rows(&reader).await, vec![1, 1000]);
+        assert_eq!(shared.committers().len(), 1);
+        assert_ne!(shared.committers()[0], std::thread::current().id());
+        // The connection's busy timeout is back for the thread's next waits.
+        let timeout: i64 = shared
+            .connection()
+            .query_row("PRAGMA busy_timeout", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(timeout, 5000);
+    }
+
+    #[tokio::test]
+    async fn a_write_never_overtakes_one_queued_before_it() {
+        let (_dir, path, reader) = database().await;
+        let (writer, shared) = start_shared(settings(&path)).await.unwrap();
+        // A write counted as queued: the caller queues too, however idle the rest is.
+        shared.queued();
+        assert!(shared.try_commit(insert(1, false)).is_err());
+        shared.pending.fetch_sub(1, Ordering::AcqRel);
+        assert!(matches!(shared.try_commit(insert(1, false)), Ok(Ok(()))));
+        // A queued write whose caller went away, then one that needs it committed first.
+        for n in 0..20 {
+            let held = writer.gate().lock_owned().await;
+            drop(writer.enqueue(insert(100 + 2 * n, false)).await);
+            drop(held);
+            let mut after = Script::new();
+            after
+                .statement("INSERT INTO t (n) SELECT n + 1 FROM t WHERE n = $1")
+                .bind(100 + 2 * n);
+            writer.write(after).await.unwrap();
+        }
+        let expected: Vec<i64> = [1]
+            .into_iter()
+            .chain((0..20).flat_map(|n| [100 + 2 * n, 101 + 2 * n]))
+            .chain([1000])
+            .collect();
+        assert_eq!(rows(&reader).await, expected);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writes_still_make_one_batch() {
+        let (_dir, path, reader) = database().await;
+        let (writer, shared) = start_shared(settings(&path)).await.unwrap();
+        let held = writer.gate().lock_owned().await;
+        let writes: Vec<_> = (0..32)
+            .map(|n| {
+                let writer = writer.clone();
+                tokio::spawn(async move { writer.write(insert(n, false)).await })
+            })
+            .collect();
+        while shared.pending.load(Ordering::Acquire) < 32 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(held);
+        for write in writes {
+            write.await.unwrap().unwrap();
+        }
+        assert_eq!(shared.committers().len(), 1, "one transaction");
+        assert_eq!(rows(&reader).await.len(), 33);
     }
 
     #[tokio::test]
