@@ -6,7 +6,7 @@
 use engine::model::{ModelError, ModelEvent};
 
 use crate::config::WireApi;
-use crate::sse::{SseDecoder, Step};
+use crate::sse::{SseDecoder, Step, decode_data, parse_error};
 use crate::sse_parse::SseParser;
 
 /// What a streamed turn would yield for a body arriving in these chunks: the events in order,
@@ -56,8 +56,8 @@ fn run<D: SseDecoder>(mut decoder: D, chunks: &[&[u8]]) -> Vec<Result<ModelEvent
     let mut out = Vec::new();
     let mut yielded = Vec::new();
     loop {
-        let step = match parser.next_event() {
-            Ok(Some(event)) => decoder.data(event.data, &mut out),
+        let step = match parser.next_raw() {
+            Ok(Some(event)) => decode_data(&mut decoder, event.data, &mut out),
             Ok(None) => match chunks.next() {
                 Some(chunk) => {
                     parser.feed(bytes::Bytes::copy_from_slice(chunk));
@@ -65,7 +65,7 @@ fn run<D: SseDecoder>(mut decoder: D, chunks: &[&[u8]]) -> Vec<Result<ModelEvent
                 }
                 None => decoder.end(&mut out).map(|()| Step::Done),
             },
-            Err(err) => Err(ModelError::Protocol(err.to_string())),
+            Err(err) => Err(parse_error(err)),
         };
         yielded.extend(out.drain(..).map(Ok));
         match step {

@@ -14,7 +14,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use tokio::time::{Instant, Sleep};
 
 use crate::redact::Redactor;
-use crate::sse_parse::SseParser;
+use crate::sse_parse::{Data, SseError, SseParser};
 use crate::transport::BodyStream;
 
 /// What the stream should do after a `data` field.
@@ -34,9 +34,36 @@ pub(crate) trait SseDecoder {
     /// Decodes one SSE `data` field, pushing the events it yields onto `out`.
     fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<Step, ModelError>;
 
+    /// [`SseDecoder::data`] for a field whose bytes were not checked to be UTF-8 yet
+    /// ([`Data::Unchecked`]): bytes that are not UTF-8 are refused with the parser's error, as
+    /// if the parser had checked them, and nothing of them is decoded. By default checked
+    /// whole, then decoded as text.
+    fn data_bytes(&mut self, data: &[u8], out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
+        let data = Data::Unchecked(data).checked().map_err(parse_error)?;
+        self.data(data, out)
+    }
+
     /// The body ended without a terminal event: closes the turn if it is complete all the same,
     /// else says why it is not.
     fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError>;
+}
+
+/// Decodes one event's `data` with `decoder` (checked to be UTF-8 by the parser or by the
+/// decoder).
+pub(crate) fn decode_data<D: SseDecoder>(
+    decoder: &mut D,
+    data: Data<'_>,
+    out: &mut Vec<ModelEvent>,
+) -> Result<Step, ModelError> {
+    match data {
+        Data::Text(data) => decoder.data(data, out),
+        Data::Unchecked(data) => decoder.data_bytes(data, out),
+    }
+}
+
+/// How an error of the SSE framing ends a turn.
+pub(crate) fn parse_error(err: SseError) -> ModelError {
+    ModelError::Protocol(err.to_string())
 }
 
 /// The events of an SSE `body`, decoded by `decoder`, each error scrubbed by `redactor`;
@@ -126,10 +153,10 @@ impl<D: SseDecoder> SseTurn<D> {
     /// and sets `end` when the turn is over. Pending while the body has nothing more.
     fn read_batch(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
-            let step = match self.parser.next_event() {
+            let step = match self.parser.next_raw() {
                 Ok(Some(event)) => {
                     self.deadline = None;
-                    self.decoder.data(event.data, &mut self.ready)
+                    decode_data(&mut self.decoder, event.data, &mut self.ready)
                 }
                 Ok(None) => match self.body.poll_next_unpin(cx) {
                     Poll::Ready(Some(Ok(chunk))) => {
@@ -147,7 +174,7 @@ impl<D: SseDecoder> SseTurn<D> {
                         return Poll::Pending;
                     }
                 },
-                Err(err) => Err(ModelError::Protocol(err.to_string())),
+                Err(err) => Err(parse_error(err)),
             };
             let step = step.map_err(|err| self.redactor.scrub(err));
             match step {

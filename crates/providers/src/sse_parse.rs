@@ -22,6 +22,9 @@
 //! Lines are read where they arrived, in the body's own `Bytes`: only a line cut by the end of a
 //! chunk is copied (until its end comes), and an event whose one data line and blank line are
 //! in one chunk (the usual `data: …` LF LF, read in one step) is handed out from that chunk.
+//! `next_raw` hands that usual event's data out as bytes not yet checked to be UTF-8 (the Chat
+//! Completions decoder checks only a chunk's text when the rest repeats the previous chunk's
+//! bytes, which were checked); `next_event` checks them.
 //! `oracle` (tests only) keeps the parser as it was before, copying every chunk into one
 //! buffer; the tests compare the two on every cut of their bodies.
 
@@ -66,7 +69,40 @@ impl fmt::Display for SseError {
     }
 }
 
-/// One dispatched event, borrowed from the parser until the next call.
+/// One dispatched event as [`SseParser::next_raw`] hands it out: its data maybe not checked
+/// to be UTF-8 yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawEvent<'a> {
+    /// The `event` field, `"message"` when there was none.
+    pub(crate) event: &'a str,
+    /// The `data` lines joined with LF.
+    pub(crate) data: Data<'a>,
+    /// The last event id seen so far in the stream (`""` when none).
+    pub(crate) id: &'a str,
+}
+
+/// An event's data: checked to be UTF-8, or the bytes of the usual event's one data line, read
+/// in one step and not checked (whoever takes them checks them, or the bytes it needs as text:
+/// the data is refused as [`SseError::NotUtf8`] when it is not UTF-8, as the checked one is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Data<'a> {
+    Text(&'a str),
+    Unchecked(&'a [u8]),
+}
+
+impl<'a> Data<'a> {
+    /// The data as text: checked now if it was not yet.
+    pub(crate) fn checked(self) -> Result<&'a str, SseError> {
+        match self {
+            Data::Text(text) => Ok(text),
+            Data::Unchecked(bytes) => std::str::from_utf8(bytes).map_err(|_| SseError::NotUtf8),
+        }
+    }
+}
+
+/// One dispatched event, borrowed from the parser until the next call (data checked: the
+/// tests' view, [`SseParser::next_event`]).
+#[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SseEvent<'a> {
     /// The `event` field, `"message"` when there was none.
@@ -182,8 +218,26 @@ impl SseParser {
     }
 
     /// The next complete event in what was fed, or `None` until more is fed. After an error
-    /// the stream cannot be read further.
+    /// the stream cannot be read further. (The tests' view of [`SseParser::next_raw`], with
+    /// every data checked.)
+    #[cfg(test)]
     pub(crate) fn next_event(&mut self) -> Result<Option<SseEvent<'_>>, SseError> {
+        let Some(event) = self.next_raw()? else {
+            return Ok(None);
+        };
+        Ok(Some(SseEvent {
+            event: event.event,
+            data: event.data.checked()?,
+            id: event.id,
+        }))
+    }
+
+    /// [`SseParser::next_event`], but the usual event's data (one `data` line and a blank line
+    /// read in one step) is handed out as bytes not checked to be UTF-8: a caller that reads
+    /// those bytes for what it knows (as the Chat Completions decoder compares a chunk with the
+    /// previous one's) checks only the bytes it turns into text. Every other value is checked
+    /// here as in `next_event`.
+    pub(crate) fn next_raw(&mut self) -> Result<Option<RawEvent<'_>>, SseError> {
         if self.dispatched {
             self.dispatched = false;
             self.data.clear();
@@ -213,9 +267,9 @@ impl SseParser {
                 self.at += used;
                 self.dispatched = true;
                 let event = event_type(&self.event);
-                return Ok(Some(SseEvent {
+                return Ok(Some(RawEvent {
                     event,
-                    data: std::str::from_utf8(value).map_err(|_| SseError::NotUtf8)?,
+                    data: Data::Unchecked(value),
                     id: &self.id,
                 }));
             }
@@ -304,9 +358,9 @@ impl SseParser {
             };
             self.dispatched = true;
             let event = event_type(&self.event);
-            return Ok(Some(SseEvent {
+            return Ok(Some(RawEvent {
                 event,
-                data,
+                data: Data::Text(data),
                 id: &self.id,
             }));
         }
@@ -716,6 +770,47 @@ mod tests {
             let (max_line, max_event) = [(MAX_LINE_BYTES, MAX_EVENT_BYTES), (12, 8)][next(2)];
             let (new, old) = both(&body, &cuts, max_line, max_event);
             assert_eq!(new, old, "{body:?} cut at {cuts:?}");
+        }
+    }
+
+    /// `next_raw` hands out the usual event's data (one line and a blank line in one chunk)
+    /// unchecked, and checks every other value as `next_event` does: bytes that are not UTF-8
+    /// there are the same error once checked.
+    #[test]
+    fn the_usual_event_is_handed_out_unchecked_and_the_rest_checked() {
+        let mut parser = SseParser::default();
+        parser.feed(Bytes::from_static(b"data: \xFF{}\n\ndata: ok\n\n"));
+        let first = parser.next_raw().map(|event| event.map(|event| event.data));
+        assert_eq!(first, Ok(Some(Data::Unchecked(b"\xFF{}"))));
+        assert_eq!(Data::Unchecked(b"\xFF{}").checked(), Err(SseError::NotUtf8));
+        assert_eq!(Data::Unchecked("\u{e9}".as_bytes()).checked(), Ok("\u{e9}"));
+        let second = parser.next_raw().map(|event| event.map(|event| event.data));
+        assert_eq!(second, Ok(Some(Data::Unchecked(b"ok"))));
+        // Cut by a chunk's end, two data lines, CR LF: checked by the parser.
+        for (pieces, data) in [
+            (&[&b"data: a\xC3"[..], b"\xA9\n\n"][..], "a\u{e9}"),
+            (&[&b"data: a\ndata: b\n\n"[..]][..], "a\nb"),
+            (&[&b"data: a\r\n\r\n"[..]][..], "a"),
+        ] {
+            let mut parser = SseParser::default();
+            let mut got = Vec::new();
+            for piece in pieces {
+                parser.feed(Bytes::copy_from_slice(piece));
+                while let Ok(Some(event)) = parser.next_raw() {
+                    got.push(event.data.checked().map(str::to_owned));
+                    assert!(matches!(event.data, Data::Text(_)), "{pieces:?}");
+                }
+            }
+            assert_eq!(got, vec![Ok(data.to_owned())], "{pieces:?}");
+        }
+        for body in [
+            &b"data: a\ndata: \xFF\n\n"[..],
+            b"data: \xFF\r\n\r\n",
+            b"event: \xFF\n",
+        ] {
+            let mut parser = SseParser::default();
+            parser.feed(Bytes::copy_from_slice(body));
+            assert_eq!(parser.next_raw(), Err(SseError::NotUtf8), "{body:?}");
         }
     }
 

@@ -10,7 +10,8 @@ use engine::model::{FinishReason, ModelError, ModelEvent, TokenUsage};
 
 use super::repeat::{Chunks, Reading};
 use super::wire::{Chunk, Completion, ExtraContent, FunctionDelta, Usage};
-use crate::sse::{SseDecoder, Step};
+use crate::sse::{SseDecoder, Step, parse_error};
+use crate::sse_parse::Data;
 
 /// The state of one streamed turn.
 #[derive(Debug, Default)]
@@ -48,6 +49,20 @@ impl SseDecoder for Decoder {
         };
         self.chunk_events(chunk, out)?;
         Ok(Step::Continue)
+    }
+
+    /// The usual chunk ([`Chunks::plain`]) read from its bytes: only its text is checked to be
+    /// UTF-8. Anything else is checked whole and read as text.
+    fn data_bytes(&mut self, data: &[u8], out: &mut Vec<ModelEvent>) -> Result<Step, ModelError> {
+        if let Some(text) = self.fast.plain(data) {
+            // What `data` pushes for the same chunk (`Reading::Text`).
+            if !text.is_empty() {
+                out.push(ModelEvent::TextDelta(text.to_owned()));
+            }
+            return Ok(Step::Continue);
+        }
+        let data = Data::Unchecked(data).checked().map_err(parse_error)?;
+        self.data(data, out)
     }
 
     /// Closes the turn (at `[DONE]`, or when the body ends without it): the usage, then the
@@ -204,6 +219,8 @@ fn token_usage(usage: &Usage) -> TokenUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sse::decode_data;
+    use crate::sse_parse::SseParser;
 
     /// Feeds `data` fields and returns all events, or the first error.
     fn decode(datas: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
@@ -403,5 +420,173 @@ mod tests {
                 ModelEvent::Finish(FinishReason::ToolCalls),
             ])
         );
+    }
+
+    /// A turn of `body` read in these pieces as `sse.rs` reads it (the parser's unchecked data
+    /// through `data_bytes`) when `unchecked`, else every data field checked by the parser and
+    /// decoded as text (as before `data_bytes`): the events up to the first error.
+    fn read_turn(pieces: &[&[u8]], unchecked: bool) -> Vec<Result<ModelEvent, ModelError>> {
+        let mut parser = SseParser::default();
+        let mut decoder = Decoder::default();
+        let mut pieces = pieces.iter();
+        let mut out = Vec::new();
+        let mut yielded = Vec::new();
+        loop {
+            let event = if unchecked {
+                parser
+                    .next_raw()
+                    .map(|event| event.map(|event| decode_data(&mut decoder, event.data, &mut out)))
+            } else {
+                parser
+                    .next_event()
+                    .map(|event| event.map(|event| decoder.data(event.data, &mut out)))
+            };
+            let step = match event {
+                Ok(Some(step)) => step,
+                Ok(None) => match pieces.next() {
+                    Some(piece) => {
+                        parser.feed(bytes::Bytes::copy_from_slice(piece));
+                        continue;
+                    }
+                    None => decoder.end(&mut out).map(|()| Step::Done),
+                },
+                Err(err) => Err(parse_error(err)),
+            };
+            yielded.extend(out.drain(..).map(Ok));
+            match step {
+                Ok(Step::Continue) => {}
+                Ok(Step::Done) => return yielded,
+                Err(err) => {
+                    yielded.push(Err(err));
+                    return yielded;
+                }
+            }
+        }
+    }
+
+    /// The fake provider's turn (the benchmark's upstream): a first chunk, text chunks with
+    /// these texts (JSON values), the finish and the usage.
+    fn fake_turn(texts: &[&str]) -> Vec<u8> {
+        let text = r#"{"choices":[{"delta":{"content":{T}},"finish_reason":null,"index":0,"logprobs":null}],"created":1700000000,"id":"chatcmpl-fake-1","model":"gpt-fake","object":"chat.completion.chunk","system_fingerprint":"fp_fake","usage":null}"#;
+        let mut chunks = vec![
+            r#"{"choices":[{"delta":{"content":"","refusal":null,"role":"assistant"},"finish_reason":null,"index":0,"logprobs":null}],"created":1700000000,"id":"chatcmpl-fake-1","model":"gpt-fake","object":"chat.completion.chunk","system_fingerprint":"fp_fake","usage":null}"#.to_owned(),
+        ];
+        chunks.extend(texts.iter().map(|value| text.replace("{T}", value)));
+        chunks.push(r#"{"choices":[{"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],"created":1700000000,"id":"chatcmpl-fake-1","model":"gpt-fake","object":"chat.completion.chunk","system_fingerprint":"fp_fake","usage":null}"#.to_owned());
+        chunks.push(r#"{"choices":[],"created":1700000000,"id":"chatcmpl-fake-1","model":"gpt-fake","object":"chat.completion.chunk","system_fingerprint":"fp_fake","usage":{"completion_tokens":64,"prompt_tokens":12,"total_tokens":76}}"#.to_owned());
+        chunks.push("[DONE]".to_owned());
+        let mut body = Vec::new();
+        for chunk in chunks {
+            body.extend_from_slice(b"data: ");
+            body.extend_from_slice(chunk.as_bytes());
+            body.extend_from_slice(b"\n\n");
+        }
+        body
+    }
+
+    const TEXTS: [&str; 8] = [
+        r#"" a""#,
+        r#"" b""#,
+        r#"" c""#,
+        r#""\u00e9\"""#,
+        r#"" d""#,
+        r#""é😀✓""#,
+        r#""""#,
+        r#"" e""#,
+    ];
+
+    /// The usual text chunks are taken from their bytes (only the text checked to be UTF-8) and
+    /// yield what they yielded checked whole, in any chunking: a multi-byte character cut by a
+    /// read's end is still one character.
+    #[test]
+    fn text_chunks_read_from_their_bytes_yield_what_checked_text_yields() {
+        let body = fake_turn(&TEXTS);
+        let want: Vec<Result<ModelEvent, ModelError>> =
+            [" a", " b", " c", "\u{e9}\"", " d", "é😀✓", " e"]
+                .iter()
+                .map(|text| Ok(ModelEvent::TextDelta((*text).to_owned())))
+                .chain([
+                    Ok(ModelEvent::Usage(TokenUsage {
+                        input_tokens: 12,
+                        output_tokens: 64,
+                        cached_input_tokens: 0,
+                        reasoning_tokens: 0,
+                        cache_write_tokens: 0,
+                    })),
+                    Ok(ModelEvent::Finish(FinishReason::Stop)),
+                ])
+                .collect();
+        assert_eq!(read_turn(&[&body], true), want);
+        assert_eq!(read_turn(&[&body], false), want);
+        for cut in 0..=body.len() {
+            let pieces = [&body[..cut], &body[cut..]];
+            assert_eq!(read_turn(&pieces, true), want, "cut at {cut}");
+        }
+        // The text chunks from the third on are the usual ones.
+        let mut decoder = Decoder::default();
+        let mut plain = Vec::new();
+        for data in body
+            .split(|&byte| byte == b'\n')
+            .filter_map(|line| line.strip_prefix(b"data: "))
+        {
+            plain.push(decoder.fast.plain(data).is_some());
+            let mut out = Vec::new();
+            decoder.data_bytes(data, &mut out).ok();
+        }
+        assert_eq!(
+            plain,
+            [
+                false, false, false, true, false, true, true, true, true, false, false, false
+            ]
+        );
+    }
+
+    /// A text chunk with bytes that are not UTF-8 anywhere (a byte replaced or inserted), or
+    /// with whitespace the decoder trims, yields what it yielded checked whole by the parser:
+    /// the same events, and the parser's error at the same point.
+    #[test]
+    fn edited_text_chunks_read_from_their_bytes_yield_what_checked_text_yields() {
+        let body = fake_turn(&TEXTS);
+        // The fifth text chunk (` d`), read by the usual path when unedited.
+        let start = body
+            .windows(4)
+            .position(|window| window == br#"" d""#)
+            .and_then(|at| body[..at].iter().rposition(|&byte| byte == b'\n'))
+            .map_or(0, |at| at + 1);
+        let end = start
+            + body[start..]
+                .iter()
+                .position(|&byte| byte == b'\n')
+                .unwrap_or(0);
+        let mut refused = 0;
+        for at in start..=end {
+            for edit in 0..6 {
+                let mut edited = body.clone();
+                match edit {
+                    0 if at < end => edited[at] = 0xFF,
+                    1 if at < end => edited[at] = 0x80,
+                    2 => edited.insert(at, 0xC3),
+                    3 => edited.splice(at..at, [0xE2, 0x9C]).for_each(drop),
+                    4 => edited.splice(at..at, "\u{a0}".bytes()).for_each(drop),
+                    5 => edited.insert(at, b' '),
+                    _ => continue,
+                }
+                let checked = read_turn(&[&edited], false);
+                refused += usize::from(checked.last().is_some_and(|last| {
+                    last == &Err(ModelError::Protocol("the stream is not valid UTF-8".into()))
+                }));
+                assert_eq!(read_turn(&[&edited], true), checked, "edit {edit} at {at}");
+                let cut = at.min(edited.len());
+                let pieces = [&edited[..cut], &edited[cut..]];
+                assert_eq!(
+                    read_turn(&pieces, true),
+                    checked,
+                    "edit {edit} at {at}, cut"
+                );
+            }
+        }
+        // Nearly every edit of the first four kinds is refused (not those in the field's name,
+        // which is never decoded: the line is then an unknown field).
+        assert!(refused >= 4 * (end - start) - 40, "{refused}");
     }
 }

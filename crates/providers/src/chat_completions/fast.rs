@@ -67,15 +67,39 @@ pub(super) fn text_at(data: &str, at: usize) -> Option<(Option<String>, usize)> 
 /// (the usual text), and where it ends: what [`text_at`] reads there, without its steps for
 /// `null`, whitespace and escapes; `None` for anything else (then [`text_at`] reads it).
 pub(super) fn plain_text_at(data: &str, at: usize) -> Option<(&str, usize)> {
-    let reader = Reader::new(data, at);
-    if reader.byte(at)? != b'"' {
-        return None;
-    }
-    let end = reader.special(at + 1);
-    if reader.byte(end)? != b'"' {
-        return None;
-    }
+    let end = plain_text_end(data.as_bytes(), at)?;
     Some((data.get(at + 1..end)?, end + 1))
+}
+
+/// Where the string without escapes that begins at `at` in `bytes` ends (its closing quote), or
+/// `None` when there is none there: [`plain_text_at`] over bytes, for a caller that checks the
+/// text's bytes to be UTF-8 itself.
+pub(super) fn plain_text_end(bytes: &[u8], at: usize) -> Option<usize> {
+    if *bytes.get(at)? != b'"' {
+        return None;
+    }
+    let end = special(bytes, at + 1);
+    (*bytes.get(end)? == b'"').then_some(end)
+}
+
+/// The first position from `at` on in `bytes` of a quote, a backslash or a control character
+/// (the bytes that end a string's plain run), or the length of `bytes`.
+fn special(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        let word = u64::from_le_bytes(*word);
+        let found = zeros(word ^ splat(b'"')) | zeros(word ^ splat(b'\\')) | below(word, 0x20);
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while let Some(&byte) = bytes.get(at) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            break;
+        }
+        at += 1;
+    }
+    at
 }
 
 /// The rest of the chunk `data` after its first choice's text (`text`, ending at `end`), the
@@ -171,23 +195,8 @@ impl<'a> Reader<'a> {
 
     /// The first position from `at` on of a quote, a backslash or a control character (the
     /// bytes that end a string's plain run), or the text's length.
-    fn special(&self, mut at: usize) -> usize {
-        let bytes = self.bytes();
-        while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
-            let word = u64::from_le_bytes(*word);
-            let found = zeros(word ^ splat(b'"')) | zeros(word ^ splat(b'\\')) | below(word, 0x20);
-            if found != 0 {
-                return at + (found.trailing_zeros() / 8) as usize;
-            }
-            at += 8;
-        }
-        while let Some(byte) = self.byte(at) {
-            if byte == b'"' || byte == b'\\' || byte < 0x20 {
-                break;
-            }
-            at += 1;
-        }
-        at
+    fn special(&self, at: usize) -> usize {
+        special(self.bytes(), at)
     }
 
     /// The four hex digits at `at` (`\u` escape), either case.

@@ -138,6 +138,31 @@ impl Chunks {
         self.read(data).0
     }
 
+    /// The text of `data`, a chunk whose bytes were not checked to be UTF-8, when it is the
+    /// usual one: it begins with the kept prefix, a text without escapes follows, then the kept
+    /// rest, whose reading holds nothing but the text (what [`Chunks::next`] reads as
+    /// [`Reading::Text`], [`Path::Plain`], without a state to change). The prefix and the rest
+    /// being the bytes of kept strings, `data` is UTF-8 when the text is, which is checked
+    /// here; and its first and last bytes are visible ASCII, so it is what the decoder's trim
+    /// leaves of it. `None` for anything else (then the caller checks `data` whole and reads it
+    /// as text).
+    pub(crate) fn plain<'a>(&self, data: &'a [u8]) -> Option<&'a str> {
+        let last = self.last.as_ref()?;
+        if !matches!(last.rest, Some(Rest::Plain))
+            || !data.starts_with(last.prefix.as_bytes())
+            || !data.first()?.is_ascii_graphic()
+            || !data.last()?.is_ascii_graphic()
+        {
+            return None;
+        }
+        let at = last.prefix.len();
+        let end = fast::plain_text_end(data, at)?;
+        if data.get(end + 1..)? != last.suffix.as_bytes() {
+            return None;
+        }
+        std::str::from_utf8(data.get(at + 1..end)?).ok()
+    }
+
     pub(super) fn read(&mut self, data: &str) -> (Option<Reading>, Path) {
         if let Some(last) = &mut self.last
             && data.as_bytes().starts_with(last.prefix.as_bytes())
