@@ -355,8 +355,11 @@ async fn a_plain_run_whose_caller_goes_away_still_ends_and_is_stored() {
     );
 }
 
-/// The task ids the model saw its turns asked from.
-fn turn_tasks(h: &Harness, text: &str) -> Arc<std::sync::Mutex<Vec<Option<tokio::task::Id>>>> {
+/// The ids of the tasks a model's turns were polled in.
+type TurnTasks = Arc<std::sync::Mutex<Vec<Option<tokio::task::Id>>>>;
+
+/// Scripts a one-turn text answer that records the task its stream is polled in.
+fn turn_tasks(h: &Harness, text: &str) -> TurnTasks {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
     h.model("m").push(Turn::Stream(vec![
