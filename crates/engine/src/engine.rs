@@ -23,6 +23,7 @@ use crate::model::ModelRouter;
 use crate::plan::{self, Continuation, JobPayload, RunPlan};
 use crate::presets::apply_preset;
 use crate::run::Finished;
+use crate::runner::InlineRun;
 use crate::store::{JobRecord, JobState, ResponseRecord};
 use crate::tools::ConnectorServer;
 use crate::{connector_tools, job_secrets, jobs, recovery, replicas, response, retention, runner};
@@ -56,21 +57,36 @@ pub struct RunHandle {
     pub initial: Response,
     log: Arc<EventLog>,
     /// `None` for background runs, which a worker executes.
-    done: Option<watch::Receiver<Option<Arc<Finished>>>>,
+    done: Option<Done>,
+}
+
+/// How a foreground run's end reaches its handle.
+enum Done {
+    /// The run is a task of its own ([`Engine::start`]): its end is sent here.
+    Spawned(watch::Receiver<Option<Arc<Finished>>>),
+    /// The run is polled by whoever awaits [`RunHandle::finish`] ([`Engine::start_inline`]);
+    /// spawned if the handle or that future is dropped first.
+    Inline(InlineRun),
 }
 
 impl RunHandle {
     /// Every event of the run from the first, as lines of JSON, ending after the terminal event.
+    /// (A run from [`Engine::start_inline`] makes progress only while [`RunHandle::finish`] is
+    /// awaited or once the handle is dropped.)
     pub fn events(&self) -> impl futures::Stream<Item = Arc<str>> + Send + 'static {
         self.log.follow(0)
     }
 
-    /// Waits for a foreground run to end and returns how it ended.
+    /// Waits for a foreground run to end and returns how it ended. A run from
+    /// [`Engine::start_inline`] is driven by this future; dropping it before the end leaves
+    /// the rest of the run to a task of its own.
     pub async fn finish(self) -> Option<Arc<Finished>> {
-        let mut done = self.done?;
-        match done.wait_for(Option::is_some).await {
-            Ok(value) => value.clone(),
-            Err(_) => None,
+        match self.done? {
+            Done::Spawned(mut done) => match done.wait_for(Option::is_some).await {
+                Ok(value) => value.clone(),
+                Err(_) => None,
+            },
+            Done::Inline(run) => run.await.map(Arc::new),
         }
     }
 }
@@ -143,13 +159,30 @@ impl Engine {
         project_id: &'a str,
         request: CreateRequest,
     ) -> impl Future<Output = Result<RunHandle, EngineError>> + Send + 'a {
-        self.start_boxed(project_id, Box::new(request))
+        self.start_boxed(project_id, Box::new(request), false)
+    }
+
+    /// As [`Engine::start`], but a foreground run is not spawned: it runs in the task that
+    /// awaits [`RunHandle::finish`], for a caller that only waits for the run's end (a plain
+    /// request). That saves the spawn and the hand-off of the end from the run's task to the
+    /// waiting one (at low load, a wake-up of another worker thread). Nothing else differs: the
+    /// run is in the live map (cancel, resume, lookups), counted in the metrics and stored as
+    /// a spawned one, and if the handle or `finish`'s future is dropped before the run ends
+    /// (the client went away), the rest of the run is spawned then and still ends and is
+    /// stored. Background runs are queued as by [`Engine::start`].
+    pub fn start_inline<'a>(
+        &'a self,
+        project_id: &'a str,
+        request: CreateRequest,
+    ) -> impl Future<Output = Result<RunHandle, EngineError>> + Send + 'a {
+        self.start_boxed(project_id, Box::new(request), true)
     }
 
     async fn start_boxed(
         &self,
         project_id: &str,
         mut request: Box<CreateRequest>,
+        inline: bool,
     ) -> Result<RunHandle, EngineError> {
         let core = &self.core;
         request.validate()?;
@@ -281,23 +314,31 @@ impl Engine {
                 done: None,
             });
         }
-        let (done_tx, done_rx) = watch::channel(None);
         let Starting { plan, response, .. } = *started;
         let initial = response.clone();
         let log = live.log.clone();
         let run = runner::execute(core, plan, response, initial_json, live);
-        tokio::spawn(async move {
+        let run = async move {
             let finished = run.await;
             if let Some(heartbeat) = heartbeat {
                 heartbeat.abort();
             }
-            let _ = done_tx.send(Some(Arc::new(finished)));
-        });
+            finished
+        };
+        let done = if inline {
+            Done::Inline(InlineRun::new(run))
+        } else {
+            let (done_tx, done_rx) = watch::channel(None);
+            tokio::spawn(async move {
+                let _ = done_tx.send(Some(Arc::new(run.await)));
+            });
+            Done::Spawned(done_rx)
+        };
         Ok(RunHandle {
             id,
             initial,
             log,
-            done: Some(done_rx),
+            done: Some(done),
         })
     }
 

@@ -26,7 +26,15 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let stream = request.stream.unwrap_or(false);
     let background = request.background.unwrap_or(false);
-    let handle = state.engine.start(&project, request).await?;
+    let handle = if stream {
+        // The run is a task of its own: a slow client never slows it (the stream reads its log).
+        state.engine.start(&project, request).await?
+    } else {
+        // Polled in this task until it ends (no spawn, no hand-off of its end); if this future
+        // is dropped first (the client went away), the rest of the run becomes a task of its
+        // own and still ends and is stored.
+        state.engine.start_inline(&project, request).await?
+    };
     if stream {
         if background {
             // Its first event comes when a worker takes the job: the head leaves at once.

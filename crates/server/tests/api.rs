@@ -588,6 +588,57 @@ async fn a_client_that_disconnects_does_not_lose_the_run() {
 }
 
 #[tokio::test]
+async fn a_plain_request_whose_client_disconnects_mid_run_is_still_completed_and_stored() {
+    use tokio::io::AsyncWriteExt as _;
+    let app = TestApp::spawn().await;
+    app.fake.push(
+        Reply::text_chunks(["one ", "two ", "three"])
+            .delay_between_chunks(Duration::from_millis(150)),
+    );
+    // The plain run is polled by the request's own task: the client goes away mid-run, the
+    // server drops that task's future, and the rest of the run must carry on on its own.
+    let body = json!({"model": MODEL, "input": "count"}).to_string();
+    let addr = app.base_url.trim_start_matches("http://");
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/responses HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(body.as_bytes()).await.unwrap();
+    for _ in 0..1000 {
+        if !app.fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(app.fake.requests().len(), 1, "the run asked the model");
+    socket.shutdown().await.unwrap();
+    drop(socket);
+    // Nothing was answered to the client; the run is found by the listing once stored.
+    let query = engine::ResponseQuery::default();
+    let mut listed = Vec::new();
+    for _ in 0..1000 {
+        listed = app
+            .state
+            .engine
+            .list_responses("default", &query)
+            .await
+            .unwrap()
+            .data;
+        if !listed.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(listed.len(), 1, "the run is stored");
+    let id = listed[0].id.clone();
+    let stored = app.wait_terminal(&id).await;
+    assert_eq!(stored["status"], "completed");
+    assert_eq!(stored["output"][0]["content"][0]["text"], "one two three");
+}
+
+#[tokio::test]
 async fn request_errors_name_the_offending_field() {
     let app = TestApp::spawn().await;
     let cases = [

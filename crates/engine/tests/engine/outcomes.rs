@@ -354,3 +354,135 @@ async fn a_plain_run_whose_caller_goes_away_still_ends_and_is_stored() {
         "the event log is stored to its end"
     );
 }
+
+/// The ids of the tasks a model's turns were polled in.
+type TurnTasks = Arc<std::sync::Mutex<Vec<Option<tokio::task::Id>>>>;
+
+/// Scripts a one-turn text answer that records the task its stream is polled in.
+fn turn_tasks(h: &Harness, text: &str) -> TurnTasks {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    h.model("m").push(Turn::Stream(vec![
+        Step::Call(Arc::new(move || {
+            record.lock().unwrap().push(tokio::task::try_id());
+        })),
+        Step::Event(ModelEvent::TextDelta(text.to_owned())),
+        Step::Event(ModelEvent::Finish(FinishReason::Stop)),
+    ]));
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_run_started_inline_runs_in_the_task_that_awaits_it() {
+    let h = Harness::new();
+    for inline in [true, false] {
+        let seen = turn_tasks(&h, "done");
+        let engine = h.engine.clone();
+        let caller = tokio::spawn(async move {
+            let body = request(json!({"model": "fake/m", "input": "x"}));
+            let handle = if inline {
+                engine.start_inline(PROJECT, body).await.unwrap()
+            } else {
+                engine.start(PROJECT, body).await.unwrap()
+            };
+            let id = handle.id.clone();
+            let finished = handle.finish().await.unwrap();
+            assert_eq!(finished.response.status, ResponseStatus::Completed);
+            (tokio::task::id(), id)
+        });
+        let (caller, id) = caller.await.unwrap();
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1);
+        // `start` runs it in a task of its own; `start_inline` in the caller's.
+        assert_eq!(seen[0] == Some(caller), inline, "inline: {inline}");
+        assert_eq!(h.store.status_of(&id), Some(ResponseStatus::Completed));
+    }
+    let metrics = h.engine.metrics().await.unwrap();
+    assert_eq!(metrics.active_runs.get(), 0, "both runs counted as ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_run_started_inline_whose_caller_goes_away_still_ends_and_is_stored() {
+    let h = Harness::new();
+    let (mut steps, gate) = paused("one ", "two");
+    steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
+    h.model("m").push(Turn::Stream(steps));
+    let (id_tx, id_rx) = tokio::sync::oneshot::channel();
+    let engine = h.engine.clone();
+    let caller = tokio::spawn(async move {
+        let handle = engine
+            .start_inline(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+            .await
+            .unwrap();
+        let _ = id_tx.send(handle.id.clone());
+        handle.finish().await
+    });
+    let id = id_rx.await.unwrap();
+    // The run has asked the model (from the caller's task) and waits mid-answer: the caller
+    // goes away, its future dropped.
+    let asked = async {
+        while h.model("m").requests().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), asked)
+        .await
+        .expect("the run asks the model within 10 s");
+    caller.abort();
+    assert!(caller.await.unwrap_err().is_cancelled());
+    gate.notify_one();
+    assert_eq!(h.wait_terminal(&id).await, ResponseStatus::Completed);
+    let stored = serde_json::to_value(&h.store.lock().responses[&id].response).unwrap();
+    assert_eq!(
+        items(&stored, "message")[0]["content"][0]["text"],
+        "one two"
+    );
+    let events = h.store.events_of(&id);
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "response.completed",
+        "the event log is stored to its end"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_run_started_inline_and_never_awaited_still_runs_to_its_end() {
+    let h = Harness::new();
+    h.model("m").push(Turn::text("never awaited"));
+    let handle = h
+        .engine
+        .start_inline(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+        .await
+        .unwrap();
+    let id = handle.id.clone();
+    drop(handle);
+    assert_eq!(h.wait_terminal(&id).await, ResponseStatus::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_run_started_inline_is_cancelled_while_its_caller_awaits_it() {
+    let h = Harness::new();
+    let (steps, _gate) = paused("one ", "two");
+    h.model("m").push(Turn::Stream(steps));
+    let handle = h
+        .engine
+        .start_inline(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+        .await
+        .unwrap();
+    let id = handle.id.clone();
+    let engine = h.engine.clone();
+    let models = h.models.clone();
+    let canceller = tokio::spawn(async move {
+        while models.get("m").requests().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        engine.cancel(PROJECT, &id).await.unwrap()
+    });
+    let finished = tokio::time::timeout(std::time::Duration::from_secs(10), handle.finish())
+        .await
+        .expect("the cancelled run ends within 10 s")
+        .unwrap();
+    assert_eq!(finished.response.status, ResponseStatus::Cancelled);
+    let ack = canceller.await.unwrap();
+    assert_eq!(ack.response.status, ResponseStatus::Cancelled);
+}
