@@ -617,12 +617,13 @@ async fn a_plain_request_whose_client_disconnects_mid_run_is_still_completed_and
     drop(socket);
     // Nothing was answered to the client; the run is found by the listing once stored.
     let query = engine::ResponseQuery::default();
+    let project = app.state.engine.default_project().await.unwrap();
     let mut listed = Vec::new();
     for _ in 0..1000 {
         listed = app
             .state
             .engine
-            .list_responses("default", &query)
+            .list_responses(&project, &query)
             .await
             .unwrap()
             .data;
