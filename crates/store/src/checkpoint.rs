@@ -120,11 +120,9 @@ pub(crate) struct Files {
 impl Files {
     /// The files of the database at `database` (its WAL is `{database}-wal`).
     pub(crate) fn new(database: PathBuf) -> Files {
-        let mut wal = database.clone().into_os_string();
-        wal.push("-wal");
         Files {
+            wal: crate::wal_write_out::wal_path(&database),
             database,
-            wal: PathBuf::from(wal),
             #[cfg(test)]
             synced: Default::default(),
         }

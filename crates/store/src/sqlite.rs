@@ -16,6 +16,7 @@ use sqlx::sqlite::{
 use crate::checkpoint::{self, Checkpointer, Files};
 use crate::group_commit::GroupWriter;
 use crate::sqlite_reader::InlineReader;
+use crate::wal_write_out::{self, WriteOut};
 use crate::{error, migrate, sqlite_writer};
 
 // The port modules are shared with the PostgreSQL back end (see `ports/mod.rs`).
@@ -230,6 +231,10 @@ impl SqliteStore {
             path: options.get_filename().to_owned(),
             busy_timeout: BUSY_TIMEOUT,
             journal_size_limit: checkpoints.journal_size_limit,
+            write_out: Some(WriteOut::spawn(
+                options.get_filename(),
+                wal_write_out::EVERY,
+            )),
         })
         .await?;
         // Open mode's per-request read, on the caller's thread.

@@ -57,6 +57,7 @@ use tokio::sync::oneshot;
 
 use crate::group_commit::{Gate, GroupWriter, Inline, MAX_BATCH, Queue, Queued};
 use crate::script::{self, Script, Statement, Value};
+use crate::wal_write_out::WriteOut;
 
 /// How the writer's connection is opened.
 #[derive(Debug, Clone)]
@@ -67,6 +68,8 @@ pub(crate) struct Settings {
     pub(crate) busy_timeout: Duration,
     /// Bytes the WAL file is truncated back to when it starts over.
     pub(crate) journal_size_limit: i64,
+    /// Told of each commit, to write the WAL out soon after (`None`: left to the checkpoints).
+    pub(crate) write_out: Option<WriteOut>,
 }
 
 /// Prepared statements kept: the run-path writes' few, with room for their multi-row shapes.
@@ -86,6 +89,8 @@ pub(crate) struct Shared {
     /// The connection's busy timeout, put back after an inline `BEGIN IMMEDIATE` (which runs
     /// with none).
     busy_timeout: Duration,
+    /// Told of each commit (the thread's and the inline ones).
+    write_out: Option<WriteOut>,
     /// The thread of each commit, in order (tests).
     #[cfg(test)]
     committers: Mutex<Vec<std::thread::ThreadId>>,
@@ -97,6 +102,14 @@ impl Shared {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A transaction ended (committed, or rolled back after writing frames): the WAL has new
+    /// frames to write out.
+    fn wrote(&self) {
+        if let Some(write_out) = &self.write_out {
+            write_out.wrote();
+        }
     }
 
     #[cfg(test)]
@@ -160,6 +173,7 @@ impl Inline for Shared {
         }
         drop(connection);
         drop(turn);
+        self.wrote();
         Ok(outcome)
     }
 
@@ -191,6 +205,7 @@ pub(crate) async fn start_shared(
                     gate,
                     pending: AtomicUsize::new(0),
                     busy_timeout: settings.busy_timeout,
+                    write_out: settings.write_out.clone(),
                     #[cfg(test)]
                     committers: Mutex::default(),
                 });
@@ -247,6 +262,7 @@ fn run(shared: Arc<Shared>, mut queue: Queue) {
         shared.pending.fetch_sub(batch.len(), Ordering::AcqRel);
         drop(connection);
         drop(turn);
+        shared.wrote();
         for (queued, outcome) in batch.drain(..).zip(outcomes.drain(..)) {
             queued.answer(outcome);
         }
@@ -461,6 +477,7 @@ mod tests {
             path: path.to_owned(),
             busy_timeout: Duration::from_secs(5),
             journal_size_limit: 1 << 20,
+            write_out: None,
         }
     }
 
@@ -649,6 +666,48 @@ mod tests {
             "committed where asked"
         );
         assert_eq!(rows(&reader).await, vec![1, 3, 1000]);
+    }
+
+    /// Waits (bounded) until `write_out` has run more than `n` write-outs.
+    async fn written_out_beyond(write_out: &WriteOut, n: usize) {
+        for _ in 0..500 {
+            if write_out.written_out() > n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no write-out after 5 s ({n} before)");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn inline_and_queued_commits_have_the_wal_written_out() {
+        let (_dir, path, reader) = database().await;
+        let write_out = WriteOut::spawn(&path, Duration::from_millis(10));
+        let (writer, shared) = start_shared(Settings {
+            write_out: Some(write_out.clone()),
+            ..settings(&path)
+        })
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(write_out.written_out(), 0, "nothing committed yet");
+        writer.write(insert(1, false)).await.unwrap();
+        assert_eq!(shared.committers(), vec![std::thread::current().id()]);
+        written_out_beyond(&write_out, 0).await;
+        // A write queued behind a held gate, committed by the writer thread.
+        let before = write_out.written_out();
+        let held = writer.gate().lock_owned().await;
+        let write = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.write(insert(2, false)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(write_out.written_out(), before, "nothing new committed");
+        drop(held);
+        write.await.unwrap().unwrap();
+        assert_ne!(shared.committers()[1], std::thread::current().id());
+        written_out_beyond(&write_out, before).await;
+        assert_eq!(rows(&reader).await, vec![1, 2, 1000]);
     }
 
     #[tokio::test]
