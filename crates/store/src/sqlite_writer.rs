@@ -450,6 +450,7 @@ mod tests {
     use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
     use super::*;
+    use crate::wal_write_out::tests::written_out;
 
     /// A WAL database file holding a table `t` with the row 1000, and a pool reading it; in a
     /// temporary directory removed when the returned guard drops.
@@ -668,17 +669,6 @@ mod tests {
         assert_eq!(rows(&reader).await, vec![1, 3, 1000]);
     }
 
-    /// Waits (bounded) until `write_out` has run more than `n` write-outs.
-    async fn written_out_beyond(write_out: &WriteOut, n: usize) {
-        for _ in 0..500 {
-            if write_out.written_out() > n {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("no write-out after 5 s ({n} before)");
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn inline_and_queued_commits_have_the_wal_written_out() {
         let (_dir, path, reader) = database().await;
@@ -693,7 +683,7 @@ mod tests {
         assert_eq!(write_out.written_out(), 0, "nothing committed yet");
         writer.write(insert(1, false)).await.unwrap();
         assert_eq!(shared.committers(), vec![std::thread::current().id()]);
-        written_out_beyond(&write_out, 0).await;
+        written_out(&write_out, 1).await;
         // A write queued behind a held gate, committed by the writer thread.
         let before = write_out.written_out();
         let held = writer.gate().lock_owned().await;
@@ -706,7 +696,7 @@ mod tests {
         drop(held);
         write.await.unwrap().unwrap();
         assert_ne!(shared.committers()[1], std::thread::current().id());
-        written_out_beyond(&write_out, before).await;
+        written_out(&write_out, before + 1).await;
         assert_eq!(rows(&reader).await, vec![1, 2, 1000]);
     }
 

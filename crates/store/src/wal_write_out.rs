@@ -147,11 +147,11 @@ impl Task {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Waits (bounded) until `write_out` has run at least `n` write-outs.
-    async fn written_out(write_out: &WriteOut, n: usize) {
+    pub(crate) async fn written_out(write_out: &WriteOut, n: usize) {
         for _ in 0..500 {
             if write_out.written_out() >= n {
                 return;
