@@ -236,3 +236,59 @@ async fn a_runs_closing_events_leave_with_its_terminal_event() {
     );
     handle.finish().await.unwrap();
 }
+
+/// When the upstream pauses in the middle of a burst, a turn read in the run's own task (the
+/// in-task HTTP client: `ModelClient::fed_by_another_task` false) is looked at once without
+/// waiting and then waited for: no yield in between, which could bring nothing (the socket is
+/// read by this very task) and would wake another worker thread. A turn fed by another task
+/// (reqwest's connection task) is looked at once more after a yield, so that a chunk that task
+/// holds joins the burst. Either way the turn goes on once the upstream does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_read_in_the_runs_own_task_waits_without_a_yield() {
+    // Polls of the stream up to the pause: the first delta, the look that finds nothing, the
+    // wait (and for a stream fed by another task, the look after the yield).
+    for (in_task, polls_at_the_pause) in [(true, 3), (false, 4)] {
+        let h = Harness::new();
+        let model = h.model("m");
+        model.reads_in_task.store(in_task, Ordering::SeqCst);
+        let gate = Arc::new(Notify::new());
+        let steps = vec![
+            Step::Event(ModelEvent::TextDelta("a".to_owned())),
+            Step::Wait(gate.clone()),
+            Step::Event(ModelEvent::TextDelta("b".to_owned())),
+            Step::Event(ModelEvent::Finish(FinishReason::Stop)),
+        ];
+        let handle = start_streamed(&h, steps).await;
+        let mut events = Box::pin(handle.events());
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(5), events.next())
+                .await
+                .expect("the first delta reaches the follower")
+                .unwrap();
+            if line.contains("response.output_text.delta") {
+                break;
+            }
+        }
+        // The follower is woken just before the turn's last poll: wait for that poll (bounded),
+        // then long enough for any further one (well under the 500 ms flush period).
+        let polls = || model.polls.load(Ordering::SeqCst);
+        for _ in 0..500 {
+            if polls() >= polls_at_the_pause {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            polls(),
+            polls_at_the_pause,
+            "read in the run's task: {in_task}"
+        );
+        gate.notify_one();
+        let rest: Vec<Arc<str>> = tokio::time::timeout(Duration::from_secs(5), events.collect())
+            .await
+            .unwrap();
+        assert!(rest.iter().any(|line| line.contains(r#""delta":"b""#)));
+        assert!(rest.last().unwrap().contains("response.completed"));
+    }
+}
