@@ -24,6 +24,7 @@
 
 mod body;
 mod conn;
+mod hand_over;
 mod io;
 mod slot;
 pub(crate) mod task;

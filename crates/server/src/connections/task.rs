@@ -1,5 +1,6 @@
-//! Serving one connection: hyper (HTTP/1 or HTTP/2) over the watched socket, each request's
-//! answer tracked, and the watchdog that closes the connection when it outstays its limits,
+//! Serving one connection: hyper (HTTP/1 or HTTP/2) over the watched socket (request bodies
+//! handed over without waking another worker: `hand_over.rs`), each request's answer tracked,
+//! and the watchdog that closes the connection when it outstays its limits,
 //! when its slot is wanted, or after a graceful shutdown once its requests are done.
 
 use std::convert::Infallible;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use super::body::TrackedBody;
+use super::hand_over;
 use super::io::TrackedIo;
 use super::{Admitted, ConnectionSlot, Limits};
 
@@ -37,7 +39,8 @@ pub(crate) async fn serve(
         request.extensions_mut().insert(slot.clone());
         let app = app.clone();
         async move {
-            let response = app.oneshot(request.map(Body::new)).await?;
+            let request = request.map(|body| Body::new(hand_over::Body::new(body)));
+            let response = app.oneshot(request).await?;
             Ok::<_, Infallible>(response.map(|body| Body::new(TrackedBody::new(body, guard))))
         }
     });
@@ -45,14 +48,14 @@ pub(crate) async fn serve(
     // With upgrades: WebSocket mode (`crate::websocket`) takes the connection over after its
     // 101 answer; from then on it is the WebSocket's, which keeps the slot (the request's
     // `ConnectionSlot`) and closes itself when idle, when evicted or after its lifetime.
-    let connection = builder.serve_connection_with_upgrades(io, service);
-    tokio::pin!(connection);
+    let mut connection =
+        hand_over::Connection::new(builder.serve_connection_with_upgrades(io, service));
     let mut tick = tokio::time::interval(tick_of(limits.idle_timeout));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut draining = false;
     loop {
         tokio::select! {
-            result = connection.as_mut() => {
+            result = &mut connection => {
                 if let Err(err) = result {
                     tracing::trace!(connection = conn.id, %err, "connection ended with an error");
                 }
@@ -60,7 +63,7 @@ pub(crate) async fn serve(
             }
             () = shutdown.cancelled(), if !draining => {
                 draining = true;
-                connection.as_mut().graceful_shutdown();
+                connection.inner().graceful_shutdown();
             }
             () = conn.evicted() => break,
             _ = tick.tick() => {
