@@ -317,17 +317,6 @@ pub trait ModelClient: Send + Sync {
     /// Start one turn. Errors before the first event (HTTP status, connect failure) come back
     /// as `Err`; errors mid-stream come as an `Err` item of the stream.
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
-
-    /// Whether a turn's stream is fed by a task of its own (an HTTP client's connection task
-    /// handing the body over one chunk at a time): then, when nothing is ready in the middle of
-    /// a burst, the run lets the other tasks run once before it wakes its followers, so that a
-    /// chunk that task already holds joins the burst. `false` when the stream reads the
-    /// upstream's socket in the polling task itself: nothing can arrive during such a yield,
-    /// which would only wake another worker thread (tokio wakes a parked worker for every task
-    /// that wakes itself). The default, `true`, is right for any stream.
-    fn fed_by_another_task(&self) -> bool {
-        true
-    }
 }
 
 /// Why a model id could not be resolved to a client.

@@ -136,13 +136,6 @@ impl Upstream {
         &self.url
     }
 
-    /// Whether a turn's body is read by a connection task of reqwest's (handed over one chunk
-    /// at a time), not by the in-task client in the turn's own task
-    /// (`ModelClient::fed_by_another_task`).
-    pub(crate) fn fed_by_another_task(&self) -> bool {
-        !self.transport.is_in_task()
-    }
-
     /// A `POST` to `url` asking for an event stream.
     pub(crate) fn post(&self, url: Url) -> UpstreamRequest {
         UpstreamRequest::post(url)

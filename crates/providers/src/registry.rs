@@ -281,43 +281,4 @@ mod tests {
             );
         }
     }
-
-    /// A plain-`http` upstream's turns are read in the run's own task (the in-task client), so
-    /// the run does not yield for a chunk in the middle of a burst; an `https` upstream's come
-    /// through reqwest's connection task, which the run lets hand over what it holds. Every
-    /// wire says which. (A proxy variable in the environment would keep reqwest for `http` too.)
-    #[test]
-    fn each_wire_says_whether_its_turns_are_fed_by_another_task() {
-        let proxied = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
-            .iter()
-            .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()));
-        for api in [
-            WireApi::ChatCompletions,
-            WireApi::AnthropicMessages,
-            WireApi::Gemini,
-            WireApi::Responses,
-        ] {
-            let config = |name: &str, base_url: &str| ProviderConfig {
-                name: name.into(),
-                api,
-                base_url: base_url.into(),
-                api_key: Some("k".into()),
-                models: vec!["m".into()],
-            };
-            let registry = Registry::new(vec![
-                config("plain", "http://127.0.0.1:9/v1"),
-                config("tls", "https://api.example/v1"),
-            ])
-            .unwrap();
-            let fed = |model: &str| {
-                registry
-                    .resolve(model)
-                    .unwrap()
-                    .client
-                    .fed_by_another_task()
-            };
-            assert_eq!(fed("plain/m"), proxied, "{api:?} over http");
-            assert!(fed("tls/m"), "{api:?} over https");
-        }
-    }
 }

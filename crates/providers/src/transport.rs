@@ -96,7 +96,7 @@ impl Transport {
         client().map(Transport::Reqwest)
     }
 
-    /// Whether this is the in-task client (the turn reads its body in its own task).
+    /// Whether this is the in-task client (for tests and `Debug`).
     pub(crate) fn is_in_task(&self) -> bool {
         matches!(self, Transport::InTask(_))
     }

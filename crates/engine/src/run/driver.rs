@@ -410,7 +410,6 @@ impl Driver {
         queue: &mut VecDeque<Effect>,
     ) -> Input {
         self.machine.turn_sent();
-        let looks_again = client.fed_by_another_task();
         let mut stream = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Input::Cancelled,
@@ -449,15 +448,10 @@ impl Driver {
                     looked_again = false;
                     event
                 }
-                None if looks_again
-                    && ready_run > 0
-                    && ready_run < MAX_READY_RUN
-                    && !looked_again =>
-                {
+                None if ready_run > 0 && ready_run < MAX_READY_RUN && !looked_again => {
                     // The upstream connection's task hands over one chunk at a time and may
                     // hold the next already (read in the same socket read): let it run once
-                    // before the burst is taken as over. (A stream read in this task has
-                    // nothing more until its socket does: `ModelClient::fed_by_another_task`.)
+                    // before the burst is taken as over.
                     looked_again = true;
                     yield_once().await;
                     continue;

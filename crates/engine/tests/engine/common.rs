@@ -8,7 +8,6 @@
 //!   controls leases, flushes and timestamps.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -606,11 +605,6 @@ impl Turn {
 pub struct ScriptedModel {
     turns: Mutex<VecDeque<Turn>>,
     pub requests: Mutex<Vec<ModelRequest>>,
-    /// Polls of its turns' streams, all turns together.
-    pub polls: Arc<AtomicUsize>,
-    /// Says its turns are read in the run's own task (`ModelClient::fed_by_another_task`
-    /// false), as the in-task HTTP client's are.
-    pub reads_in_task: AtomicBool,
 }
 
 impl ScriptedModel {
@@ -637,7 +631,7 @@ impl ModelClient for ScriptedModel {
                 ));
             }
         };
-        let mut stream = futures::stream::unfold(steps.into_iter(), |mut steps| async move {
+        let stream = futures::stream::unfold(steps.into_iter(), |mut steps| async move {
             loop {
                 match steps.next()? {
                     Step::Event(event) => return Some((Ok(event), steps)),
@@ -646,18 +640,8 @@ impl ModelClient for ScriptedModel {
                     Step::Call(call) => call(),
                 }
             }
-        })
-        .boxed();
-        let polls = self.polls.clone();
-        Ok(futures::stream::poll_fn(move |cx| {
-            polls.fetch_add(1, Ordering::SeqCst);
-            stream.poll_next_unpin(cx)
-        })
-        .boxed())
-    }
-
-    fn fed_by_another_task(&self) -> bool {
-        !self.reads_in_task.load(Ordering::SeqCst)
+        });
+        Ok(stream.boxed())
     }
 }
 

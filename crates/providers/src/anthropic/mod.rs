@@ -78,10 +78,6 @@ impl ModelClient for AnthropicClient {
         wire::check(request)
     }
 
-    fn fed_by_another_task(&self) -> bool {
-        self.upstream.fed_by_another_task()
-    }
-
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         let post = self
             .upstream

@@ -77,10 +77,6 @@ impl ModelClient for ChatCompletionsClient {
             )
             .await
     }
-
-    fn fed_by_another_task(&self) -> bool {
-        self.upstream.fed_by_another_task()
-    }
 }
 
 #[cfg(test)]

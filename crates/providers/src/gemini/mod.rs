@@ -77,10 +77,6 @@ impl ModelClient for GeminiClient {
         wire::check(request)
     }
 
-    fn fed_by_another_task(&self) -> bool {
-        self.upstream.fed_by_another_task()
-    }
-
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         let url = stream_url(self.upstream.url(), &request.model)?;
         let post = self

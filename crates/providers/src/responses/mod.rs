@@ -73,10 +73,6 @@ impl ModelClient for ResponsesClient {
             )
             .await
     }
-
-    fn fed_by_another_task(&self) -> bool {
-        self.upstream.fed_by_another_task()
-    }
 }
 
 #[cfg(test)]
