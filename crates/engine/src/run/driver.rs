@@ -449,9 +449,13 @@ impl Driver {
                     event
                 }
                 None if ready_run > 0 && ready_run < MAX_READY_RUN && !looked_again => {
-                    // The upstream connection's task hands over one chunk at a time and may
-                    // hold the next already (read in the same socket read): let it run once
-                    // before the burst is taken as over.
+                    // The upstream connection's task (reqwest's) hands over one chunk at a
+                    // time and may hold the next already (read in the same socket read), and a
+                    // socket read in this task (the in-task client) may find more once the
+                    // tasks already runnable went first: let them run once before the burst is
+                    // taken as over. (Without the yield for the in-task client, measured: no
+                    // gain at one request in flight, ~5% fewer non-streamed requests per second
+                    // at 512; docs/benchmarks.md, "Issue 18, fifteenth pass".)
                     looked_again = true;
                     yield_once().await;
                     continue;
