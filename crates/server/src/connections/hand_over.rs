@@ -318,44 +318,39 @@ mod tests {
         }
     }
 
-    /// Serves one HTTP/1 `POST` with a 5-byte body through hyper and [`Connection`], the
-    /// handler reading the body as `Body` (or as hyper's own); the wakes of the connection's
-    /// task during its own polls.
-    async fn wakes_while_serving(wrapped: bool) -> usize {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let (mut client, server) = tokio::io::duplex(64 * 1024);
-        let service =
-            hyper::service::service_fn(move |request: hyper::Request<Incoming>| async move {
-                let body = if wrapped {
-                    axum::body::Body::new(Body::new(request.into_body()))
-                } else {
-                    axum::body::Body::new(request.into_body())
-                };
-                let bytes = axum::body::to_bytes(body, 1024).await.unwrap();
-                Ok::<_, std::convert::Infallible>(hyper::Response::new(axum::body::Body::from(
-                    format!("read {}", bytes.len()),
-                )))
-            });
-        let mut connection = Connection::new(
-            hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(server), service),
-        );
+    /// Spawns `future` polled under an [`InPoll`] waker: the count of its task's wakes during
+    /// its own polls.
+    fn spawn_counted<F>(future: F) -> (tokio::task::JoinHandle<F::Output>, Arc<InPoll>)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send,
+    {
         let counter = Arc::new(InPoll {
             inner: std::sync::Mutex::new(None),
             polling: AtomicBool::new(false),
             wakes: AtomicUsize::new(0),
         });
         let waker = Waker::from(counter.clone());
-        let served = tokio::spawn({
+        let mut future = Box::pin(future);
+        let task = tokio::spawn({
             let counter = counter.clone();
             futures::future::poll_fn(move |cx| {
                 *counter.inner.lock().unwrap() = Some(cx.waker().clone());
                 counter.polling.store(true, Ordering::SeqCst);
-                let polled = Pin::new(&mut connection).poll(&mut Context::from_waker(&waker));
+                let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
                 counter.polling.store(false, Ordering::SeqCst);
                 polled
             })
         });
+        (task, counter)
+    }
+
+    /// Sends a `POST` of a 5-byte body and reads the answer up to `read 5`.
+    async fn post_hello<S>(client: &mut S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         client
             .write_all(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello")
             .await
@@ -371,6 +366,31 @@ mod tests {
             assert!(n > 0, "{}", String::from_utf8_lossy(&answer));
             answer.extend_from_slice(&buffer[..n]);
         }
+    }
+
+    /// Serves one HTTP/1 `POST` with a 5-byte body through hyper and [`Connection`], the
+    /// handler reading the body as `Body` (or as hyper's own); the wakes of the connection's
+    /// task during its own polls.
+    async fn wakes_while_serving(wrapped: bool) -> usize {
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let service =
+            hyper::service::service_fn(move |request: hyper::Request<Incoming>| async move {
+                let body = if wrapped {
+                    axum::body::Body::new(Body::new(request.into_body()))
+                } else {
+                    axum::body::Body::new(request.into_body())
+                };
+                let bytes = axum::body::to_bytes(body, 1024).await.unwrap();
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(axum::body::Body::from(
+                    format!("read {}", bytes.len()),
+                )))
+            });
+        let connection = Connection::new(
+            hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(server), service),
+        );
+        let (served, counter) = spawn_counted(connection);
+        post_hello(&mut client).await;
         drop(client);
         served.await.unwrap().unwrap();
         counter.wakes.load(Ordering::SeqCst)
@@ -381,5 +401,39 @@ mod tests {
         assert_eq!(wakes_while_serving(true).await, 0);
         // hyper's own body wakes the task that is polling it (what `Body` is for).
         assert!(wakes_while_serving(false).await > 0);
+    }
+
+    /// The server's own connection task (`task::serve`, its watchdog and hyper's auto
+    /// builder), a handler reading the body with axum's extractor: serving a `POST` wakes the
+    /// task during its own polls 0 times (the wiring of [`Connection`] and [`Body`]).
+    #[tokio::test]
+    async fn a_post_to_the_servers_connection_task_does_not_wake_it() {
+        use super::super::{Connections, Limits};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (tcp, _) = listener.accept().await.unwrap();
+        let connections = Connections::new(Limits {
+            max_connections: 4,
+            idle_timeout: std::time::Duration::from_secs(30),
+        });
+        let admitted = connections.admit().await.unwrap();
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::post(|body: Bytes| async move { format!("read {}", body.len()) }),
+        );
+        let (served, counter) = spawn_counted(super::super::task::serve(
+            tcp,
+            app,
+            admitted,
+            connections.limits(),
+            tokio_util::sync::CancellationToken::new(),
+        ));
+        post_hello(&mut client).await;
+        post_hello(&mut client).await;
+        drop(client);
+        served.await.unwrap();
+        assert_eq!(counter.wakes.load(Ordering::SeqCst), 0);
     }
 }
