@@ -61,6 +61,8 @@ pub(crate) struct Core {
 
 impl Core {
     pub(crate) fn new(ports: Ports, config: EngineConfig) -> Core {
+        let metrics = Metrics::default();
+        ports.store.follow_active_runs(metrics.active_runs());
         Core {
             router: ports.models,
             store: ports.store,
@@ -71,7 +73,7 @@ impl Core {
             admin: ports.admin,
             config,
             live: LiveRuns::default(),
-            metrics: Metrics::default(),
+            metrics,
             job_ready: Notify::new(),
             worker_id: crate::ids::new_id("worker"),
             stopping: CancellationToken::new(),

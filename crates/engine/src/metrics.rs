@@ -64,6 +64,25 @@ impl Default for MetricsSnapshot {
     }
 }
 
+/// How many runs the engine is executing now (its `agentd_runs_active` gauge): what a store's
+/// writer may go by to gather the writes of many runs into one transaction
+/// ([`EventStore::follow_active_runs`](crate::store::EventStore::follow_active_runs)). Clones
+/// share the count.
+#[derive(Debug, Clone, Default)]
+pub struct ActiveRuns(Gauge);
+
+impl ActiveRuns {
+    /// Runs executing now.
+    pub fn get(&self) -> u64 {
+        u64::try_from(self.0.get()).unwrap_or(0)
+    }
+
+    /// Sets the count (a store's tests, standing in for an engine).
+    pub fn set(&self, runs: u64) {
+        self.0.set(i64::try_from(runs).unwrap_or(i64::MAX));
+    }
+}
+
 /// The engine's run metrics, updated as runs start and end.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
@@ -73,6 +92,11 @@ pub(crate) struct Metrics {
 impl Metrics {
     pub(crate) fn run_started(&self) {
         self.handles.active_runs.inc();
+    }
+
+    /// The count of runs executing now, shared.
+    pub(crate) fn active_runs(&self) -> ActiveRuns {
+        ActiveRuns(self.handles.active_runs.clone())
     }
 
     pub(crate) fn run_finished(&self, status: ResponseStatus, took: Duration) {

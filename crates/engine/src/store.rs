@@ -240,6 +240,10 @@ pub trait EventStore: Send + Sync {
         response_id: &str,
         after: Option<u64>,
     ) -> Result<Vec<EventRecord>, StoreError>;
+    /// The engine's count of runs executing now, given once when the engine starts: a store
+    /// whose writer can gather the run-path writes of many runs into one transaction may go by
+    /// it (a file-backed SQLite store's does, `sqlite_writer.rs`). Ignored by default.
+    fn follow_active_runs(&self, _runs: crate::metrics::ActiveRuns) {}
 }
 
 /// An API key as stored: only its hash.

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::mcp::{McpCallResult, McpConnector, McpError, McpServer, McpSession, McpToolInfo};
+use engine::metrics::ActiveRuns;
 use engine::model::{
     FinishReason, ModelClient, ModelError, ModelEvent, ModelInfo, ModelRequest, ModelRouter,
     ModelStream, ResolveError, ResolvedModel, TokenUsage,
@@ -50,6 +51,8 @@ pub struct StoreState {
     pub writes: HashMap<String, usize>,
     /// When set, those three writes fail (a store that cannot write).
     pub fail_writes: bool,
+    /// The engine's count of runs executing, as each `end_run` found it.
+    pub runs_at_end: Vec<u64>,
 }
 
 impl StoreState {
@@ -69,6 +72,8 @@ pub struct MemoryStore {
     pub state: Mutex<StoreState>,
     /// When set, `end_run` waits for this gate (a slow final write).
     pub end_gate: Mutex<Option<Arc<Notify>>>,
+    /// The engine's count of runs executing (`follow_active_runs`).
+    pub active_runs: Mutex<Option<ActiveRuns>>,
 }
 
 impl MemoryStore {
@@ -112,8 +117,15 @@ impl ResponseStore for MemoryStore {
         if let Some(gate) = gate {
             gate.notified().await;
         }
+        let runs = self
+            .active_runs
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(ActiveRuns::get);
         let mut state = self.lock();
         state.write(&record.id)?;
+        state.runs_at_end.extend(runs);
         state
             .events
             .entry(record.id.clone())
@@ -165,6 +177,10 @@ impl EventStore for MemoryStore {
             .or_default()
             .extend_from_slice(events);
         Ok(())
+    }
+
+    fn follow_active_runs(&self, runs: ActiveRuns) {
+        *self.active_runs.lock().unwrap() = Some(runs);
     }
 
     async fn events_after(

@@ -48,6 +48,27 @@ async fn a_short_run_is_stored_in_one_write() {
     assert_eq!(second["status"], "completed", "{second}");
 }
 
+/// The store is given the engine's count of runs executing (a file-backed SQLite store's
+/// writer gathers its batches by it): it counts a run through its final write, and not after.
+#[tokio::test(start_paused = true)]
+async fn the_store_follows_the_count_of_runs_executing_through_their_final_write() {
+    let h = Harness::new();
+    let runs = h.store.active_runs.lock().unwrap().clone();
+    let runs = runs.expect("the engine gave the store its count of runs");
+    assert_eq!(runs.get(), 0);
+    for n in 1..=2 {
+        h.model("m").push(Turn::text("the answer"));
+        let handle = h
+            .engine
+            .start(PROJECT, request(json!({"model": "fake/m", "input": "x"})))
+            .await
+            .unwrap();
+        handle.finish().await.unwrap();
+        assert_eq!(h.store.lock().runs_at_end, vec![1; n]);
+        assert_eq!(runs.get(), 0, "the run still counted after its end");
+    }
+}
+
 /// Retrieve, turns, input items, events, delete, a continuation, resume and cancel of a run
 /// whose row is not written yet answer what its stored in-progress row made them answer.
 #[tokio::test(start_paused = true)]
