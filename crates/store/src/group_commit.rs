@@ -35,6 +35,7 @@
 
 use std::sync::Arc;
 
+use engine::metrics::ActiveRuns;
 use engine::store::StoreError;
 use sqlx::Pool;
 use tokio::sync::{mpsc, oneshot};
@@ -85,6 +86,12 @@ pub(crate) trait Inline: Send + Sync {
     /// Counts a write about to be queued; the writer uncounts it once it is committed (or has
     /// failed).
     fn queued(&self);
+
+    /// A write counted by [`Inline::queued`] is in the queue now.
+    fn sent(&self);
+
+    /// The engine's count of runs executing now, which the writer goes by from now on.
+    fn follow_active_runs(&self, runs: ActiveRuns);
 }
 
 /// The handle callers send writes through. Cheap to clone; the writer task ends when the last
@@ -132,6 +139,15 @@ impl GroupWriter {
         self
     }
 
+    /// Has the writer go by the engine's count of runs executing now (an [`Inline`] writer's
+    /// gathering, `sqlite_writer.rs`); the task writer here never waits to fill a batch and
+    /// ignores it.
+    pub(crate) fn follow_active_runs(&self, runs: ActiveRuns) {
+        if let Some(inline) = &self.inline {
+            inline.follow_active_runs(runs);
+        }
+    }
+
     /// The gate the writer holds while it runs a batch.
     pub(crate) fn gate(&self) -> Gate {
         Arc::clone(&self.gate)
@@ -164,6 +180,9 @@ impl GroupWriter {
             inline.queued();
         }
         permit.send(queued);
+        if let Some(inline) = &self.inline {
+            inline.sent();
+        }
         Ok(())
     }
 

@@ -235,6 +235,7 @@ impl SqliteStore {
                 options.get_filename(),
                 wal_write_out::EVERY,
             )),
+            gather: sqlite_writer::GATHER,
         })
         .await?;
         // Open mode's per-request read, on the caller's thread.

@@ -37,6 +37,17 @@
 //! dropped meanwhile cannot stop it halfway. The thread answers each batch's callers after it
 //! lets the gate and the connection go, so that a caller woken by its answer finds them free.
 //!
+//! Under load the thread gathers: while the engine has at least [`CROWD`] runs executing
+//! ([`ActiveRuns`], given through `EventStore::follow_active_runs`) and the writer has been
+//! contended lately (its last batch held more than one write, or a caller found it busy), no
+//! write is committed inline, and the thread waits up to [`GATHER`] after the first write of a
+//! batch for more, or until every executing run has a write queued. Each commit writes a WAL
+//! frame for every page it touched (at least the eight B-trees of a run's rows), so one commit
+//! per run at 64 in flight wrote ~15 `pwrite`s per request and those few more: ~7 gathered
+//! (docs/benchmarks.md, "Issue 18, sixteenth pass"). Below that crowd, or uncontended (a few
+//! slow streams, each writing now and then), nothing waits. PostgreSQL's `commit_delay` and
+//! `commit_siblings` are the same idea.
+//!
 //! The connection is opened like the sqlx pools' (`sqlite.rs`): WAL, `synchronous=NORMAL`,
 //! foreign keys, the busy timeout, no checkpoints on commit (`wal_autocheckpoint=0`: the
 //! checkpointer does them) and the journal size limit. Each transaction is `BEGIN IMMEDIATE`:
@@ -45,15 +56,16 @@
 //! flight, instead of at the first statement.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
 
+use engine::metrics::ActiveRuns;
 use engine::store::StoreError;
 use rusqlite::types::{Null, ToSql, ToSqlOutput};
 use rusqlite::{Connection, OpenFlags, ffi};
 use sqlx::error::ErrorKind;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::group_commit::{Gate, GroupWriter, Inline, MAX_BATCH, Queue, Queued};
 use crate::script::{self, Script, Statement, Value};
@@ -70,6 +82,8 @@ pub(crate) struct Settings {
     pub(crate) journal_size_limit: i64,
     /// Told of each commit, to write the WAL out soon after (`None`: left to the checkpoints).
     pub(crate) write_out: Option<WriteOut>,
+    /// The longest the thread gathers a batch ([`GATHER`]).
+    pub(crate) gather: Duration,
 }
 
 /// Prepared statements kept: the run-path writes' few, with room for their multi-row shapes.
@@ -77,6 +91,12 @@ const PREPARED: usize = 64;
 
 /// The thread's name (what `top -H` and `/proc/PID/task/*/comm` show).
 const THREAD: &str = "sqlite-writer";
+
+/// Runs executing at once from which a contended writer gathers its batches.
+const CROWD: u64 = 8;
+
+/// The longest the thread waits after the first write of a batch for more to join it.
+pub(crate) const GATHER: Duration = Duration::from_millis(1);
 
 /// What the writer thread and the handles share: the connection, taken by the thread for each
 /// batch and by a caller for its inline commit.
@@ -91,6 +111,17 @@ pub(crate) struct Shared {
     busy_timeout: Duration,
     /// Told of each commit (the thread's and the inline ones).
     write_out: Option<WriteOut>,
+    /// The engine's count of runs executing now (none: never gathers).
+    runs: OnceLock<ActiveRuns>,
+    /// The last batch held more than one write, or a caller found the writer busy since.
+    contended: AtomicBool,
+    /// While the thread gathers: the count of pending writes at which it stops waiting (0:
+    /// not gathering).
+    gathering: AtomicUsize,
+    /// The writer thread (woken from its gathering).
+    thread: std::thread::Thread,
+    /// The longest the thread gathers a batch.
+    gather: Duration,
     /// The thread of each commit, in order (tests).
     #[cfg(test)]
     committers: Mutex<Vec<std::thread::ThreadId>>,
@@ -130,8 +161,44 @@ impl Shared {
     }
 }
 
-impl Inline for Shared {
-    fn try_commit(&self, script: Script) -> Result<Result<(), StoreError>, Script> {
+impl Shared {
+    /// Whether writes are gathered into batches by the thread (none committed inline).
+    fn crowded(&self) -> bool {
+        self.contended.load(Ordering::Relaxed)
+            && self.runs.get().is_some_and(|runs| runs.get() >= CROWD)
+    }
+
+    /// Takes more writes into `batch`, waiting up to its bound ([`GATHER`]) for them, until
+    /// every run executing has one there (no more can come) or [`MAX_BATCH`].
+    fn gather(&self, batch: &mut Vec<Queued>, receiver: &mut mpsc::Receiver<Queued>) {
+        let Some(runs) = self.runs.get() else {
+            return;
+        };
+        let all = usize::try_from(runs.get())
+            .unwrap_or(usize::MAX)
+            .clamp(2, MAX_BATCH);
+        self.gathering.store(all, Ordering::SeqCst);
+        // Either a caller's `sent` sees `all` (and wakes the thread) or this sees its write.
+        fence(Ordering::SeqCst);
+        let until = Instant::now() + self.gather;
+        loop {
+            while batch.len() < MAX_BATCH {
+                match receiver.try_recv() {
+                    Ok(queued) => batch.push(queued),
+                    Err(_) => break,
+                }
+            }
+            let now = Instant::now();
+            if batch.len() >= all || now >= until {
+                break;
+            }
+            std::thread::park_timeout(until - now);
+        }
+        self.gathering.store(0, Ordering::SeqCst);
+    }
+
+    /// [`Inline::try_commit`] but for the contention it notes.
+    fn commit_here(&self, script: Script) -> Result<Result<(), StoreError>, Script> {
         // Behind a write queued before (its caller may have gone away), never ahead of it.
         if self.pending.load(Ordering::Acquire) != 0 {
             return Err(script);
@@ -176,9 +243,37 @@ impl Inline for Shared {
         self.wrote();
         Ok(outcome)
     }
+}
+
+impl Inline for Shared {
+    fn try_commit(&self, script: Script) -> Result<Result<(), StoreError>, Script> {
+        if self.crowded() {
+            return Err(script);
+        }
+        let outcome = self.commit_here(script);
+        if outcome.is_err() {
+            // Another write queued or committing (or the checkpointer, or a lock elsewhere):
+            // the thread's next batch tells whether writes keep meeting.
+            self.contended.store(true, Ordering::Relaxed);
+        }
+        outcome
+    }
 
     fn queued(&self) {
         self.pending.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn sent(&self) {
+        fence(Ordering::SeqCst);
+        let all = self.gathering.load(Ordering::SeqCst);
+        if all != 0 && self.pending.load(Ordering::SeqCst) >= all {
+            self.thread.unpark();
+        }
+    }
+
+    fn follow_active_runs(&self, runs: ActiveRuns) {
+        // The first engine's (one engine per store).
+        let _ = self.runs.set(runs);
     }
 }
 
@@ -206,6 +301,11 @@ pub(crate) async fn start_shared(
                     pending: AtomicUsize::new(0),
                     busy_timeout: settings.busy_timeout,
                     write_out: settings.write_out.clone(),
+                    runs: OnceLock::new(),
+                    contended: AtomicBool::new(false),
+                    gathering: AtomicUsize::new(0),
+                    thread: std::thread::current(),
+                    gather: settings.gather,
                     #[cfg(test)]
                     committers: Mutex::default(),
                 });
@@ -249,6 +349,9 @@ fn run(shared: Arc<Shared>, mut queue: Queue) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut outcomes = Vec::with_capacity(MAX_BATCH);
     while queue.receiver.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
+        if shared.crowded() {
+            shared.gather(&mut batch, &mut queue.receiver);
+        }
         let turn = hold(&queue.gate);
         // Writes that arrived while the gate was held join this batch.
         while batch.len() < MAX_BATCH {
@@ -260,6 +363,7 @@ fn run(shared: Arc<Shared>, mut queue: Queue) {
         let connection = shared.connection();
         commit(&shared, &connection, &batch, &mut outcomes);
         shared.pending.fetch_sub(batch.len(), Ordering::AcqRel);
+        shared.contended.store(batch.len() > 1, Ordering::Relaxed);
         drop(connection);
         drop(turn);
         shared.wrote();
@@ -479,6 +583,7 @@ mod tests {
             busy_timeout: Duration::from_secs(5),
             journal_size_limit: 1 << 20,
             write_out: None,
+            gather: GATHER,
         }
     }
 
@@ -808,6 +913,136 @@ mod tests {
         }
         assert_eq!(shared.committers().len(), 1, "one transaction");
         assert_eq!(rows(&reader).await.len(), 33);
+    }
+
+    /// A writer following `runs` runs executing, made contended by a batch of two writes
+    /// (rows 10 and 11) queued behind the held gate, gathering for `gather` at most.
+    async fn crowded(
+        path: &Path,
+        runs: u64,
+        gather: Duration,
+    ) -> (GroupWriter, Arc<Shared>, ActiveRuns) {
+        let (writer, shared) = start_shared(Settings {
+            gather,
+            ..settings(path)
+        })
+        .await
+        .unwrap();
+        let active = ActiveRuns::default();
+        active.set(runs);
+        writer.follow_active_runs(active.clone());
+        let outcomes = one_batch(writer.clone(), 10..12, None, false).await;
+        assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+        assert_eq!(shared.committers().len(), 1, "the two made one batch");
+        (writer, shared, active)
+    }
+
+    #[tokio::test]
+    async fn a_contended_writer_with_a_crowd_of_runs_gathers_each_batch_until_every_run_has_written()
+     {
+        let (_dir, path, reader) = database().await;
+        // Long enough that only the last run's write can end the gathering.
+        let (writer, shared, _active) = crowded(&path, CROWD, Duration::from_secs(30)).await;
+        let started = std::time::Instant::now();
+        let crowd = i64::try_from(CROWD).unwrap();
+        let outcomes: Vec<_> = (0..crowd)
+            .map(|n| {
+                let writer = writer.clone();
+                tokio::spawn(async move { writer.write(insert(n, false)).await })
+            })
+            .collect();
+        for outcome in outcomes {
+            outcome.await.unwrap().unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "waited out the gathering"
+        );
+        let committers = shared.committers();
+        assert_eq!(
+            committers.len(),
+            2,
+            "the crowd's writes made one batch: {committers:?}"
+        );
+        assert_ne!(
+            committers[1],
+            std::thread::current().id(),
+            "none committed inline"
+        );
+        let expected: Vec<i64> = (0..crowd).chain([10, 11, 1000]).collect();
+        assert_eq!(rows(&reader).await, expected);
+    }
+
+    #[tokio::test]
+    async fn a_gathering_waits_no_longer_than_its_bound_and_a_batch_of_one_ends_it() {
+        let (_dir, path, reader) = database().await;
+        let gather = Duration::from_millis(100);
+        let (writer, shared, _active) = crowded(&path, 8, gather).await;
+        // Alone among 8 runs: the thread waits out the bound, then commits it.
+        let started = std::time::Instant::now();
+        writer.write(insert(1, false)).await.unwrap();
+        assert!(
+            started.elapsed() >= gather,
+            "committed after {:?}",
+            started.elapsed()
+        );
+        let here = std::thread::current().id();
+        assert_ne!(shared.committers()[1], here, "the thread committed it");
+        // A batch of one: no longer contended, the next write is committed at once, inline.
+        let started = std::time::Instant::now();
+        writer.write(insert(2, false)).await.unwrap();
+        assert!(started.elapsed() < gather, "waited {:?}", started.elapsed());
+        assert_eq!(shared.committers()[2], here);
+        assert_eq!(rows(&reader).await, vec![1, 2, 10, 11, 1000]);
+    }
+
+    #[tokio::test]
+    async fn below_the_crowd_or_without_an_engine_a_contended_writer_never_gathers() {
+        let (_dir, path, reader) = database().await;
+        let gather = Duration::from_secs(30);
+        let (writer, shared, active) = crowded(&path, CROWD - 1, gather).await;
+        let here = std::thread::current().id();
+        writer.write(insert(1, false)).await.unwrap();
+        assert_eq!(shared.committers()[1], here, "committed inline");
+        // Contended again, with the crowd: one run more and the next write is the thread's.
+        drop(one_batch(writer.clone(), 20..22, None, false).await);
+        active.set(CROWD);
+        let write = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.write(insert(2, false)).await }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while shared.pending.load(Ordering::SeqCst) == 0
+            && !write.is_finished()
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(!write.is_finished(), "committed without the crowd's writes");
+        // Gathering (for up to 30 s) until all 8 runs have a write queued: 7 more.
+        let others: Vec<_> = (3..10)
+            .map(|n| {
+                let writer = writer.clone();
+                tokio::spawn(async move { writer.write(insert(n, false)).await })
+            })
+            .collect();
+        write.await.unwrap().unwrap();
+        for other in others {
+            other.await.unwrap().unwrap();
+        }
+        assert_eq!(shared.committers().len(), 4, "one batch of the eight");
+        // A store no engine follows never gathers, however contended.
+        let (_dir2, path2, _reader2) = database().await;
+        let (alone, alone_shared) = start_shared(Settings {
+            gather,
+            ..settings(&path2)
+        })
+        .await
+        .unwrap();
+        drop(one_batch(alone.clone(), 10..12, None, false).await);
+        alone.write(insert(1, false)).await.unwrap();
+        assert_eq!(alone_shared.committers()[1], here);
+        assert_eq!(rows(&reader).await.len(), 14);
     }
 
     #[tokio::test]

@@ -19,6 +19,7 @@
 
 use std::sync::Arc;
 
+use engine::metrics::ActiveRuns;
 use engine::store::{EventRecord, EventStore, StoreError};
 use sqlx::{Row, TypeInfo, ValueRef};
 
@@ -186,6 +187,10 @@ impl EventStore for Store {
             &encode(response_id, events)?,
         );
         self.write(script).await
+    }
+
+    fn follow_active_runs(&self, runs: ActiveRuns) {
+        self.group.follow_active_runs(runs);
     }
 
     async fn events_after(
