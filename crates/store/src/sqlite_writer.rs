@@ -42,8 +42,8 @@
 //! contended lately (its last batch held more than one write, or a caller found it busy), no
 //! write is committed inline, and the thread waits up to [`GATHER`] after the first write of a
 //! batch for more, or until every executing run has a write queued. Each commit writes a WAL
-//! frame for every page it touched (at least the eight B-trees of a run's rows), so one commit
-//! per run at 64 in flight wrote ~15 `pwrite`s per request and those few more: ~7 gathered
+//! frame for every page it touched (at least the eight B-trees of a run's rows): at 64
+//! requests in flight, one commit per run wrote ~15 `pwrite`s per request, gathered ~7
 //! (docs/benchmarks.md, "Issue 18, sixteenth pass"). Below that crowd, or uncontended (a few
 //! slow streams, each writing now and then), nothing waits. PostgreSQL's `commit_delay` and
 //! `commit_siblings` are the same idea.
