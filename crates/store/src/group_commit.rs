@@ -17,9 +17,11 @@
 //! statement. Both follow the rules below.
 //!
 //! The writer takes the first waiting write, then every write already queued behind it (up to
-//! [`MAX_BATCH`]), and runs them in one transaction. It never waits to fill a batch: with one
-//! request in flight a batch is that one write, and nothing is delayed. Each caller gets its
-//! answer after the commit, so a write reported done is as durable as before.
+//! [`MAX_BATCH`]), and runs them in one transaction. The task here never waits to fill a
+//! batch: with one request in flight a batch is that one write, and nothing is delayed (a
+//! file-backed SQLite store's writer waits up to a millisecond for more only under load: many
+//! runs executing and its writes meeting, `sqlite_writer.rs`). Each caller gets its answer
+//! after the commit, so a write reported done is as durable as before.
 //! A writer that can ([`Inline`]: a file-backed SQLite store's) commits a write on the
 //! caller's thread instead while it is idle (nothing queued, nothing committing, the gate
 //! free), as a batch of one: no hand-off at all.
@@ -79,8 +81,8 @@ pub(crate) type Gate = Arc<tokio::sync::Mutex<()>>;
 pub(crate) trait Inline: Send + Sync {
     /// Commits `script` now, on this thread, in a transaction of its own, and returns its
     /// outcome; or gives it back untouched when that cannot be done at once (a write queued
-    /// or committing, the gate or the connection held, a lock held elsewhere): the caller then
-    /// queues it.
+    /// or committing, the gate or the connection held, a lock held elsewhere) or should not be
+    /// (the writer gathering its batches under load): the caller then queues it.
     fn try_commit(&self, script: Script) -> Result<Result<(), StoreError>, Script>;
 
     /// Counts a write about to be queued; the writer uncounts it once it is committed (or has
