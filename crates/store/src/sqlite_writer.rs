@@ -121,7 +121,7 @@ pub(crate) struct Shared {
     /// The writer thread (woken from its gathering).
     thread: std::thread::Thread,
     /// The longest the thread gathers a batch.
-    gather: Duration,
+    gather_for: Duration,
     /// The thread of each commit, in order (tests).
     #[cfg(test)]
     committers: Mutex<Vec<std::thread::ThreadId>>,
@@ -180,7 +180,7 @@ impl Shared {
         self.gathering.store(all, Ordering::SeqCst);
         // Either a caller's `sent` sees `all` (and wakes the thread) or this sees its write.
         fence(Ordering::SeqCst);
-        let until = Instant::now() + self.gather;
+        let until = Instant::now() + self.gather_for;
         loop {
             while batch.len() < MAX_BATCH {
                 match receiver.try_recv() {
@@ -305,7 +305,7 @@ pub(crate) async fn start_shared(
                     contended: AtomicBool::new(false),
                     gathering: AtomicUsize::new(0),
                     thread: std::thread::current(),
-                    gather: settings.gather,
+                    gather_for: settings.gather,
                     #[cfg(test)]
                     committers: Mutex::default(),
                 });
