@@ -161,6 +161,56 @@ async fn sequential_turns_share_one_connection() -> TestResult {
     Ok(())
 }
 
+/// An answer of `deltas` text deltas ("w0 w1 …"), chunked, written by the caller in one piece;
+/// its text.
+fn long_answer(deltas: usize) -> (String, String) {
+    let mut text = HEAD.to_owned();
+    let mut said = String::new();
+    for n in 0..deltas {
+        let word = format!(" w{n}");
+        said.push_str(&word);
+        text.push_str(&chunk(&format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{word}\"}}}}]}}\n\n"
+        )));
+    }
+    text.push_str(&chunk(EVENTS[1]));
+    text.push_str(&chunk(EVENTS[2]));
+    text.push_str("0\r\n\r\n");
+    (text, said)
+}
+
+/// Answers of every size on one kept-alive connection, the long ones written in one piece (so
+/// that reads fill whatever room they ask for and the client asks for more, then keeps only a
+/// small buffer while the connection is idle): each is read whole and in order, and the
+/// connection serves the next.
+#[tokio::test]
+async fn answers_short_and_long_in_one_piece_are_read_whole_on_one_connection() -> TestResult {
+    const SIZES: [usize; 7] = [1, 3_000, 2, 12_000, 500, 40_000, 1];
+    let upstream = Upstream::start(|_, mut socket| async move {
+        let mut buf = Vec::new();
+        for deltas in SIZES {
+            if !read_request(&mut socket, &mut buf).await {
+                return;
+            }
+            let (text, _) = long_answer(deltas);
+            if socket.write_all(text.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        until_closed(&mut socket).await;
+    })
+    .await?;
+    let client = upstream.client(options())?;
+    for deltas in SIZES {
+        let (text, said) = long_answer(deltas);
+        // The long ones are larger than any read's room (32 KiB).
+        assert!(deltas < 3_000 || text.len() > 64 * 1024);
+        assert_eq!(turn(&client).await?, said, "an answer of {deltas} deltas");
+    }
+    assert_eq!(upstream.accepted(), 1);
+    Ok(())
+}
+
 /// The server closes each connection after one answer (while it is idle in the client's
 /// pool): the next turn notices and succeeds on a new connection.
 #[tokio::test]
