@@ -25,8 +25,6 @@
 //!   a reused connection before its response head (the server closed it as we reused it) is
 //!   sent once more on a fresh one. The request body is whole in memory (`Bytes`), so the
 //!   second send is a cheap clone;
-//! - reads ask for [`READ_SIZE`] of room, doubled (up to [`MAX_READ_SIZE`]) on a connection
-//!   whose reads fill it; an idle connection keeps no larger buffer;
 //! - new connections: `connect_timeout`, `TCP_NODELAY`.
 //!
 //! Which upstreams take this path is decided in `transport` (plain `http`, no proxy variable);
@@ -59,14 +57,8 @@ use crate::redact::describe;
 /// `CLOSE_WAIT` for the pool's expiry.
 const SWEEP: Duration = Duration::from_secs(2);
 
-/// The room a connection's first read asks for in its buffer.
+/// The room a read asks for in a connection's buffer.
 const READ_SIZE: usize = 8 * 1024;
-
-/// The most room a read asks for. A connection whose reads fill the room they were given
-/// (answers that arrive faster than they are read: a non-streamed answer, a burst) doubles it up
-/// to this, so that a 17 KB answer takes one read rather than three; one whose reads come back
-/// short (a stream of small chunks) keeps [`READ_SIZE`].
-const MAX_READ_SIZE: usize = 32 * 1024;
 
 /// A request that could not be sent, or whose response head did not come.
 #[derive(Debug)]
@@ -106,9 +98,6 @@ struct Idle {
 struct Link {
     stream: TcpStream,
     buf: BytesMut,
-    /// The room the next read asks for: [`READ_SIZE`], doubled after each read that filled it,
-    /// up to [`MAX_READ_SIZE`].
-    read_size: usize,
 }
 
 impl Link {
@@ -122,28 +111,16 @@ impl Link {
     }
 
     /// Reads what the socket has into the buffer: the bytes read (0: the connection's end).
-    ///
-    /// A read that came back short does not end the socket's readiness: the next one is tried
-    /// at once (the rest of an answer often arrives meanwhile; waiting for the readiness event
-    /// instead cost a sleep and a wake-up per read at one request in flight, measured), and
-    /// only an empty try waits.
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         loop {
-            if self.buf.capacity() - self.buf.len() < self.read_size / 4 {
-                self.buf.reserve(self.read_size);
+            if self.buf.capacity() - self.buf.len() < READ_SIZE / 4 {
+                self.buf.reserve(READ_SIZE);
             }
-            let room = self.buf.capacity() - self.buf.len();
             match self.stream.try_read_buf(&mut self.buf) {
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                     ready!(self.stream.poll_read_ready(cx))?;
                 }
-                Ok(read) => {
-                    if read == room {
-                        self.read_size = (self.read_size * 2).min(MAX_READ_SIZE);
-                    }
-                    return Poll::Ready(Ok(read));
-                }
-                Err(err) => return Poll::Ready(Err(err)),
+                read => return Poll::Ready(read),
             }
         }
     }
@@ -304,14 +281,9 @@ impl Shared {
 
     /// Puts a connection whose answer was read to the end back in the pool, if the pool has
     /// room.
-    fn checkin(self: &Arc<Self>, mut link: Link) {
+    fn checkin(self: &Arc<Self>, link: Link) {
         if self.max_idle == 0 {
             return;
-        }
-        // An idle connection keeps no more than a first read's room (its buffer is empty: the
-        // next read reserves what it asks for).
-        if link.buf.capacity() > READ_SIZE {
-            link.buf = BytesMut::new();
         }
         let mut idle = self.lock();
         if idle.links.len() >= self.max_idle {
@@ -374,7 +346,6 @@ impl Shared {
         Ok(Link {
             stream,
             buf: BytesMut::with_capacity(READ_SIZE),
-            read_size: READ_SIZE,
         })
     }
 }

@@ -180,9 +180,8 @@ fn long_answer(deltas: usize) -> (String, String) {
 }
 
 /// Answers of every size on one kept-alive connection, the long ones written in one piece (so
-/// that reads fill whatever room they ask for and the client asks for more, then keeps only a
-/// small buffer while the connection is idle): each is read whole and in order, and the
-/// connection serves the next.
+/// that every read fills its room and chunks and events are cut across reads): each is read
+/// whole and in order, and the connection serves the next.
 #[tokio::test]
 async fn answers_short_and_long_in_one_piece_are_read_whole_on_one_connection() -> TestResult {
     const SIZES: [usize; 7] = [1, 3_000, 2, 12_000, 500, 40_000, 1];
@@ -203,7 +202,7 @@ async fn answers_short_and_long_in_one_piece_are_read_whole_on_one_connection() 
     let client = upstream.client(options())?;
     for deltas in SIZES {
         let (text, said) = long_answer(deltas);
-        // The long ones are larger than any read's room (32 KiB).
+        // The long ones span many reads (8 KiB each).
         assert!(deltas < 3_000 || text.len() > 64 * 1024);
         assert_eq!(turn(&client).await?, said, "an answer of {deltas} deltas");
     }
