@@ -7,8 +7,11 @@
 //! p99 stall at C = 1 (docs/benchmarks.md).
 //!
 //! Here the store's connections open with `wal_autocheckpoint = 0` (no connection checkpoints
-//! on commit), and a task of its own, on a connection of its own (so on sqlx's worker thread of
-//! that connection), runs `PRAGMA wal_checkpoint(PASSIVE)` every [`Settings::every`]. A passive
+//! on commit), and a task of its own runs `PRAGMA wal_checkpoint(PASSIVE)` every
+//! [`Settings::every`], on a connection and a thread of its own in Linux's idle scheduling
+//! class (`checkpoint_thread.rs`: a request's thread takes the core from it at once; the
+//! checkpoints made with the writer held, and those that fall behind, run on a second thread
+//! in the normal class). A passive
 //! checkpoint never takes the write lock: commits go on while it copies and `fsync`s. Once the
 //! WAL is fully copied, the next commit starts it again from its beginning, writing over the
 //! frames of the last cycle.
@@ -55,10 +58,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sqlx::sqlite::SqliteConnection;
-use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
 
+pub(crate) use crate::checkpoint_thread::{CheckpointThreads, Class, Mode, Outcome};
+use crate::cpu_idle::IdleMeter;
 use crate::group_commit::Gate;
 
 /// How often the checkpointer runs and how large the WAL may get.
@@ -93,16 +96,16 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts the task on the current runtime, checkpointing through `connection` (to the
+    /// Starts the task on the current runtime, checkpointing through `threads` (to the
     /// database `files`); `gate` is the group writer's (held to catch up).
     pub(crate) fn spawn(
-        connection: SqliteConnection,
+        threads: CheckpointThreads,
         files: Files,
         settings: Settings,
         gate: Gate,
     ) -> Checkpointer {
         let (alive, stopped) = mpsc::channel(1);
-        tokio::spawn(run(connection, files, settings, gate, stopped));
+        tokio::spawn(run(threads, files, settings, gate, stopped));
         Checkpointer { _alive: alive }
     }
 }
@@ -149,19 +152,8 @@ impl Files {
     }
 }
 
-/// What one `PRAGMA wal_checkpoint` reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Outcome {
-    /// Whether the checkpoint could not finish (a lock was held).
-    pub(crate) busy: bool,
-    /// Pages in the WAL.
-    pub(crate) wal_pages: i64,
-    /// Pages of the WAL copied into the database file.
-    pub(crate) checkpointed: i64,
-}
-
 async fn run(
-    mut connection: SqliteConnection,
+    threads: CheckpointThreads,
     files: Files,
     settings: Settings,
     gate: Gate,
@@ -169,22 +161,51 @@ async fn run(
 ) {
     let mut tick = tokio::time::interval(settings.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut idle = IdleMeter::new();
+    idle.idle_share();
+    let mut last = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             // `None`: every handle is gone.
             _ = stopped.recv() => break,
         }
-        match checkpoint(&mut connection, Mode::Passive).await {
-            Ok(outcome) if outcome.wal_pages >= settings.catch_up_pages => {
-                catch_up(&mut connection, &files, &gate, settings).await;
+        let class = class_for(idle.idle_share(), last.as_ref(), settings);
+        match threads.checkpoint(Mode::Passive, class).await {
+            Ok(outcome) => {
+                last = Some(outcome);
+                if outcome.wal_pages >= settings.catch_up_pages {
+                    catch_up(&threads, &files, &gate, settings).await;
+                }
             }
-            Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "SQLite WAL checkpoint failed"),
         }
     }
-    let _ = checkpoint(&mut connection, Mode::Passive).await;
-    let _ = connection.close().await;
+    let _ = threads.checkpoint(Mode::Passive, Class::Foreground).await;
+}
+
+/// The least share of the machine's CPU time that was idle since the last tick for the next
+/// periodic checkpoint to run in the idle scheduling class.
+const IDLE_ENOUGH: f64 = 0.2;
+
+/// The class of a periodic checkpoint, given the share of CPU time that went idle since the
+/// last tick and what the last checkpoint reported. A checkpoint in the idle class runs only
+/// on a core no other thread wants: while the machine had idle time lately it costs the
+/// requests nothing and finishes; under a load that takes every core it would wait for as long
+/// as the load lasts, and the WAL would grow meanwhile. So: the idle class only with at least
+/// [`IDLE_ENOUGH`] of the CPU time idle, and not while the checkpoints fall behind (the last
+/// one left more than a quarter of the catch-up's bound uncopied); the normal class otherwise,
+/// and where the idle time cannot be known.
+pub(crate) fn class_for(
+    idle_share: Option<f64>,
+    last: Option<&Outcome>,
+    settings: Settings,
+) -> Class {
+    let behind = last.is_some_and(|o| o.wal_pages - o.checkpointed > settings.catch_up_pages / 4);
+    match idle_share {
+        Some(share) if share >= IDLE_ENOUGH && !behind => Class::Background,
+        _ => Class::Foreground,
+    }
 }
 
 /// Syncs the files (without the writer held), then copies what the last passive checkpoint
@@ -193,14 +214,15 @@ async fn run(
 /// is beyond [`Settings::max_wal_pages`], waits for them (RESTART). Returns what the last
 /// checkpoint reported.
 pub(crate) async fn catch_up(
-    connection: &mut SqliteConnection,
+    threads: &CheckpointThreads,
     files: &Files,
     gate: &Gate,
     settings: Settings,
 ) -> Option<Outcome> {
     files.sync().await;
     let _turn = gate.lock().await;
-    match checkpoint(connection, Mode::Passive).await {
+    // With the writer held: on the thread of the normal class.
+    match threads.checkpoint(Mode::Passive, Class::Foreground).await {
         Ok(outcome)
             if outcome.checkpointed < outcome.wal_pages
                 && outcome.wal_pages > settings.max_wal_pages =>
@@ -209,7 +231,7 @@ pub(crate) async fn catch_up(
                 wal_pages = outcome.wal_pages,
                 "readers keep the SQLite WAL from being checkpointed; waiting for them"
             );
-            match checkpoint(connection, Mode::Restart).await {
+            match threads.checkpoint(Mode::Restart, Class::Foreground).await {
                 Ok(outcome) => Some(outcome),
                 Err(err) => {
                     tracing::warn!(error = %err, "SQLite WAL checkpoint (restart) failed");
@@ -225,32 +247,6 @@ pub(crate) async fn catch_up(
     }
 }
 
-/// A checkpoint mode of `PRAGMA wal_checkpoint`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Mode {
-    /// Copies what it can without waiting for anyone.
-    Passive,
-    /// Waits for writers and for readers of old snapshots, so the WAL restarts.
-    Restart,
-}
-
-/// Runs `PRAGMA wal_checkpoint(mode)` on `connection`.
-pub(crate) async fn checkpoint(
-    connection: &mut SqliteConnection,
-    mode: Mode,
-) -> Result<Outcome, sqlx::Error> {
-    let sql = match mode {
-        Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
-        Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
-    };
-    let row = sqlx::query(sql).fetch_one(&mut *connection).await?;
-    Ok(Outcome {
-        busy: row.try_get::<i64, _>(0)? != 0,
-        wal_pages: row.try_get(1)?,
-        checkpointed: row.try_get(2)?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
@@ -258,7 +254,6 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use engine::store::{EventRecord, EventStore};
-    use sqlx::ConnectOptions;
     use sqlx::sqlite::SqliteConnectOptions;
 
     use super::*;
@@ -484,17 +479,13 @@ mod tests {
         let (store, dir) = store(settings).await;
         write_events(&store, &dir, 0..4, 50).await;
         let path = dir.join(crate::DATABASE_FILE);
-        let mut connection = SqliteConnectOptions::new()
-            .filename(&path)
-            .connect()
-            .await
-            .unwrap();
+        let threads = CheckpointThreads::start(&path, Duration::from_secs(5), MIB as i64).unwrap();
         let files = Files::new(path);
         let gate = store.gate();
         let held = Arc::clone(&gate).lock_owned().await;
         let catching_up = tokio::spawn({
             let files = files.clone();
-            async move { catch_up(&mut connection, &files, &gate, settings).await }
+            async move { catch_up(&threads, &files, &gate, settings).await }
         });
         // Two `fsync`s on a blocking thread: up to 30 s on a loaded machine.
         for _ in 0..3000 {
@@ -614,5 +605,37 @@ mod tests {
         );
         store.close().await;
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn periodic_checkpoints_run_in_the_idle_class_only_on_an_idle_enough_machine_not_behind() {
+        let settings = DEFAULT;
+        let caught_up = Outcome {
+            busy: false,
+            wal_pages: 1_000,
+            checkpointed: 900,
+        };
+        let behind = Outcome {
+            busy: false,
+            wal_pages: 9_000,
+            checkpointed: 4_000,
+        };
+        assert_eq!(
+            class_for(Some(0.5), Some(&caught_up), settings),
+            Class::Background
+        );
+        assert_eq!(class_for(Some(0.2), None, settings), Class::Background);
+        assert_eq!(
+            class_for(Some(0.19), Some(&caught_up), settings),
+            Class::Foreground
+        );
+        assert_eq!(
+            class_for(Some(0.9), Some(&behind), settings),
+            Class::Foreground
+        );
+        assert_eq!(
+            class_for(None, Some(&caught_up), settings),
+            Class::Foreground
+        );
     }
 }

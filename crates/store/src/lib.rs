@@ -60,7 +60,9 @@
 //! ```
 
 mod checkpoint;
+mod checkpoint_thread;
 mod copy;
+mod cpu_idle;
 mod error;
 mod event_pack;
 mod group_commit;

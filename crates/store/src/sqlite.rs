@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::store::StoreError;
-use sqlx::ConnectOptions;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::checkpoint::{self, Checkpointer, Files};
+use crate::checkpoint::{self, CheckpointThreads, Checkpointer, Files};
 use crate::group_commit::GroupWriter;
 use crate::sqlite_reader::InlineReader;
 use crate::wal_write_out::{self, WriteOut};
@@ -225,7 +224,11 @@ impl SqliteStore {
             .run(&writer)
             .await
             .map_err(migrate::failed)?;
-        let checkpointer = options.connect().await.map_err(error::backend)?;
+        let checkpoint_threads = CheckpointThreads::start(
+            options.get_filename(),
+            BUSY_TIMEOUT,
+            checkpoints.journal_size_limit,
+        )?;
         // The run-path writes: on a thread of their own, with the same pragmas.
         let group = sqlite_writer::start(sqlite_writer::Settings {
             path: options.get_filename().to_owned(),
@@ -250,7 +253,12 @@ impl SqliteStore {
             writer,
             reader,
             group,
-            _checkpointer: Some(Checkpointer::spawn(checkpointer, files, checkpoints, gate)),
+            _checkpointer: Some(Checkpointer::spawn(
+                checkpoint_threads,
+                files,
+                checkpoints,
+                gate,
+            )),
             inline: Some(Arc::new(inline)),
         })
     }

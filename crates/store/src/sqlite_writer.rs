@@ -55,7 +55,7 @@
 //! connection, so the write lock is taken up front, waiting (busy timeout) for a writer in
 //! flight, instead of at the first statement.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
@@ -326,19 +326,31 @@ pub(crate) async fn start_shared(
 
 /// The writer's connection, with the store's pragmas.
 pub(crate) fn open(settings: &Settings) -> Result<Connection, StoreError> {
+    let connection = open_connection(
+        &settings.path,
+        settings.busy_timeout,
+        settings.journal_size_limit,
+    )?;
+    connection.set_prepared_statement_cache_capacity(PREPARED);
+    Ok(connection)
+}
+
+/// A `rusqlite` connection to the store's file with the store's pragmas (the writer's, the
+/// checkpoints').
+pub(crate) fn open_connection(
+    path: &Path,
+    busy_timeout: Duration,
+    journal_size_limit: i64,
+) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let connection = Connection::open_with_flags(&settings.path, flags).map_err(backend)?;
-    connection
-        .busy_timeout(settings.busy_timeout)
-        .map_err(backend)?;
+    let connection = Connection::open_with_flags(path, flags).map_err(backend)?;
+    connection.busy_timeout(busy_timeout).map_err(backend)?;
     connection
         .execute_batch(&format!(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
-             PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {};",
-            settings.journal_size_limit
+             PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {journal_size_limit};"
         ))
         .map_err(backend)?;
-    connection.set_prepared_statement_cache_capacity(PREPARED);
     Ok(connection)
 }
 
