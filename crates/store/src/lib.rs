@@ -27,9 +27,11 @@
 //!   `sqlite_writer.rs`: a file-backed SQLite store's writer instead, a thread of its own owning
 //!   a `rusqlite` connection; `script.rs`: such a write as data (statements and values);
 //!   `script_run.rs`: how the task runs a batch of them on each back end.
-//! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path;
-//!   `wal_write_out.rs`: the WAL `fdatasync`ed 20 ms after commits, so that no checkpoint has
-//!   tens of megabytes of it to write out at once.
+//! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path, run
+//!   on `checkpoint_thread.rs`'s two threads (the periodic ones in Linux's idle scheduling
+//!   class while `cpu_idle.rs` finds the machine idle enough); `wal_write_out.rs`: the WAL
+//!   `fdatasync`ed 20 ms after commits, so that no checkpoint has tens of megabytes of it to
+//!   write out at once.
 //! - `event_pack.rs`: event chunks compressed (LZ4, against a fixed dictionary) for SQLite, and unpacked for every reader.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
