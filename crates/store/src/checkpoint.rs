@@ -60,7 +60,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-pub(crate) use crate::checkpoint_thread::{CheckpointThreads, Class, Mode, Outcome};
+use crate::checkpoint_thread::{CheckpointThreads, Class, Mode, Outcome};
 use crate::cpu_idle::IdleMeter;
 use crate::group_commit::Gate;
 

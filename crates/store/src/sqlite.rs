@@ -12,7 +12,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::checkpoint::{self, CheckpointThreads, Checkpointer, Files};
+use crate::checkpoint::{self, Checkpointer, Files};
+use crate::checkpoint_thread::CheckpointThreads;
 use crate::group_commit::GroupWriter;
 use crate::sqlite_reader::InlineReader;
 use crate::wal_write_out::{self, WriteOut};
