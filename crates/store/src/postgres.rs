@@ -43,6 +43,19 @@ mod dialect {
     /// Opens a write transaction: an ordinary one.
     pub(super) const WRITE_BEGIN: &str = "BEGIN";
 
+    /// A conversation of a project, its row locked until the transaction ends, before the
+    /// positions of items appended to it are read (`MAX(position) + 1`): transactions appending
+    /// to one conversation at once (two replicas, the items API beside a run)
+    /// then take their positions one after the other, not the same ones.
+    pub(super) const CONVERSATION_FOR_APPEND: &str =
+        "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2 FOR UPDATE";
+
+    /// The same lock as the first statement of a run's append (a script's statement, whose
+    /// rows are not read; a conversation gone locks nothing and takes nothing).
+    pub(super) const LOCK_CONVERSATION: Option<&str> = Some(
+        "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2 FOR UPDATE",
+    );
+
     /// The oldest claimable job that no other transaction is claiming, locked until the claim
     /// commits. Rows other replicas are claiming are skipped, not waited for.
     pub(super) const SELECT_CLAIMABLE: &str = "\

@@ -49,6 +49,14 @@ mod dialect {
     /// without waiting).
     pub(super) const WRITE_BEGIN: &str = "BEGIN IMMEDIATE";
 
+    /// A conversation of a project, before items are appended to it: a write transaction
+    /// (`WRITE_BEGIN`) holds the database's one write lock already, so no row lock is needed.
+    pub(super) const CONVERSATION_FOR_APPEND: &str =
+        "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2";
+
+    /// Nothing to lock before a run's append: one writer commits at a time.
+    pub(super) const LOCK_CONVERSATION: Option<&str> = None;
+
     /// Event chunks are stored packed where that makes them smaller (schema version 12,
     /// against a fixed dictionary since 13, `event_pack.rs`): their lines fill pages of the WAL and of the database file.
     pub(super) const PACK_EVENTS: bool = true;

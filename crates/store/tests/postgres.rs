@@ -266,3 +266,96 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     from.close().await;
     Ok(())
 }
+
+/// A run's end appends its items to a conversation while another transaction (the items API,
+/// another replica, another write lane) is appending to it and has not committed yet: the run
+/// waits for it and takes the positions after its items, instead of reading the same next
+/// position and failing on it once the other commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_append_waits_for_another_append_to_the_conversation() -> TestResult {
+    let db = TestDb::new(Backend::Postgres).await?;
+    let store = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
+    let item = |id: &str| -> Result<StoredItem, serde_json::Error> {
+        Ok(StoredItem {
+            id: id.to_owned(),
+            kind: ItemKind::Input,
+            item: serde_json::value::to_raw_value(
+                &json!({"type": "message", "id": id, "role": "user", "content": id}),
+            )?,
+        })
+    };
+    store
+        .create_conversation(
+            &ConversationRecord {
+                id: "conv_1".to_owned(),
+                project_id: "proj_a".to_owned(),
+                created_at: 1,
+                metadata: Default::default(),
+            },
+            &[item("msg_0")?],
+        )
+        .await?;
+
+    // Another session appends `msg_other` at position 1, as `append` does, and holds its
+    // transaction open.
+    let mut other = store.pool().begin().await?;
+    sqlx::query("SELECT 1 FROM conversations WHERE id = 'conv_1' FOR UPDATE")
+        .execute(&mut *other)
+        .await?;
+    sqlx::query(
+        "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) \
+         VALUES ('conv_1', 1, 'msg_other', '{\"type\":\"message\",\"id\":\"msg_other\",\"role\":\"user\",\"content\":\"x\"}')",
+    )
+    .execute(&mut *other)
+    .await?;
+
+    let mut ending = engine::store::ResponseRecord {
+        id: "resp_1".to_owned(),
+        project_id: "proj_a".to_owned(),
+        created_at: 1_700_000_000,
+        visible: true,
+        response: common::response("resp_1", "completed")?,
+        transcript: Vec::new(),
+        conversation_id: None,
+        items: vec![item("msg_1")?, item("msg_2")?],
+        append_to: Some("conv_1".to_owned()),
+        turns: Vec::new(),
+        response_json: None,
+    };
+    ending.items[1].kind = ItemKind::Output;
+    let run = tokio::spawn({
+        let store = store.clone();
+        async move { store.end_run(&ending, &events(0..1)).await }
+    });
+    // Bounded wait until the run's write waits for a lock, then let the other commit.
+    let mut waited = false;
+    for _ in 0..500 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(store.pool())
+        .await?;
+        if waiting > 0 {
+            waited = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        waited,
+        "the run's write never waited for the other transaction"
+    );
+    other.commit().await?;
+    run.await??;
+
+    let ids: Vec<String> = store
+        .conversation_items("proj_a", "conv_1")
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(ids, ["msg_0", "msg_other", "msg_1", "msg_2"]);
+    store.close().await;
+    Ok(())
+}

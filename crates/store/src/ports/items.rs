@@ -117,6 +117,12 @@ pub(crate) fn append_to(
     if items.is_empty() {
         return;
     }
+    if let Some(lock) = dialect::LOCK_CONVERSATION {
+        script
+            .statement(lock)
+            .bind(conversation_id)
+            .bind(project_id);
+    }
     let mut sql = String::from(
         "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) \
          SELECT c.id, (SELECT COALESCE(MAX(i.position) + 1, 0) FROM conversation_items i \
@@ -141,14 +147,12 @@ pub(crate) async fn append(
     items: &[StoredItem],
 ) -> Result<bool, StoreError> {
     let items = encode_append(items)?;
-    let exists: Option<i64> = sqlx::query_scalar(
-        "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2",
-    )
-    .bind(conversation_id)
-    .bind(project_id)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(error::backend)?;
+    let exists: Option<i64> = sqlx::query_scalar(dialect::CONVERSATION_FOR_APPEND)
+        .bind(conversation_id)
+        .bind(project_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(error::backend)?;
     if exists.is_none() {
         return Ok(false);
     }
