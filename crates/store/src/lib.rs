@@ -27,6 +27,8 @@
 //!   `sqlite_writer.rs`: a file-backed SQLite store's writer instead, a thread of its own owning
 //!   a `rusqlite` connection; `script.rs`: such a write as data (statements and values);
 //!   `script_run.rs`: how the task runs a batch of them on each back end.
+//! - `write_lanes.rs`: PostgreSQL's run-path writes in up to four group writers committing side
+//!   by side, every write of one response in the same one.
 //! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path, run
 //!   on `checkpoint_thread.rs`'s two threads (the periodic ones in Linux's idle scheduling
 //!   class while `cpu_idle.rs` finds the machine idle enough); `wal_write_out.rs`: the WAL
@@ -78,6 +80,7 @@ mod sqlite_writer;
 #[cfg(test)]
 mod upgrade_tests;
 mod wal_write_out;
+mod write_lanes;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use engine::store::StoreError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use crate::group_commit::GroupWriter;
+use crate::write_lanes::WriteLanes;
 use crate::{error, migrate};
 
 // The port modules are shared with the SQLite back end (see `ports/mod.rs`).
@@ -45,7 +45,7 @@ mod dialect {
 
     /// A conversation of a project, its row locked until the transaction ends, before the
     /// positions of items appended to it are read (`MAX(position) + 1`): transactions appending
-    /// to one conversation at once (two replicas, the items API beside a run)
+    /// to one conversation at once (two write lanes, two replicas, the items API beside a run)
     /// then take their positions one after the other, not the same ones.
     pub(super) const CONVERSATION_FOR_APPEND: &str =
         "SELECT CAST(1 AS BIGINT) FROM conversations WHERE id = $1 AND project_id = $2 FOR UPDATE";
@@ -116,8 +116,9 @@ pub struct PgStore {
     writer: PgPool,
     reader: PgPool,
     /// The run-path writes of all concurrent runs of this process, committed together in one
-    /// transaction (and one WAL flush) when they wait at the same moment (`group_commit.rs`).
-    group: GroupWriter,
+    /// transaction (and one WAL flush) when they wait at the same moment (`group_commit.rs`),
+    /// in a few lanes committing side by side, each response's writes in one (`write_lanes.rs`).
+    group: WriteLanes,
 }
 
 impl PgStore {
@@ -147,7 +148,7 @@ impl PgStore {
             .await
             .map_err(error::backend)?;
         Ok(PgStore {
-            group: GroupWriter::spawn(pool.clone()),
+            group: WriteLanes::spawn(&pool, WriteLanes::for_pool(settings.max_connections)),
             writer: pool.clone(),
             reader: pool,
         })
@@ -162,12 +163,13 @@ impl PgStore {
             .map_err(migrate::failed)
     }
 
-    /// Runs a run-path write through the group writer: in a transaction shared with the other
-    /// writes of this process waiting at the same moment, answered once committed. Each commit
-    /// waits for PostgreSQL's WAL flush, so sharing one saves a flush and several round trips
-    /// per write; a failing write is run again alone and fails alone.
-    async fn write(&self, script: crate::script::Script) -> Result<(), StoreError> {
-        self.group.write(script).await
+    /// Runs a run-path write of the response `key` through its lane's group writer: in a
+    /// transaction shared with the other writes of this process waiting in that lane at the
+    /// same moment, answered once committed. Each commit waits for PostgreSQL's WAL flush, so
+    /// sharing one saves a flush and several round trips per write; a failing write is run
+    /// again alone and fails alone.
+    async fn write(&self, key: &str, script: crate::script::Script) -> Result<(), StoreError> {
+        self.group.write(key, script).await
     }
 
     /// The pool, for maintenance and tests that need raw SQL.

@@ -188,9 +188,10 @@ impl SqliteStore {
         self.group.gate()
     }
 
-    /// Runs a run-path write through the group writer: in a transaction shared with the other
-    /// writes waiting at the same moment, answered once committed.
-    async fn write(&self, script: crate::script::Script) -> Result<(), StoreError> {
+    /// Runs a run-path write (of the response `_key`: one writer takes every response's)
+    /// through the group writer: in a transaction shared with the other writes waiting at the
+    /// same moment, answered once committed.
+    async fn write(&self, _key: &str, script: crate::script::Script) -> Result<(), StoreError> {
         self.group.write(script).await
     }
 

@@ -186,7 +186,7 @@ impl EventStore for Store {
             &Arc::from(response_id),
             &encode(response_id, events)?,
         );
-        self.write(script).await
+        self.write(response_id, script).await
     }
 
     fn follow_active_runs(&self, runs: ActiveRuns) {

@@ -97,7 +97,7 @@ fn insert(job: &JobRecord) -> Script {
 #[async_trait::async_trait]
 impl JobStore for Store {
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
-        self.write(insert(job)).await
+        self.write(&job.response_id, insert(job)).await
     }
 
     async fn claim_job(

@@ -183,7 +183,7 @@ impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
         let mut script = Script::new();
         Encoded::encode(record)?.upsert(&mut script);
-        self.write(script).await
+        self.write(&record.id, script).await
     }
 
     async fn end_run(
@@ -204,7 +204,7 @@ impl ResponseStore for Store {
             items: super::items::encode_index(&record.items)?,
             append,
         };
-        self.write(ending.script()).await
+        self.write(&record.id, ending.script()).await
     }
 
     async fn get_response(
