@@ -256,6 +256,103 @@ pub(crate) fn positional<'s>(
     Ok(())
 }
 
+/// Most values a [`merged`] statement binds: a script beyond it runs statement by statement
+/// (PostgreSQL takes at most 65,535 per statement; a long run's items and events stay far from
+/// it this way, and the text stays small enough to prepare).
+pub(crate) const MERGED_VALUES: usize = 4096;
+
+/// A script's statements for PostgreSQL in as few round trips as they can go: the `SELECT`s
+/// first, each alone (row locks, taken before anything of the script is written), then every
+/// other statement (`INSERT`, `UPDATE`, `DELETE`) in one, the leading ones as data-modifying
+/// `WITH` clauses of the last, with their placeholders renumbered after those before them.
+///
+/// The statements of a merged one run on one snapshot and none sees the rows another writes:
+/// a script's statements never read what the script itself writes (ports/mod.rs), and no two
+/// of them write one row. `None` when merging gains nothing (one modifying statement) or a
+/// `SELECT` follows a modifying statement or the values pass [`MERGED_VALUES`].
+pub(crate) fn merged(script: &Script) -> Option<Merged<'_>> {
+    let is_select = |statement: &&Statement| {
+        statement
+            .sql
+            .trim_start()
+            .get(..6)
+            .is_some_and(|word| word.eq_ignore_ascii_case("select"))
+    };
+    let selects = script.statements.iter().take_while(is_select).count();
+    let (first, writes) = script.statements.split_at(selects);
+    if writes.len() < 2 || writes.iter().any(|statement| is_select(&statement)) {
+        return None;
+    }
+    let count: usize = writes.iter().map(|statement| statement.values.len()).sum();
+    if count > MERGED_VALUES {
+        return None;
+    }
+    let length: usize = writes
+        .iter()
+        .map(|statement| statement.sql.len() + 16)
+        .sum();
+    let mut sql = String::with_capacity(length + 8);
+    let mut values = Vec::with_capacity(count);
+    let last = writes.len() - 1;
+    for (n, statement) in writes.iter().enumerate() {
+        if n == 0 {
+            sql.push_str("WITH ");
+        }
+        if n < last {
+            sql.push_str(&format!("w{n} AS ("));
+        }
+        renumbered(statement, values.len(), &mut sql).ok()?;
+        values.extend(statement.values.iter());
+        if n < last {
+            sql.push_str(if n + 1 < last { "), " } else { ") " });
+        }
+    }
+    Some(Merged {
+        selects: first,
+        sql,
+        values,
+    })
+}
+
+/// A script as [`merged`] runs it.
+#[derive(Debug)]
+pub(crate) struct Merged<'s> {
+    /// Run first, each alone, in order.
+    pub(crate) selects: &'s [Statement],
+    /// Every other statement in one.
+    pub(crate) sql: String,
+    /// The values of `sql`'s `$1`…`$n`.
+    pub(crate) values: Vec<&'s Value>,
+}
+
+/// Appends a statement to `out` with each placeholder `$k` written `$(k + offset)`.
+fn renumbered(statement: &Statement, offset: usize, out: &mut String) -> Result<(), StoreError> {
+    let mut rest: &str = &statement.sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        let digits = rest
+            .bytes()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let k = rest[..digits]
+            .parse::<usize>()
+            .ok()
+            .filter(|k| (1..=statement.values.len()).contains(k))
+            .ok_or_else(|| {
+                StoreError::Backend(format!(
+                    "a write's statement has no value for placeholder ${}",
+                    &rest[..digits]
+                ))
+            })?;
+        out.push('$');
+        out.push_str(&(k + offset).to_string());
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    Ok(())
+}
+
 /// The statement as SQLite can run it without [`positional`]'s rewrite, when its placeholders
 /// `$1`…`$n` first appear in the text in that order: its SQL and the values of `$1`…`$n`.
 /// SQLite numbers named parameters (`$1` is one, named "$1") in order of first appearance, so
@@ -388,5 +485,85 @@ mod tests {
         assert_eq!(in_order("SELECT $0", &[1]), None);
         assert_eq!(in_order("SELECT $", &[1]), None);
         assert_eq!(in_order("SELECT $1, $2", &[1]), None);
+    }
+
+    fn ints(values: &[&Value]) -> Vec<i64> {
+        values
+            .iter()
+            .map(|value| match value {
+                Value::Int(n) => *n,
+                _ => -1,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_scripts_writes_merge_into_one_statement_after_its_locks() {
+        let mut script = Script::new();
+        script
+            .statement("SELECT 1 FROM c WHERE id = $1 FOR UPDATE")
+            .bind(9);
+        script
+            .statement("INSERT INTO t VALUES ($1, $2), ($2, $1)")
+            .bind(1)
+            .bind(2);
+        script
+            .statement("INSERT INTO u SELECT $1 FROM c WHERE id = $2")
+            .bind(3)
+            .bind(4);
+        script.statement("DELETE FROM v WHERE id = $1").bind(5);
+        let merged = merged(&script).expect("merged");
+        assert_eq!(merged.selects.len(), 1);
+        assert_eq!(
+            merged.selects[0].sql(),
+            "SELECT 1 FROM c WHERE id = $1 FOR UPDATE"
+        );
+        assert_eq!(
+            merged.sql,
+            "WITH w0 AS (INSERT INTO t VALUES ($1, $2), ($2, $1)), \
+             w1 AS (INSERT INTO u SELECT $3 FROM c WHERE id = $4) \
+             DELETE FROM v WHERE id = $5"
+        );
+        assert_eq!(ints(&merged.values), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn scripts_that_gain_nothing_or_cannot_merge_are_not_merged() {
+        let mut one = Script::new();
+        one.statement("INSERT INTO t VALUES ($1)").bind(1);
+        assert!(merged(&one).is_none(), "one write");
+        let mut locked = Script::new();
+        locked
+            .statement("SELECT 1 FROM c WHERE id = $1 FOR UPDATE")
+            .bind(1);
+        locked.statement("INSERT INTO t VALUES ($1)").bind(1);
+        assert!(merged(&locked).is_none(), "one write after the lock");
+        let mut late = Script::new();
+        late.statement("INSERT INTO t VALUES ($1)").bind(1);
+        late.statement("select 1 FROM c WHERE id = $1 FOR UPDATE")
+            .bind(1);
+        late.statement("INSERT INTO t VALUES ($1)").bind(2);
+        assert!(merged(&late).is_none(), "a lock after a write");
+        let mut large = Script::new();
+        for n in 0..2 {
+            let statement = large.statement(format!(
+                "INSERT INTO t VALUES {}",
+                (1..=MERGED_VALUES / 2 + 1)
+                    .map(|k| format!("(${k})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            for k in 0..=MERGED_VALUES / 2 {
+                statement.bind((n * 10_000 + k) as i64);
+            }
+        }
+        assert!(
+            merged(&large).is_none(),
+            "more values than a merged statement takes"
+        );
+        let mut missing = Script::new();
+        missing.statement("INSERT INTO t VALUES ($1, $2)").bind(1);
+        missing.statement("DELETE FROM t WHERE n = $1").bind(1);
+        assert!(merged(&missing).is_none(), "a placeholder without a value");
     }
 }

@@ -11,6 +11,8 @@ use engine::store::{
 };
 use serde_json::json;
 use sqlx::Row;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Five stores connecting at once to an empty database (five replicas starting together):
 /// every one starts, and each migration was applied exactly once.
@@ -356,6 +358,132 @@ async fn a_runs_append_waits_for_another_append_to_the_conversation() -> TestRes
         .map(|i| i.id)
         .collect();
     assert_eq!(ids, ["msg_0", "msg_other", "msg_1", "msg_2"]);
+    store.close().await;
+    Ok(())
+}
+
+/// Forwards TCP connections from a local port to `target`, counting the round trips clients
+/// start: the frontend messages after which a PostgreSQL client waits for the server (`Sync`,
+/// `Query`), read off the stream as it passes (`sslmode=disable`: no TLS to read through).
+async fn counting_proxy(
+    target: String,
+) -> Result<(u16, Arc<AtomicUsize>), Box<dyn std::error::Error>> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(server) = tokio::net::TcpStream::connect(&target).await else {
+                return;
+            };
+            let counted = Arc::clone(&counted);
+            tokio::spawn(async move {
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+                });
+                let _ = forward_counting(&mut client_read, &mut server_write, &counted).await;
+            });
+        }
+    });
+    Ok((port, count))
+}
+
+/// Copies the client's messages to the server, counting `Sync` (`S`) and `Query` (`Q`).
+async fn forward_counting(
+    from: &mut tokio::net::tcp::OwnedReadHalf,
+    to: &mut tokio::net::tcp::OwnedWriteHalf,
+    count: &AtomicUsize,
+) -> std::io::Result<()> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    // The startup message: its length (which counts itself), no type byte.
+    let length = from.read_u32().await?;
+    let mut startup = vec![0; (length as usize).saturating_sub(4)];
+    from.read_exact(&mut startup).await?;
+    to.write_u32(length).await?;
+    to.write_all(&startup).await?;
+    loop {
+        let kind = from.read_u8().await?;
+        let length = from.read_u32().await?;
+        let mut body = vec![0; (length as usize).saturating_sub(4)];
+        from.read_exact(&mut body).await?;
+        if kind == b'S' || kind == b'Q' {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+        to.write_u8(kind).await?;
+        to.write_u32(length).await?;
+        to.write_all(&body).await?;
+    }
+}
+
+/// A run's job row, its start and its end each cost one round trip to the server (sqlx's
+/// checks of the pool's connection before and after each use aside, two more): each write's
+/// statements go as one statement, without `BEGIN` and `COMMIT` around a write alone.
+/// Statement by statement in a transaction they were 3 + 3 + 7 (19 with the checks). Counted
+/// on the wire, between the store and the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_writes_are_one_round_trip_each() -> TestResult {
+    let db = TestDb::new(Backend::Postgres).await?;
+    let url = db.url()?;
+    let (head, rest) = url.split_once('@').ok_or("no @ in the URL")?;
+    let (server, path) = rest.split_once('/').ok_or("no database in the URL")?;
+    let (port, round_trips) = counting_proxy(server.to_owned()).await?;
+    let separator = if path.contains('?') { '&' } else { '?' };
+    let proxied = format!("{head}@127.0.0.1:{port}/{path}{separator}sslmode=disable");
+    // One connection: every statement is prepared on it by the first run.
+    let store = PgStore::connect(&proxied, PoolSettings { max_connections: 1 }).await?;
+    let item = |id: &str| -> Result<StoredItem, serde_json::Error> {
+        Ok(StoredItem {
+            id: id.to_owned(),
+            kind: ItemKind::Output,
+            item: serde_json::value::to_raw_value(
+                &json!({"type": "message", "id": id, "role": "assistant", "content": []}),
+            )?,
+        })
+    };
+    let run = |id: &str| -> Result<
+        (JobRecord, engine::store::ResponseRecord),
+        Box<dyn std::error::Error>,
+    > {
+        let job = JobRecord {
+            response_id: id.to_owned(),
+            project_id: "proj_a".to_owned(),
+            payload: "{}".to_owned(),
+            state: JobState::Running,
+            lease_owner: Some("replica_1".to_owned()),
+            lease_until_ms: 1,
+            created_at_ms: 1,
+        };
+        let record = engine::store::ResponseRecord {
+            id: id.to_owned(),
+            project_id: "proj_a".to_owned(),
+            created_at: 1_700_000_000,
+            visible: true,
+            response: common::response(id, "completed")?,
+            transcript: Vec::new(),
+            conversation_id: None,
+            items: vec![item(&format!("msg_{id}"))?],
+            append_to: None,
+            turns: Vec::new(),
+            response_json: None,
+        };
+        Ok((job, record))
+    };
+    let mut counts = Vec::new();
+    for id in ["resp_1", "resp_2"] {
+        let (job, record) = run(id)?;
+        let before = round_trips.load(Ordering::SeqCst);
+        store.insert_job(&job).await?;
+        store.put_response(&record).await?;
+        store.end_run(&record, &events(0..3)).await?;
+        counts.push(round_trips.load(Ordering::SeqCst) - before);
+        assert_eq!(store.events_after(id, None).await?, events(0..3));
+        assert_eq!(store.count_queued("proj_a").await?, 0);
+    }
+    // The first run prepares the statements; the second runs them prepared.
+    assert!(counts[1] <= 9, "round trips per run: {counts:?}");
     store.close().await;
     Ok(())
 }
