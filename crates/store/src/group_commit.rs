@@ -43,7 +43,7 @@ use sqlx::Pool;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::script::Script;
-use crate::script_run::RunScripts;
+use crate::script_run::{HOLD_IDLE, Held, RunScripts};
 
 /// Most writes committed in one transaction (bounds the transaction's size and the wait of the
 /// first caller in it).
@@ -130,8 +130,14 @@ impl GroupWriter {
 
     /// Starts the writer task on the current tokio runtime, writing through `pool`.
     pub(crate) fn spawn<DB: RunScripts>(pool: Pool<DB>) -> GroupWriter {
+        GroupWriter::spawn_holding(pool, false)
+    }
+
+    /// [`GroupWriter::spawn`], the task keeping a connection of `pool` between batches that
+    /// follow each other where `hold` (and the back end gains from it: `script_run::Held`).
+    pub(crate) fn spawn_holding<DB: RunScripts>(pool: Pool<DB>, hold: bool) -> GroupWriter {
         let (writer, queue) = GroupWriter::new();
-        tokio::spawn(run(pool, queue.receiver, queue.gate));
+        tokio::spawn(run(pool, queue.receiver, queue.gate, Held::new(hold)));
         writer
     }
 
@@ -207,9 +213,34 @@ fn stopped() -> StoreError {
 }
 
 /// The writer task: one batch at a time, until every handle is gone.
-async fn run<DB: RunScripts>(pool: Pool<DB>, mut receiver: mpsc::Receiver<Queued>, gate: Gate) {
+async fn run<DB: RunScripts>(
+    pool: Pool<DB>,
+    mut receiver: mpsc::Receiver<Queued>,
+    gate: Gate,
+    mut held: Held<DB>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+    loop {
+        // A connection kept from the last batch goes back to the pool once nothing came to
+        // write for a while, or at once when the pool closes (its `close` waits for it).
+        let received = if held.holds() {
+            tokio::select! {
+                received = receiver.recv_many(&mut batch, MAX_BATCH) => received,
+                () = tokio::time::sleep(HOLD_IDLE) => {
+                    held.release();
+                    continue;
+                }
+                () = pool.close_event() => {
+                    held.release();
+                    continue;
+                }
+            }
+        } else {
+            receiver.recv_many(&mut batch, MAX_BATCH).await
+        };
+        if received == 0 {
+            break;
+        }
         let turn = gate.lock().await;
         // Writes that arrived while the gate was held join this batch.
         if batch.len() < MAX_BATCH {
@@ -220,17 +251,17 @@ async fn run<DB: RunScripts>(pool: Pool<DB>, mut receiver: mpsc::Receiver<Queued
                 }
             }
         }
-        commit(&pool, &mut batch).await;
+        commit(&pool, &mut held, &mut batch).await;
         drop(turn);
         batch.clear();
     }
 }
 
 /// Runs a batch in one transaction; on any failure, each write again alone.
-async fn commit<DB: RunScripts>(pool: &Pool<DB>, batch: &mut Vec<Queued>) {
+async fn commit<DB: RunScripts>(pool: &Pool<DB>, held: &mut Held<DB>, batch: &mut Vec<Queued>) {
     if batch.len() > 1 {
         let scripts: Vec<&Script> = batch.iter().map(|queued| &queued.script).collect();
-        if DB::run(pool, &scripts).await.is_ok() {
+        if DB::run(pool, held, &scripts).await.is_ok() {
             for queued in batch.drain(..) {
                 queued.answer(Ok(()));
             }
@@ -238,7 +269,7 @@ async fn commit<DB: RunScripts>(pool: &Pool<DB>, batch: &mut Vec<Queued>) {
         }
     }
     for queued in batch.drain(..) {
-        let outcome = DB::run(pool, &[&queued.script]).await;
+        let outcome = DB::run(pool, held, &[&queued.script]).await;
         queued.answer(outcome);
     }
 }

@@ -24,9 +24,12 @@
 //! run again statement by statement in a new transaction, so that the failing statement gives
 //! its own error (a conflict, say).
 
+use std::time::{Duration, Instant};
+
 use engine::store::StoreError;
 use futures::TryStreamExt as _;
-use sqlx::{Arguments as _, AssertSqlSafe, Database, Pool, Postgres, Sqlite};
+use sqlx::pool::PoolConnection;
+use sqlx::{Arguments as _, AssertSqlSafe, Database, PgConnection, Pool, Postgres, Sqlite};
 
 use crate::error;
 use crate::script::{self, Script, Value};
@@ -34,12 +37,76 @@ use crate::script::{self, Script, Value};
 /// Runs scripts in one transaction: all of them, or none (the failing statement's error).
 #[async_trait::async_trait]
 pub(crate) trait RunScripts: Database {
-    async fn run(pool: &Pool<Self>, scripts: &[&Script]) -> Result<(), StoreError>;
+    /// Runs `scripts` on a connection of `pool`, or on the one `held` keeps for this writer
+    /// between its batches where the back end gains from it.
+    async fn run(
+        pool: &Pool<Self>,
+        held: &mut Held<Self>,
+        scripts: &[&Script],
+    ) -> Result<(), StoreError>;
+}
+
+/// How long a writer keeps its connection after a batch ([`Held`]).
+pub(crate) const HOLD_IDLE: Duration = Duration::from_secs(1);
+
+/// The connection a PostgreSQL writer keeps from one batch to the next while its batches follow
+/// each other within [`HOLD_IDLE`]: sqlx checks a pooled connection with a round trip to the
+/// server when it is taken and again when it is given back, two more round trips per batch than
+/// its statements. After a pause (or a failed batch) the connection goes back to the pool, and
+/// the next batch takes one checked as before, so a connection the server dropped meanwhile is
+/// not the one a write runs on.
+pub(crate) struct Held<DB: Database> {
+    /// Whether this writer keeps one at all: only where the pool has connections to spare for
+    /// everything else (`write_lanes.rs` holds at most half of them).
+    enabled: bool,
+    connection: Option<(PoolConnection<DB>, Instant)>,
+}
+
+impl<DB: Database> Held<DB> {
+    /// A writer's keeper, which keeps nothing unless `enabled`.
+    pub(crate) fn new(enabled: bool) -> Held<DB> {
+        Held {
+            enabled,
+            connection: None,
+        }
+    }
+
+    /// The connection kept, when used within [`HOLD_IDLE`]; else one from `pool`.
+    async fn take(&mut self, pool: &Pool<DB>) -> Result<PoolConnection<DB>, StoreError> {
+        match self.connection.take() {
+            Some((connection, used)) if used.elapsed() < HOLD_IDLE => Ok(connection),
+            // An older one goes back to the pool (dropped), which checks it.
+            _ => pool.acquire().await.map_err(error::backend),
+        }
+    }
+
+    /// Keeps `connection` for the next batch (if enabled: else it goes back to the pool).
+    fn keep(&mut self, connection: PoolConnection<DB>) {
+        if self.enabled {
+            self.connection = Some((connection, Instant::now()));
+        }
+    }
+
+    /// Whether a connection is kept.
+    pub(crate) fn holds(&self) -> bool {
+        self.connection.is_some()
+    }
+
+    /// Gives the connection kept back to the pool (the writer found nothing to write for
+    /// [`HOLD_IDLE`]).
+    pub(crate) fn release(&mut self) {
+        self.connection = None;
+    }
 }
 
 #[async_trait::async_trait]
 impl RunScripts for Sqlite {
-    async fn run(pool: &Pool<Sqlite>, scripts: &[&Script]) -> Result<(), StoreError> {
+    /// Never holds a connection: an in-memory store's one connection serves its reads too.
+    async fn run(
+        pool: &Pool<Sqlite>,
+        _held: &mut Held<Sqlite>,
+        scripts: &[&Script],
+    ) -> Result<(), StoreError> {
         let joined = script::joined(scripts)?;
         let arguments = arguments::<Sqlite>(joined.values.iter().copied())?;
         // One write alone is the usual shape at low load, and the same few recur (keep them
@@ -83,69 +150,89 @@ impl RunScripts for Sqlite {
 
 #[async_trait::async_trait]
 impl RunScripts for Postgres {
-    async fn run(pool: &Pool<Postgres>, scripts: &[&Script]) -> Result<(), StoreError> {
-        // One statement alone is atomic without a transaction around it.
-        if let [only] = scripts
-            && let [statement] = only.statements()
-        {
-            let arguments = arguments::<Postgres>(statement.values())?;
-            return sqlx::query_with(AssertSqlSafe(statement.sql().to_owned()), arguments)
-                .execute(pool)
-                .await
-                .map(|_| ())
-                .map_err(|e| statement.error(e));
+    async fn run(
+        pool: &Pool<Postgres>,
+        held: &mut Held<Postgres>,
+        scripts: &[&Script],
+    ) -> Result<(), StoreError> {
+        let mut connection = held.take(pool).await?;
+        let outcome = run_on(&mut connection, scripts).await;
+        // A failed batch gives its connection back to the pool (dropped), which checks it.
+        if outcome.is_ok() {
+            held.keep(connection);
         }
-        let merged: Vec<Option<script::Merged<'_>>> =
-            scripts.iter().map(|s| script::merged(s)).collect();
-        if merged.iter().all(Option::is_none) {
-            return run_each(pool, scripts).await;
-        }
-        // One script merged into one statement and nothing to lock first: that statement alone,
-        // atomic without a transaction around it (no `BEGIN`, no `COMMIT` round trip).
-        if let [Some(only)] = merged.as_slice()
-            && only.selects.is_empty()
-        {
-            return match execute(pool, &only.sql, &only.values).await {
-                Ok(()) => Ok(()),
-                // It failed as a whole and wrote nothing: again statement by statement, so that
-                // the statement failing reports it.
-                Err(_) => run_each(pool, scripts).await,
-            };
-        }
-        let mut tx = pool.begin().await.map_err(error::backend)?;
-        for (script, merged) in scripts.iter().zip(&merged) {
-            let outcome = match merged {
-                None => each(&mut tx, script).await,
-                Some(merged) => {
-                    let mut outcome = Ok(());
-                    for statement in merged.selects {
-                        outcome = one(&mut tx, statement).await;
-                        if outcome.is_err() {
-                            break;
-                        }
-                    }
-                    if outcome.is_ok()
-                        && execute(&mut *tx, &merged.sql, &merged.values)
-                            .await
-                            .is_err()
-                    {
-                        // Rolled back below: again statement by statement, as above.
-                        drop(tx);
-                        return run_each(pool, scripts).await;
-                    }
-                    outcome
-                }
-            };
-            // Dropping the transaction on an error rolls it back.
-            outcome?;
-        }
-        tx.commit().await.map_err(error::backend)
+        outcome
     }
 }
 
+/// Runs scripts on `connection`: merged where they can be, in one transaction unless a single
+/// statement.
+async fn run_on(connection: &mut PgConnection, scripts: &[&Script]) -> Result<(), StoreError> {
+    // One statement alone is atomic without a transaction around it.
+    if let [only] = scripts
+        && let [statement] = only.statements()
+    {
+        let arguments = arguments::<Postgres>(statement.values())?;
+        return sqlx::query_with(AssertSqlSafe(statement.sql().to_owned()), arguments)
+            .execute(&mut *connection)
+            .await
+            .map(|_| ())
+            .map_err(|e| statement.error(e));
+    }
+    let merged: Vec<Option<script::Merged<'_>>> =
+        scripts.iter().map(|s| script::merged(s)).collect();
+    if merged.iter().all(Option::is_none) {
+        return run_each(connection, scripts).await;
+    }
+    // One script merged into one statement and nothing to lock first: that statement alone,
+    // atomic without a transaction around it (no `BEGIN`, no `COMMIT` round trip).
+    if let [Some(only)] = merged.as_slice()
+        && only.selects.is_empty()
+    {
+        return match execute(&mut *connection, &only.sql, &only.values).await {
+            Ok(()) => Ok(()),
+            // It failed as a whole and wrote nothing: again statement by statement, so that
+            // the statement failing reports it.
+            Err(_) => run_each(connection, scripts).await,
+        };
+    }
+    let mut tx = sqlx::Connection::begin(&mut *connection)
+        .await
+        .map_err(error::backend)?;
+    for (script, merged) in scripts.iter().zip(&merged) {
+        let outcome = match merged {
+            None => each(&mut tx, script).await,
+            Some(merged) => {
+                let mut outcome = Ok(());
+                for statement in merged.selects {
+                    outcome = one(&mut tx, statement).await;
+                    if outcome.is_err() {
+                        break;
+                    }
+                }
+                if outcome.is_ok()
+                    && execute(&mut *tx, &merged.sql, &merged.values)
+                        .await
+                        .is_err()
+                {
+                    // Rolled back below: again statement by statement, as above.
+                    drop(tx);
+                    return run_each(connection, scripts).await;
+                }
+                outcome
+            }
+        };
+        // Dropping the transaction on an error rolls it back.
+        outcome?;
+    }
+    tx.commit().await.map_err(error::backend)
+}
+
 /// Runs scripts statement by statement in one transaction.
-async fn run_each(pool: &Pool<Postgres>, scripts: &[&Script]) -> Result<(), StoreError> {
-    let mut tx = pool.begin().await.map_err(error::backend)?;
+async fn run_each(connection: &mut PgConnection, scripts: &[&Script]) -> Result<(), StoreError> {
+    let mut tx = sqlx::Connection::begin(connection)
+        .await
+        .map_err(error::backend)?;
     for script in scripts {
         each(&mut tx, script).await?;
     }

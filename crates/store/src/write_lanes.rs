@@ -39,10 +39,15 @@ pub(crate) struct WriteLanes {
 
 impl WriteLanes {
     /// Starts `lanes` group writers (at least one) on the current tokio runtime, each writing
-    /// through `pool`.
+    /// through `pool`, and keeping a connection of it between batches that follow each other
+    /// when the pool has at least twice as many (`script_run::Held`: the other half serves
+    /// reads and other writes).
     pub(crate) fn spawn<DB: RunScripts>(pool: &Pool<DB>, lanes: usize) -> WriteLanes {
-        let lanes = (0..lanes.max(1))
-            .map(|_| GroupWriter::spawn(pool.clone()))
+        let lanes = lanes.max(1);
+        let connections = usize::try_from(pool.options().get_max_connections()).unwrap_or(0);
+        let hold = connections >= 2 * lanes;
+        let lanes = (0..lanes)
+            .map(|_| GroupWriter::spawn_holding(pool.clone(), hold))
             .collect();
         WriteLanes { lanes }
     }
@@ -250,6 +255,37 @@ mod tests {
             .await?;
         assert_eq!(rows.len(), 5);
         assert!(rows.iter().all(|(_, n)| *n == 19), "{rows:?}");
+        pool.close().await;
+        db.drop_database().await?;
+        Ok(())
+    }
+
+    /// A lane keeps its connection between writes that follow each other, and gives it back to
+    /// the pool once nothing came to write for a while: the pool lends it to reads again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lane_gives_its_connection_back_once_idle() -> TestResult {
+        let (db, pool) = database(2).await?;
+        let lanes = WriteLanes::spawn(&pool, 1);
+        lanes.write("resp_a", set("resp_a", 1)).await?;
+        let lent = |pool: &PgPool| pool.size() - u32::try_from(pool.num_idle()).unwrap_or(0);
+        // Kept right after the write (a read's connection given back is checked first).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(lent(&pool), 1, "the lane keeps its connection");
+        let mut returned = false;
+        for _ in 0..300 {
+            if lent(&pool) == 0 {
+                returned = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(returned, "the lane kept its connection while idle");
+        // And it takes one again for the next write.
+        lanes.write("resp_a", set("resp_a", 2)).await?;
+        let n: i64 = sqlx::query_scalar("SELECT n FROM t WHERE id = 'resp_a'")
+            .fetch_one(&pool)
+            .await?;
+        assert_eq!(n, 2);
         pool.close().await;
         db.drop_database().await?;
         Ok(())
