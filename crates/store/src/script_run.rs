@@ -24,7 +24,7 @@
 //! run again statement by statement in a new transaction, so that the failing statement gives
 //! its own error (a conflict, say).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine::store::StoreError;
 use futures::TryStreamExt as _;
@@ -50,16 +50,16 @@ pub(crate) trait RunScripts: Database {
 pub(crate) const HOLD_IDLE: Duration = Duration::from_secs(1);
 
 /// The connection a PostgreSQL writer keeps from one batch to the next while its batches follow
-/// each other within [`HOLD_IDLE`]: sqlx checks a pooled connection with a round trip to the
-/// server when it is taken and again when it is given back, two more round trips per batch than
-/// its statements. After a pause (or a failed batch) the connection goes back to the pool, and
-/// the next batch takes one checked as before, so a connection the server dropped meanwhile is
-/// not the one a write runs on.
+/// each other: sqlx checks a pooled connection with a round trip to the server when it is taken
+/// and again when it is given back, two more round trips per batch than its statements. After a
+/// pause ([`HOLD_IDLE`] without a batch: the writer's loop, `group_commit.rs`) or a failed batch
+/// the connection goes back to the pool, and the next batch takes one checked as before, so a
+/// connection the server dropped meanwhile is not the one a write runs on.
 pub(crate) struct Held<DB: Database> {
     /// Whether this writer keeps one at all: only where the pool has connections to spare for
     /// everything else (`write_lanes.rs` holds at most half of them).
     enabled: bool,
-    connection: Option<(PoolConnection<DB>, Instant)>,
+    connection: Option<PoolConnection<DB>>,
 }
 
 impl<DB: Database> Held<DB> {
@@ -71,19 +71,18 @@ impl<DB: Database> Held<DB> {
         }
     }
 
-    /// The connection kept, when used within [`HOLD_IDLE`]; else one from `pool`.
+    /// The connection kept, else one from `pool`.
     async fn take(&mut self, pool: &Pool<DB>) -> Result<PoolConnection<DB>, StoreError> {
         match self.connection.take() {
-            Some((connection, used)) if used.elapsed() < HOLD_IDLE => Ok(connection),
-            // An older one goes back to the pool (dropped), which checks it.
-            _ => pool.acquire().await.map_err(error::backend),
+            Some(connection) => Ok(connection),
+            None => pool.acquire().await.map_err(error::backend),
         }
     }
 
     /// Keeps `connection` for the next batch (if enabled: else it goes back to the pool).
     fn keep(&mut self, connection: PoolConnection<DB>) {
         if self.enabled {
-            self.connection = Some((connection, Instant::now()));
+            self.connection = Some(connection);
         }
     }
 
