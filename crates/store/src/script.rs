@@ -229,6 +229,19 @@ pub(crate) fn positional<'s>(
     out: &mut String,
     values: &mut Vec<&'s Value>,
 ) -> Result<(), StoreError> {
+    rewrite_placeholders(statement, out, |_, value, out| {
+        out.push('?');
+        values.push(value);
+    })
+}
+
+/// Appends a statement to `out`, each placeholder `$k` written by `placeholder(k, its value,
+/// out)` and the rest as it is; a placeholder without a value is an error.
+fn rewrite_placeholders<'s>(
+    statement: &'s Statement,
+    out: &mut String,
+    mut placeholder: impl FnMut(usize, &'s Value, &mut String),
+) -> Result<(), StoreError> {
     let mut rest: &str = &statement.sql;
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
@@ -237,19 +250,17 @@ pub(crate) fn positional<'s>(
             .bytes()
             .position(|b| !b.is_ascii_digit())
             .unwrap_or(rest.len());
-        let value = rest[..digits]
+        let (k, value) = rest[..digits]
             .parse::<usize>()
             .ok()
-            .and_then(|k| k.checked_sub(1))
-            .and_then(|i| statement.values.get(i))
+            .and_then(|k| Some((k, statement.values.get(k.checked_sub(1)?)?)))
             .ok_or_else(|| {
                 StoreError::Backend(format!(
                     "a write's statement has no value for placeholder ${}",
                     &rest[..digits]
                 ))
             })?;
-        out.push('?');
-        values.push(value);
+        placeholder(k, value, out);
         rest = &rest[digits..];
     }
     out.push_str(rest);
@@ -327,30 +338,10 @@ pub(crate) struct Merged<'s> {
 
 /// Appends a statement to `out` with each placeholder `$k` written `$(k + offset)`.
 fn renumbered(statement: &Statement, offset: usize, out: &mut String) -> Result<(), StoreError> {
-    let mut rest: &str = &statement.sql;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at + 1..];
-        let digits = rest
-            .bytes()
-            .position(|b| !b.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let k = rest[..digits]
-            .parse::<usize>()
-            .ok()
-            .filter(|k| (1..=statement.values.len()).contains(k))
-            .ok_or_else(|| {
-                StoreError::Backend(format!(
-                    "a write's statement has no value for placeholder ${}",
-                    &rest[..digits]
-                ))
-            })?;
+    rewrite_placeholders(statement, out, |k, _, out| {
         out.push('$');
         out.push_str(&(k + offset).to_string());
-        rest = &rest[digits..];
-    }
-    out.push_str(rest);
-    Ok(())
+    })
 }
 
 /// The statement as SQLite can run it without [`positional`]'s rewrite, when its placeholders
