@@ -142,6 +142,13 @@ mod tests {
         script
     }
 
+    /// The rows of `t`, by id.
+    async fn rows(pool: &PgPool) -> Result<Vec<(String, i64)>, sqlx::Error> {
+        sqlx::query_as("SELECT id, n FROM t ORDER BY id")
+            .fetch_all(pool)
+            .await
+    }
+
     /// Two response ids in different lanes, and one more in the first one's.
     fn ids(lanes: &WriteLanes) -> Result<(String, String, String), Box<dyn std::error::Error>> {
         let candidates: Vec<String> = (0..1000).map(|i| format!("resp_{i:04}")).collect();
@@ -224,9 +231,7 @@ mod tests {
         locker.rollback().await?;
         waiting.await??;
         behind_write.await??;
-        let rows: Vec<(String, i64)> = sqlx::query_as("SELECT id, n FROM t ORDER BY id")
-            .fetch_all(&pool)
-            .await?;
+        let rows = rows(&pool).await?;
         let mut expected = vec![(held, 1), (other, 7), (behind, 9)];
         expected.sort();
         assert_eq!(rows, expected);
@@ -250,9 +255,7 @@ mod tests {
         for write in writes {
             write.await??;
         }
-        let rows: Vec<(String, i64)> = sqlx::query_as("SELECT id, n FROM t ORDER BY id")
-            .fetch_all(&pool)
-            .await?;
+        let rows = rows(&pool).await?;
         assert_eq!(rows.len(), 5);
         assert!(rows.iter().all(|(_, n)| *n == 19), "{rows:?}");
         pool.close().await;

@@ -531,17 +531,9 @@ async fn shared_files_round_trip_byte_for_byte_within_their_project(db: &TestDb)
 }
 
 async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &TestDb) -> TestResult {
-    use engine::store::{ConversationRecord, ItemKind, StoredItem};
+    use engine::store::{ConversationRecord, ItemKind};
     let store = db.open().await?;
-    let item = |id: &str, kind| -> Result<StoredItem, serde_json::Error> {
-        Ok(StoredItem {
-            id: id.to_owned(),
-            kind,
-            item: serde_json::value::to_raw_value(
-                &json!({"type": "message", "id": id, "role": "user", "content": id}),
-            )?,
-        })
-    };
+    let item = common::message_item;
     let conversation = ConversationRecord {
         id: "conv_1".to_owned(),
         project_id: "proj_a".to_owned(),
@@ -617,17 +609,9 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
 }
 
 async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb) -> TestResult {
-    use engine::store::{ConversationRecord, ItemKind, StoredItem};
+    use engine::store::{ConversationRecord, ItemKind};
     let store = db.open().await?;
-    let item = |id: &str| -> Result<StoredItem, serde_json::Error> {
-        Ok(StoredItem {
-            id: id.to_owned(),
-            kind: ItemKind::Input,
-            item: serde_json::value::to_raw_value(
-                &json!({"type": "message", "id": id, "role": "user", "content": id}),
-            )?,
-        })
-    };
+    let item = |id: &str| common::message_item(id, ItemKind::Input);
     let conversation = ConversationRecord {
         id: "conv_2".to_owned(),
         project_id: "proj_a".to_owned(),

@@ -277,15 +277,7 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
 async fn a_runs_append_waits_for_another_append_to_the_conversation() -> TestResult {
     let db = TestDb::new(Backend::Postgres).await?;
     let store = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
-    let item = |id: &str| -> Result<StoredItem, serde_json::Error> {
-        Ok(StoredItem {
-            id: id.to_owned(),
-            kind: ItemKind::Input,
-            item: serde_json::value::to_raw_value(
-                &json!({"type": "message", "id": id, "role": "user", "content": id}),
-            )?,
-        })
-    };
+    let item = |id: &str| common::message_item(id, ItemKind::Input);
     store
         .create_conversation(
             &ConversationRecord {
@@ -435,15 +427,7 @@ async fn a_runs_writes_are_one_round_trip_each() -> TestResult {
     let proxied = format!("{head}@127.0.0.1:{port}/{path}{separator}sslmode=disable");
     // Four connections: two write lanes, each keeping its own while writes follow each other.
     let store = PgStore::connect(&proxied, PoolSettings { max_connections: 4 }).await?;
-    let item = |id: &str| -> Result<StoredItem, serde_json::Error> {
-        Ok(StoredItem {
-            id: id.to_owned(),
-            kind: ItemKind::Output,
-            item: serde_json::value::to_raw_value(
-                &json!({"type": "message", "id": id, "role": "assistant", "content": []}),
-            )?,
-        })
-    };
+    let item = |id: &str| common::message_item(id, ItemKind::Output);
     let run = |id: &str| -> Result<
         (JobRecord, engine::store::ResponseRecord),
         Box<dyn std::error::Error>,

@@ -13,7 +13,7 @@ use std::ops::Deref;
 use std::path::PathBuf;
 
 use agentd_store::{PgStore, PoolSettings, SqliteStore};
-use engine::store::{EventRecord, Store, StoreError};
+use engine::store::{EventRecord, ItemKind, Store, StoreError, StoredItem};
 use pgschema::testdb::TestDatabase;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -174,6 +174,17 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A stored message item `id` of `kind` (its text is its id).
+pub fn message_item(id: &str, kind: ItemKind) -> Result<StoredItem, serde_json::Error> {
+    Ok(StoredItem {
+        id: id.to_owned(),
+        kind,
+        item: serde_json::value::to_raw_value(
+            &serde_json::json!({"type": "message", "id": id, "role": "user", "content": id}),
+        )?,
+    })
 }
 
 /// Events with these sequence numbers.
