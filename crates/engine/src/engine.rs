@@ -17,7 +17,7 @@ use crate::config::EngineConfig;
 use crate::core::{Core, Ports};
 use crate::error::EngineError;
 use crate::events::EventLog;
-use crate::live::InitialRow;
+use crate::live::{InitialRow, LiveRun};
 use crate::metrics::MetricsSnapshot;
 use crate::model::ModelRouter;
 use crate::plan::{self, Continuation, JobPayload, RunPlan};
@@ -39,6 +39,89 @@ fn cancel_answer(response: Response) -> CancelAck {
         response_id: response.id.clone(),
         response,
     }
+}
+
+/// A run's first stored record: its initial response, with no transcript yet (an unfinished
+/// response cannot be continued; the end writes it).
+fn initial_record(
+    id: &str,
+    project_id: String,
+    conversation_id: Option<String>,
+    response: Response,
+    response_json: Option<Arc<str>>,
+) -> Box<ResponseRecord> {
+    Box::new(ResponseRecord {
+        id: id.to_owned(),
+        project_id,
+        created_at: response.created_at,
+        visible: response.store,
+        response,
+        transcript: Vec::new(),
+        conversation_id,
+        items: Vec::new(),
+        append_to: None,
+        turns: Vec::new(),
+        response_json,
+    })
+}
+
+/// Queues a background run: its record (what its poller and its worker read) and its queued
+/// job, in one transaction, so neither is ever stored without the other; then wakes a worker.
+async fn start_background(
+    core: &Arc<Core>,
+    project_id: &str,
+    id: String,
+    live: LiveRun,
+    started: Box<Starting>,
+    initial_json: Option<Arc<str>>,
+) -> Result<RunHandle, EngineError> {
+    let Starting {
+        plan,
+        response,
+        context,
+        secrets,
+    } = *started;
+    let payload = serde_json::to_string(&JobPayload {
+        request: plan.request,
+        transcript: plan.transcript,
+        context,
+        secrets,
+    })
+    .map_err(|err| EngineError::Internal(format!("job payload: {err}")));
+    let payload = match payload {
+        Ok(payload) => payload,
+        Err(err) => {
+            core.live.remove(&id);
+            return Err(err);
+        }
+    };
+    let job = JobRecord {
+        response_id: id.clone(),
+        project_id: project_id.to_owned(),
+        payload,
+        state: JobState::Queued,
+        lease_owner: None,
+        lease_until_ms: 0,
+        created_at_ms: core.clock.now_ms(),
+    };
+    let record = initial_record(
+        &id,
+        plan.project_id,
+        plan.conversation,
+        response,
+        initial_json,
+    );
+    if let Err(err) = core.store.start_run(&record, &job).await {
+        core.live.remove(&id);
+        return Err(err.into());
+    }
+    core.job_ready.notify_one();
+    Ok(RunHandle {
+        id,
+        initial: record.response,
+        log: live.log,
+        done: None,
+    })
 }
 
 /// Runs agent requests. Cheap to clone.
@@ -221,28 +304,28 @@ impl Engine {
         if background {
             started.secrets = job_secrets::take(core, project_id, &id, &mut started.plan.request)?;
         }
-        // With replicas, a foreground run holds its leased job row before its response is
-        // stored as in progress, so no replica ever sees it in progress without an owner.
         let live = core.live.register(&id);
-        let heartbeat = if core.config.shared_store && !background {
-            match replicas::own_foreground(core, project_id, &id, live.cancel.clone()).await {
-                Ok(heartbeat) => Some(heartbeat),
-                Err(err) => {
-                    core.live.remove(&id);
-                    return Err(err);
-                }
-            }
-        } else {
-            None
-        };
         // Serialized once for the stored row and the run's first two events.
         let initial_json: Option<Arc<str>> = started.response.to_json().ok().map(Arc::from);
+        if background {
+            // Boxed: the background start's future is not held inline by every start's.
+            return Box::pin(start_background(
+                core,
+                project_id,
+                id,
+                live,
+                started,
+                initial_json,
+            ))
+            .await;
+        }
+        let shared = core.config.shared_store;
         match &initial_json {
             // A foreground run on a store no other replica reads: its row is written by its
             // first flush or its end (`run/driver.rs`), so a run that ends before its first
             // flush is stored in one transaction, and none waits for a write before the model
             // is asked. Until then lookups by id answer it from the live map (`Core::response`).
-            Some(json) if !background && !core.config.shared_store => {
+            Some(json) if !shared => {
                 live.unstored.set(InitialRow {
                     project_id: started.plan.project_id.clone(),
                     visible: started.response.store,
@@ -251,69 +334,33 @@ impl Engine {
                     response_json: Arc::clone(json),
                 });
             }
-            // A background run's row is what its poller and its worker read, and another
-            // replica must see a run in progress: the record exists from the start. Its
-            // transcript is written at the end: an unfinished response cannot be continued.
+            // Another replica must see a run in progress: the record exists from the start,
+            // and with replicas it is stored with the run's job row leased to this process, in
+            // one transaction, so no replica ever sees the run in progress without an owner.
             _ => {
-                let record = Box::new(ResponseRecord {
-                    id: id.clone(),
-                    project_id: started.plan.project_id.clone(),
-                    created_at: started.response.created_at,
-                    visible: started.response.store,
-                    response: started.response,
-                    transcript: Vec::new(),
-                    conversation_id: started.plan.conversation.clone(),
-                    items: Vec::new(),
-                    append_to: None,
-                    turns: Vec::new(),
-                    response_json: initial_json.clone(),
-                });
-                let stored = core.store.put_response(&record).await;
+                let record = initial_record(
+                    &id,
+                    started.plan.project_id.clone(),
+                    started.plan.conversation.clone(),
+                    started.response,
+                    initial_json.clone(),
+                );
+                let stored = if shared {
+                    let job = replicas::foreground_job(core, project_id, &id);
+                    core.store.start_run(&record, &job).await
+                } else {
+                    core.store.put_response(&record).await
+                };
                 // The response the record held (moved in and out, not copied).
                 started.response = record.response;
                 if let Err(err) = stored {
-                    if let Some(heartbeat) = heartbeat {
-                        heartbeat.abort();
-                    }
                     core.live.remove(&id);
                     return Err(err.into());
                 }
             }
         }
-        if background {
-            let Starting {
-                plan,
-                response,
-                context,
-                secrets,
-            } = *started;
-            let payload = serde_json::to_string(&JobPayload {
-                request: plan.request,
-                transcript: plan.transcript,
-                context,
-                secrets,
-            })
-            .map_err(|err| EngineError::Internal(format!("job payload: {err}")))?;
-            let initial = Box::new(response);
-            core.store
-                .insert_job(&JobRecord {
-                    response_id: id.clone(),
-                    project_id: project_id.to_owned(),
-                    payload,
-                    state: JobState::Queued,
-                    lease_owner: None,
-                    lease_until_ms: 0,
-                    created_at_ms: core.clock.now_ms(),
-                })
-                .await?;
-            core.job_ready.notify_one();
-            return Ok(RunHandle {
-                id,
-                initial: *initial,
-                log: live.log,
-                done: None,
-            });
-        }
+        // With replicas, the foreground run's lease is renewed while it runs.
+        let heartbeat = shared.then(|| replicas::heartbeat(core, &id, live.cancel.clone()));
         let Starting { plan, response, .. } = *started;
         let initial = response.clone();
         let log = live.log.clone();

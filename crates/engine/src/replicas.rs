@@ -5,9 +5,9 @@
 //!   When a replica dies, its runs' leases expire and another replica's workers claim the rows
 //!   and end those runs `failed` (`jobs.rs`), so nothing waits for the dead replica to return.
 //! - Start-up: the "end every unfinished run" rule of a single process would end other
-//!   replicas' runs. Instead a sweep ends runs that are in progress but hold no job row (a
-//!   process stopped between storing a response and its job row, or a run of a version before
-//!   replicas) only when it sees the same run twice, one lease apart.
+//!   replicas' runs. Instead a sweep ends runs that are in progress but hold no job row (a run
+//!   of a version that stored the two in separate writes and stopped between them, or of a
+//!   version before replicas) only when it sees the same run twice, one lease apart.
 //! - Cancel: a cancel for a run executing on another replica marks its job row
 //!   ([`crate::store::JobStore::request_cancel`]); each replica polls its own marked rows every
 //!   [`CANCEL_POLL`] and cancels the runs, so a cancel reaches any replica within a second.
@@ -23,7 +23,7 @@ use futures::{Stream, StreamExt};
 use crate::clock::millis;
 use crate::code::Code;
 use crate::core::Core;
-use crate::error::{EngineError, RunFailure};
+use crate::error::RunFailure;
 use crate::recovery::{self, LOST_RUN};
 use crate::store::{JobRecord, JobState};
 
@@ -41,33 +41,35 @@ pub(crate) fn spawn(core: &Arc<Core>) {
     tokio::spawn(async move { orphan_sweep(&sweep).await });
 }
 
-/// Takes ownership of a foreground run: its leased job row, and a heartbeat renewing the lease
-/// until the returned task is aborted (when the run has ended). The row is removed by the
-/// run's end, in the transaction that stores its final response.
-pub(crate) async fn own_foreground(
+/// A foreground run's job row: leased to this process, stored with the run's first record
+/// ([`crate::store::ResponseStore::start_run`]) and removed by the run's end, in the
+/// transaction that stores its final response.
+pub(crate) fn foreground_job(core: &Core, project_id: &str, id: &str) -> JobRecord {
+    let now = core.clock.now_ms();
+    JobRecord {
+        response_id: id.to_owned(),
+        project_id: project_id.to_owned(),
+        // Never executed from the row: a claim after the lease expired ends the run.
+        payload: "{}".to_owned(),
+        state: JobState::Running,
+        lease_owner: Some(core.worker_id.clone()),
+        lease_until_ms: now + millis(core.config.lease),
+        created_at_ms: now,
+    }
+}
+
+/// Renews a foreground run's lease until the returned task is aborted (when the run has
+/// ended).
+pub(crate) fn heartbeat(
     core: &Arc<Core>,
-    project_id: &str,
     id: &str,
     cancel: tokio_util::sync::CancellationToken,
-) -> Result<tokio::task::JoinHandle<()>, EngineError> {
-    let now = core.clock.now_ms();
-    core.store
-        .insert_job(&JobRecord {
-            response_id: id.to_owned(),
-            project_id: project_id.to_owned(),
-            // Never executed from the row: a claim after the lease expired ends the run.
-            payload: "{}".to_owned(),
-            state: JobState::Running,
-            lease_owner: Some(core.worker_id.clone()),
-            lease_until_ms: now + millis(core.config.lease),
-            created_at_ms: now,
-        })
-        .await?;
-    let heartbeat = core.clone();
+) -> tokio::task::JoinHandle<()> {
+    let core = core.clone();
     let id = id.to_owned();
-    Ok(tokio::spawn(async move {
-        crate::jobs::renew_while_running(&heartbeat, id, cancel).await;
-    }))
+    tokio::spawn(async move {
+        crate::jobs::renew_while_running(&core, id, cancel).await;
+    })
 }
 
 async fn cancel_poll(core: &Core) {

@@ -209,6 +209,10 @@ pub struct EventRecord {
 pub trait ResponseStore: Send + Sync {
     /// Insert or replace a response record.
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError>;
+    /// Starts a run that holds a job row, in one transaction: inserts or replaces its first
+    /// record and adds its job (a background run's queued job, or, with replicas, a foreground
+    /// run's job leased to its process). Neither is ever stored without the other.
+    async fn start_run(&self, record: &ResponseRecord, job: &JobRecord) -> Result<(), StoreError>;
     /// Ends a run, in one transaction: inserts or replaces its record, appends the rest of its
     /// event log (the terminal event last), indexes its items, appends them to its OpenAI
     /// conversation (`append_to`) and removes its background job row, if any. The one way every

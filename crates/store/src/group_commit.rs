@@ -1,5 +1,6 @@
 //! Group commit: one writer task that runs the run-path writes of every concurrent run
-//! (`put_response`, `append_events`, `end_run`, `insert_job`) in shared transactions.
+//! (`put_response`, `start_run`, `append_events`, `end_run`, `insert_job`) in shared
+//! transactions.
 //!
 //! SQLite has one writer at a time, and on the store's single write connection every
 //! transaction costs its `BEGIN`, its `COMMIT` (the WAL frames of every page it touched) and

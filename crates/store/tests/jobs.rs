@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use common::{TestDb, TestResult, TestStore, events};
 use engine::store::{JobRecord, JobState, ResponseRecord, StoreError};
-use protocol::response::Response;
+use protocol::response::{Response, ResponseStatus};
 use serde_json::json;
 
 fn job(response_id: &str, project_id: &str, created_at_ms: i64) -> JobRecord {
@@ -302,6 +302,57 @@ async fn duplicate_job_is_a_conflict(db: &TestDb) -> TestResult {
     Ok(())
 }
 
+/// A run that holds a job row starts with its record and its job in one transaction: both are
+/// stored, or neither — a job row already there for the id refuses the start, and the
+/// record's upsert goes back with it.
+async fn a_run_starts_with_its_record_and_its_job_or_with_neither(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    store
+        .start_run(
+            &record("resp_a", "proj_a", "queued", 10)?,
+            &job("resp_a", "proj_a", 1_000),
+        )
+        .await?;
+    let stored = store
+        .get_response("proj_a", "resp_a")
+        .await?
+        .ok_or("resp_a's record was not stored")?;
+    assert_eq!(stored.response.status, ResponseStatus::Queued);
+    assert_eq!(store.count_queued("proj_a").await?, 1);
+    let claimed = store
+        .claim_job("worker_1", 2_000, 60_000)
+        .await?
+        .ok_or("resp_a's job was not stored")?;
+    assert_eq!(
+        claimed.job,
+        JobRecord {
+            state: JobState::Running,
+            lease_owner: Some("worker_1".to_owned()),
+            lease_until_ms: 60_000,
+            ..job("resp_a", "proj_a", 1_000)
+        }
+    );
+
+    store.insert_job(&job("resp_b", "proj_a", 3_000)).await?;
+    let refused = store
+        .start_run(
+            &record("resp_b", "proj_a", "queued", 20)?,
+            &job("resp_b", "proj_a", 4_000),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Conflict(_))),
+        "{refused:?}"
+    );
+    assert!(
+        store.get_response("proj_a", "resp_b").await?.is_none(),
+        "the record of a refused start was stored"
+    );
+    // The job row that was there is unchanged.
+    assert_eq!(store.count_queued("proj_a").await?, 1);
+    Ok(())
+}
+
 async fn queued_counts_per_project_and_overall(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     assert_eq!(store.count_all_queued().await?, 0);
@@ -489,6 +540,7 @@ matrix!(
     renew_lease_needs_the_owner_and_the_row,
     delete_removes_the_job,
     duplicate_job_is_a_conflict,
+    a_run_starts_with_its_record_and_its_job_or_with_neither,
     queued_counts_per_project_and_overall,
     orphaned_responses_are_live_ones_without_a_job,
     purge_events_deletes_only_old_responses_logs,

@@ -108,6 +108,14 @@ impl ResponseStore for MemoryStore {
         Ok(())
     }
 
+    async fn start_run(&self, record: &ResponseRecord, job: &JobRecord) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state.write(&record.id)?;
+        state.responses.insert(record.id.clone(), record.clone());
+        state.jobs.insert(job.response_id.clone(), job.clone());
+        Ok(())
+    }
+
     async fn end_run(
         &self,
         record: &ResponseRecord,

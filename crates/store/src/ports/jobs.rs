@@ -75,9 +75,8 @@ pub(crate) fn delete_in(script: &mut Script, response_id: &Arc<str>) {
     script.statement(DELETE).bind(response_id);
 }
 
-/// A write adding a job row; a row already there for the response refuses it (a conflict).
-fn insert(job: &JobRecord) -> Script {
-    let mut script = Script::new();
+/// Adds a job row to a write; a row already there for the response refuses it (a conflict).
+pub(super) fn insert_in(script: &mut Script, job: &JobRecord) {
     script
         .statement(INSERT)
         .bind(Arc::<str>::from(job.response_id.as_str()))
@@ -91,13 +90,14 @@ fn insert(job: &JobRecord) -> Script {
             ErrorKind::UniqueViolation,
             format!("job {}", job.response_id),
         );
-    script
 }
 
 #[async_trait::async_trait]
 impl JobStore for Store {
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError> {
-        self.write(&job.response_id, insert(job)).await
+        let mut script = Script::new();
+        insert_in(&mut script, job);
+        self.write(&job.response_id, script).await
     }
 
     async fn claim_job(

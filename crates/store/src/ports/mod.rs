@@ -7,8 +7,8 @@
 //! twice, with no generic bounds; the SQL is the portable subset both databases run: TEXT and
 //! BIGINT columns, JSON as TEXT, `$n` placeholders, `ON CONFLICT` upserts.
 //!
-//! The run-path writes (`put_response`, `append_events`, `end_run`, `insert_job`) are built
-//! as a [`crate::script::Script`] (their statements and values, encoded before they run) and
+//! The run-path writes (`put_response`, `start_run`, `append_events`, `end_run`,
+//! `insert_job`) are built as a [`crate::script::Script`] (their statements and values, encoded before they run) and
 //! handed to the back end's `write`, which runs them through the group writer
 //! (`group_commit.rs`). Such a write reads nothing back between its statements (item positions
 //! are read in the statement that inserts them), and refuses itself by a statement failing,

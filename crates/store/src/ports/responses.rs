@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use engine::store::{EventRecord, ResponseRecord, ResponseStore, StoreError};
+use engine::store::{EventRecord, JobRecord, ResponseRecord, ResponseStore, StoreError};
 use sqlx::Row as _;
 use sqlx::error::ErrorKind;
 
@@ -183,6 +183,13 @@ impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
         let mut script = Script::new();
         Encoded::encode(record)?.upsert(&mut script);
+        self.write(&record.id, script).await
+    }
+
+    async fn start_run(&self, record: &ResponseRecord, job: &JobRecord) -> Result<(), StoreError> {
+        let mut script = Script::new();
+        Encoded::encode(record)?.upsert(&mut script);
+        super::jobs::insert_in(&mut script, job);
         self.write(&record.id, script).await
     }
 
