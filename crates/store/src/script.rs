@@ -1,8 +1,8 @@
 //! A run-path write as data: the statements it runs and the values they bind.
 //!
-//! The run-path writes (`put_response`, `append_events`, `end_run`, `insert_job`) are known in
-//! full before they run: no statement reads what another returns. A write is therefore a
-//! [`Script`] (a list of [`Statement`]s, each with its own `$1`…`$n` placeholders, its values,
+//! The run-path writes (`put_response`, `start_run`, `append_events`, `end_run`,
+//! `insert_job`) are known in full before they run: no statement reads what another returns.
+//! A write is therefore a [`Script`] (a list of [`Statement`]s, each with its own `$1`…`$n` placeholders, its values,
 //! and what its failure means), and the writer decides how to run the scripts of a batch: a
 //! file-backed SQLite store's writer thread runs each statement prepared once and kept, as
 //! written when its placeholders are numbered in order ([`numbered_in_order`]), else made
@@ -282,30 +282,90 @@ pub(crate) const MERGED_VALUES: usize = 4096;
 /// of them write one row. `None` when merging gains nothing (one modifying statement) or a
 /// `SELECT` follows a modifying statement or the values pass [`MERGED_VALUES`].
 pub(crate) fn merged(script: &Script) -> Option<Merged<'_>> {
-    let is_select = |statement: &&Statement| {
-        statement
-            .sql
-            .trim_start()
-            .get(..6)
-            .is_some_and(|word| word.eq_ignore_ascii_case("select"))
-    };
-    let selects = script.statements.iter().take_while(is_select).count();
+    let selects = script
+        .statements
+        .iter()
+        .take_while(|s| is_select(s))
+        .count();
     let (first, writes) = script.statements.split_at(selects);
-    if writes.len() < 2 || writes.iter().any(|statement| is_select(&statement)) {
+    if writes.len() < 2 || writes.iter().any(is_select) {
         return None;
     }
-    let count: usize = writes.iter().map(|statement| statement.values.len()).sum();
+    let (sql, values) = with_clauses(writes.iter())?;
+    Some(Merged {
+        selects: first,
+        sql,
+        values,
+    })
+}
+
+/// Most scripts a [`merged_batch`] statement takes.
+pub(crate) const MERGED_SCRIPTS: usize = 32;
+
+/// A batch's scripts for PostgreSQL in one round trip: every statement of every script in one,
+/// as [`merged`] writes one script's, when no script takes a lock first (starts, flushes and
+/// ends of runs; an end that appends to a conversation locks it, and such a batch runs script
+/// by script). The scripts are taken in the order of their statements' text, not their own, so
+/// batches of the same kinds of writes are the same statement (prepared once per connection).
+///
+/// One snapshot for all: no script of a batch reads or removes what another writes. The writes
+/// of one run are each awaited before the next is made (the run's start, its flushes, its end),
+/// and the runs of a batch write rows of their own; where two scripts would still write one
+/// row (a key taken twice), the statement fails whole and the batch runs again script by
+/// script. `None` for fewer than two scripts, more than [`MERGED_SCRIPTS`], or values past
+/// [`MERGED_VALUES`].
+pub(crate) fn merged_batch<'s>(scripts: &[&'s Script]) -> Option<Merged<'s>> {
+    if scripts.len() < 2 || scripts.len() > MERGED_SCRIPTS {
+        return None;
+    }
+    if scripts.iter().flat_map(|s| &s.statements).any(is_select) {
+        return None;
+    }
+    let mut ordered = scripts.to_vec();
+    ordered.sort_by(|a, b| {
+        let a = a.statements.iter().map(|s| s.sql.as_ref());
+        a.cmp(b.statements.iter().map(|s| s.sql.as_ref()))
+    });
+    let (sql, values) = with_clauses(ordered.iter().flat_map(|s| &s.statements))?;
+    Some(Merged {
+        selects: &[],
+        sql,
+        values,
+    })
+}
+
+/// Whether a statement is a `SELECT` (a lock a script takes before it writes).
+fn is_select(statement: &Statement) -> bool {
+    statement
+        .sql
+        .trim_start()
+        .get(..6)
+        .is_some_and(|word| word.eq_ignore_ascii_case("select"))
+}
+
+/// Statements as one: the leading ones as data-modifying `WITH` clauses of the last, each
+/// with its placeholders renumbered after those before it. `None` past [`MERGED_VALUES`] or
+/// for a placeholder without a value.
+fn with_clauses<'s>(
+    writes: impl Iterator<Item = &'s Statement> + Clone,
+) -> Option<(String, Vec<&'s Value>)> {
+    let count: usize = writes.clone().map(|statement| statement.values.len()).sum();
     if count > MERGED_VALUES {
         return None;
     }
     let length: usize = writes
-        .iter()
+        .clone()
         .map(|statement| statement.sql.len() + 16)
         .sum();
+    // Two at least: one alone is no `WITH`.
+    let last = writes
+        .clone()
+        .count()
+        .checked_sub(1)
+        .filter(|&last| last > 0)?;
     let mut sql = String::with_capacity(length + 8);
     let mut values = Vec::with_capacity(count);
-    let last = writes.len() - 1;
-    for (n, statement) in writes.iter().enumerate() {
+    for (n, statement) in writes.enumerate() {
         if n == 0 {
             sql.push_str("WITH ");
         }
@@ -318,11 +378,7 @@ pub(crate) fn merged(script: &Script) -> Option<Merged<'_>> {
             sql.push_str(if n + 1 < last { "), " } else { ") " });
         }
     }
-    Some(Merged {
-        selects: first,
-        sql,
-        values,
-    })
+    Some((sql, values))
 }
 
 /// A script as [`merged`] runs it.
@@ -556,5 +612,44 @@ mod tests {
         missing.statement("INSERT INTO t VALUES ($1, $2)").bind(1);
         missing.statement("DELETE FROM t WHERE n = $1").bind(1);
         assert!(merged(&missing).is_none(), "a placeholder without a value");
+    }
+
+    #[test]
+    fn a_batch_merges_in_the_order_of_its_scripts_text_unless_one_takes_a_lock() {
+        let insert = |table: &str, n: i64| {
+            let mut script = Script::new();
+            script
+                .statement(format!("INSERT INTO {table} VALUES ($1)"))
+                .bind(n);
+            script
+        };
+        let (u, t1, t2) = (insert("u", 1), insert("t", 2), insert("t", 3));
+        let batch = merged_batch(&[&u, &t1, &t2]).expect("merged");
+        assert_eq!(
+            batch.sql,
+            "WITH w0 AS (INSERT INTO t VALUES ($1)), w1 AS (INSERT INTO t VALUES ($2)) \
+             INSERT INTO u VALUES ($3)"
+        );
+        let values: Vec<String> = batch.values.iter().map(|v| format!("{v:?}")).collect();
+        assert_eq!(values, ["Int(2)", "Int(3)", "Int(1)"]);
+        assert!(merged_batch(&[&u]).is_none(), "one script");
+        let mut locked = Script::new();
+        locked
+            .statement("SELECT 1 FROM c WHERE id = $1 FOR UPDATE")
+            .bind(4);
+        locked.statement("INSERT INTO t VALUES ($1)").bind(4);
+        assert!(
+            merged_batch(&[&u, &locked]).is_none(),
+            "a script locks first"
+        );
+        let many: Vec<Script> = (0..=MERGED_SCRIPTS as i64)
+            .map(|n| insert("t", n))
+            .collect();
+        let many: Vec<&Script> = many.iter().collect();
+        assert!(
+            merged_batch(&many).is_none(),
+            "more scripts than one statement takes"
+        );
+        assert!(merged_batch(&many[..MERGED_SCRIPTS]).is_some());
     }
 }

@@ -19,10 +19,13 @@
 //! can ([`script::merged`]: its `INSERT`s, `UPDATE`s and `DELETE`s as data-modifying `WITH`
 //! clauses of the last, after its `SELECT … FOR UPDATE` locks), and a batch of one script of
 //! one statement, or of one such merged script, runs without `BEGIN` and `COMMIT` (one
-//! statement is atomic alone): a run's start and its job row are one round trip each instead
-//! of three, its end one instead of seven. A merged statement that fails has written nothing; the scripts then
-//! run again statement by statement in a new transaction, so that the failing statement gives
-//! its own error (a conflict, say).
+//! statement is atomic alone): a run's start (its response and job rows) is one round trip
+//! instead of six, its end one instead of seven. A batch of several scripts none of which
+//! takes a lock first goes as one statement too ([`script::merged_batch`]: the starts, flushes
+//! and ends of several runs in one round trip instead of one each plus `BEGIN` and `COMMIT`).
+//! A merged statement that fails has written nothing; the scripts then run again statement by
+//! statement in a new transaction, so that the failing statement gives its own error (a
+//! conflict, say).
 
 use std::time::Duration;
 
@@ -178,6 +181,16 @@ async fn run_on(connection: &mut PgConnection, scripts: &[&Script]) -> Result<()
             .map(|_| ())
             .map_err(|e| statement.error(e));
     }
+    // Several scripts, none taking a lock first: all of them in one statement, atomic alone.
+    // If it fails it has written nothing, and the batch runs again below, script by script,
+    // where the failing statement reports its own error.
+    if let Some(all) = script::merged_batch(scripts)
+        && execute(&mut *connection, &all.sql, &all.values)
+            .await
+            .is_ok()
+    {
+        return Ok(());
+    }
     let merged: Vec<Option<script::Merged<'_>>> =
         scripts.iter().map(|s| script::merged(s)).collect();
     if merged.iter().all(Option::is_none) {
@@ -297,4 +310,97 @@ where
         added.map_err(|e| StoreError::Backend(format!("cannot bind a value: {e}")))?;
     }
     Ok(arguments)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use pgschema::testdb::TestDatabase;
+    use sqlx::error::ErrorKind;
+
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    /// A script inserting row `id` into `table` (`t` or `u`, both `(id TEXT PRIMARY KEY)`).
+    fn insert(table: &str, id: &str) -> Script {
+        let mut script = Script::new();
+        script
+            .statement(format!("INSERT INTO {table} (id) VALUES ($1)"))
+            .bind(Arc::<str>::from(id))
+            .conflict_on(ErrorKind::UniqueViolation, format!("{table} {id}"));
+        script
+    }
+
+    /// The statements prepared on the writer's kept connection, in any order.
+    async fn prepared(held: &mut Held<Postgres>, pool: &Pool<Postgres>) -> Vec<String> {
+        let mut connection = held.take(pool).await.expect("a connection");
+        let mut statements: Vec<String> =
+            sqlx::query_scalar("SELECT statement FROM pg_prepared_statements")
+                .fetch_all(&mut *connection)
+                .await
+                .expect("read");
+        held.keep(connection);
+        statements.sort();
+        statements
+    }
+
+    /// Several scripts with nothing to lock go as one statement: the only one prepared on the
+    /// connection (statement by statement, each script's insert would be), the same for the
+    /// same kinds of scripts in any order; a batch with a key taken twice fails whole, with
+    /// the failing statement's own error, and writes nothing.
+    #[tokio::test]
+    async fn a_batch_of_scripts_is_one_statement() -> TestResult {
+        let db = TestDatabase::create("agentd_batch").await?;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect(db.url())
+            .await?;
+        for table in ["t", "u"] {
+            sqlx::query(AssertSqlSafe(format!(
+                "CREATE TABLE {table} (id TEXT PRIMARY KEY)"
+            )))
+            .execute(&pool)
+            .await?;
+        }
+        let mut held = Held::new(true);
+        // Clear what the set-up prepared on the one connection.
+        {
+            let mut connection = held.take(&pool).await?;
+            sqlx::query("DEALLOCATE ALL")
+                .execute(&mut *connection)
+                .await?;
+            held.keep(connection);
+        }
+
+        let (a, b, c) = (insert("t", "a"), insert("u", "b"), insert("t", "c"));
+        Postgres::run(&pool, &mut held, &[&a, &b, &c]).await?;
+        let (d, e, f) = (insert("u", "d"), insert("t", "e"), insert("t", "f"));
+        Postgres::run(&pool, &mut held, &[&d, &e, &f]).await?;
+        let statements = prepared(&mut held, &pool).await;
+        assert_eq!(
+            statements,
+            [
+                "SELECT statement FROM pg_prepared_statements",
+                "WITH w0 AS (INSERT INTO t (id) VALUES ($1)), w1 AS (INSERT INTO t (id) VALUES ($2)) \
+                 INSERT INTO u (id) VALUES ($3)",
+            ]
+        );
+
+        let (g, taken) = (insert("u", "g"), insert("t", "a"));
+        let refused = Postgres::run(&pool, &mut held, &[&g, &taken]).await;
+        assert!(
+            matches!(&refused, Err(StoreError::Conflict(message)) if message == "t a"),
+            "{refused:?}"
+        );
+        let rows: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM t UNION ALL SELECT id FROM u ORDER BY 1")
+                .fetch_all(&pool)
+                .await?;
+        assert_eq!(rows, ["a", "b", "c", "d", "e", "f"]);
+        held.release();
+        pool.close().await;
+        Ok(())
+    }
 }
