@@ -27,7 +27,8 @@
 //!   `sqlite_writer.rs`: a file-backed SQLite store's writer instead, a thread of its own owning
 //!   a `rusqlite` connection; `script.rs`: such a write as data (statements and values);
 //!   `script_run.rs`: how the task runs a batch of them on each back end (on PostgreSQL each
-//!   script's statements merged into one round trip where they can).
+//!   script's statements merged into one round trip where they can, and a batch of scripts
+//!   without locks into one statement).
 //! - `write_lanes.rs`: PostgreSQL's run-path writes in up to four group writers committing side
 //!   by side, every write of one response in the same one.
 //! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path, run
