@@ -302,11 +302,10 @@ pub(crate) fn merged(script: &Script) -> Option<Merged<'_>> {
 /// Most scripts a [`merged_batch`] statement takes.
 pub(crate) const MERGED_SCRIPTS: usize = 32;
 
-/// A batch's scripts for PostgreSQL in one round trip: every statement of every script in one,
-/// as [`merged`] writes one script's, when no script takes a lock first (starts, flushes and
-/// ends of runs; an end that appends to a conversation locks it, and such a batch runs script
-/// by script). The scripts are taken in the order of their statements' text, not their own, so
-/// batches of the same kinds of writes are the same statement (prepared once per connection).
+/// A batch's scripts for PostgreSQL in one statement: every statement of every script, in
+/// order, as [`merged`] writes one script's, when no script takes a lock first (starts,
+/// flushes and ends of runs; an end that appends to a conversation locks it, and such a batch
+/// runs script by script).
 ///
 /// One snapshot for all: no script of a batch reads or removes what another writes. The writes
 /// of one run are each awaited before the next is made (the run's start, its flushes, its end),
@@ -321,12 +320,7 @@ pub(crate) fn merged_batch<'s>(scripts: &[&'s Script]) -> Option<Merged<'s>> {
     if scripts.iter().flat_map(|s| &s.statements).any(is_select) {
         return None;
     }
-    let mut ordered = scripts.to_vec();
-    ordered.sort_by(|a, b| {
-        let a = a.statements.iter().map(|s| s.sql.as_ref());
-        a.cmp(b.statements.iter().map(|s| s.sql.as_ref()))
-    });
-    let (sql, values) = with_clauses(ordered.iter().flat_map(|s| &s.statements))?;
+    let (sql, values) = with_clauses(scripts.iter().flat_map(|s| &s.statements))?;
     Some(Merged {
         selects: &[],
         sql,
@@ -615,7 +609,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_merges_in_the_order_of_its_scripts_text_unless_one_takes_a_lock() {
+    fn a_batch_merges_in_its_order_unless_a_script_takes_a_lock() {
         let insert = |table: &str, n: i64| {
             let mut script = Script::new();
             script
@@ -627,11 +621,11 @@ mod tests {
         let batch = merged_batch(&[&u, &t1, &t2]).expect("merged");
         assert_eq!(
             batch.sql,
-            "WITH w0 AS (INSERT INTO t VALUES ($1)), w1 AS (INSERT INTO t VALUES ($2)) \
-             INSERT INTO u VALUES ($3)"
+            "WITH w0 AS (INSERT INTO u VALUES ($1)), w1 AS (INSERT INTO t VALUES ($2)) \
+             INSERT INTO t VALUES ($3)"
         );
         let values: Vec<String> = batch.values.iter().map(|v| format!("{v:?}")).collect();
-        assert_eq!(values, ["Int(2)", "Int(3)", "Int(1)"]);
+        assert_eq!(values, ["Int(1)", "Int(2)", "Int(3)"]);
         assert!(merged_batch(&[&u]).is_none(), "one script");
         let mut locked = Script::new();
         locked
