@@ -81,18 +81,16 @@ async fn start_background(
         context,
         secrets,
     } = *started;
-    let payload = serde_json::to_string(&JobPayload {
+    let payload = match serde_json::to_string(&JobPayload {
         request: plan.request,
         transcript: plan.transcript,
         context,
         secrets,
-    })
-    .map_err(|err| EngineError::Internal(format!("job payload: {err}")));
-    let payload = match payload {
+    }) {
         Ok(payload) => payload,
         Err(err) => {
             core.live.remove(&id);
-            return Err(err);
+            return Err(EngineError::Internal(format!("job payload: {err}")));
         }
     };
     let job = JobRecord {
