@@ -33,9 +33,13 @@ pub fn env_filter(spec: Option<&str>) -> EnvFilter {
 }
 
 /// Installs the process's logger (and the bridge from the `log` crate): `spec` as the filter,
-/// [`SILENCED`] dropped.
+/// [`SILENCED`] dropped. Text is coloured only on a terminal: a log file or the journal gets
+/// plain lines.
 pub fn init(format: LogFormat, spec: Option<&str>) {
-    let layer = fmt::layer().with_writer(std::io::stderr);
+    use std::io::IsTerminal as _;
+    let layer = fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let layer = match format {
         LogFormat::Json => layer.json().boxed(),
         LogFormat::Text => layer.boxed(),

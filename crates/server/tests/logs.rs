@@ -148,6 +148,13 @@ async fn secrets_appear_in_no_log_line_at_trace_level() {
         "trace logging was on: {} lines",
         log.lines().count()
     );
+    // stderr is a file here, not a terminal: plain text, no colour codes (which would also
+    // split a value from its name in every line the scan below reads).
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour codes in a log file: {}",
+        log.lines().next().unwrap_or_default()
+    );
     for secret in [
         QUERY_SECRET,
         TOKEN_SECRET,
