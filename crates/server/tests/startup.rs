@@ -197,14 +197,17 @@ fn process_dump(pid: u32) -> String {
 /// servers start at once, each on a fresh directory, while the CPUs are busy; all of them must
 /// come up.
 ///
-/// Plain threads and `std::process` watch the starts, with one deadline per round. The test
-/// once read them through a tokio runtime whose children, killed at the end of a round, were
-/// reaped by the runtime's I/O driver: on this project's machines `wait4` on a killed agentd
-/// could stay minutes in the kernel (`release_task` → `shrink_dcache_parent`) while this
-/// test's busy threads held the cores, and with it every pipe and timer of the runtime — the
-/// next round's servers were all listening within 2–3 s while the test saw nothing for 5
-/// minutes, and once failed a start at its 120 s bound. Here the load stops before a round's
-/// servers are killed, and they are reaped off the threads that watch the next round.
+/// Plain threads and `std::process` watch the starts, with one deadline per round; a start
+/// still running at the deadline is reported with what its threads were doing. The test once
+/// read them through a tokio runtime whose I/O driver also reaped the previous round's killed
+/// servers, and a killed agentd then took minutes to end under this test's load (its WAL
+/// checkpoint thread stayed in the idle scheduling class, which gets a core only when no
+/// other thread wants one, and `wait4` waited in the kernel for it): every pipe and timer of
+/// the runtime froze with the reaping, the next round's servers were all listening within
+/// 2–3 s while the test saw nothing for 5 minutes, and once a start failed its 120 s bound.
+/// The thread now leaves the idle class between checkpoints (`checkpoint_thread.rs`); the
+/// load stops before a round's servers are killed, and they are reaped on threads of their
+/// own.
 #[test]
 fn many_servers_start_at_once_on_fresh_data_dirs_under_load() {
     use std::io::BufRead as _;

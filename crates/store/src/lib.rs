@@ -33,7 +33,7 @@
 //!   by side, every write of one response in the same one.
 //! - `checkpoint.rs`: SQLite WAL checkpoints in a task of their own, off the commit path, run
 //!   on `checkpoint_thread.rs`'s two threads (the periodic ones in Linux's idle scheduling
-//!   class while `cpu_idle.rs` finds the machine idle enough); `wal_write_out.rs`: the WAL
+//!   class, for the checkpoint only, while `cpu_idle.rs` finds the machine idle enough); `wal_write_out.rs`: the WAL
 //!   `fdatasync`ed 20 ms after commits, so that no checkpoint has tens of megabytes of it to
 //!   write out at once.
 //! - `event_pack.rs`: event chunks compressed (LZ4, against a fixed dictionary) for SQLite, and unpacked for every reader.
