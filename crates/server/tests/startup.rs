@@ -175,7 +175,10 @@ fn process_dump(pid: u32) -> String {
             let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
             let stat = read(path("stat"));
             // The state is the field after the command's closing parenthesis.
-            let state = stat.rsplit_once(") ").map_or("?", |(_, rest)| &rest[..1]);
+            let state = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.get(..1))
+                .unwrap_or("?");
             out.push_str(&format!(
                 "    {} {state} wchan={}\n",
                 read(path("comm")).trim(),
