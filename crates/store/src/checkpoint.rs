@@ -159,7 +159,11 @@ async fn run(
     gate: Gate,
     mut stopped: mpsc::Receiver<()>,
 ) {
-    let mut tick = tokio::time::interval(settings.every);
+    // The first checkpoint one interval after the start, not at once: the idle share then
+    // covers that interval, and a test's store with an hour's interval has no checkpointer
+    // of its own running beside the checkpoints the test makes.
+    let start = tokio::time::Instant::now() + settings.every;
+    let mut tick = tokio::time::interval_at(start, settings.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut idle = IdleMeter::new();
     idle.idle_share();
