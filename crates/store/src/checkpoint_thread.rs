@@ -162,10 +162,11 @@ impl IdleClass {
             return work();
         }
         // `Min` is the only priority of the idle class (0).
-        let entered = set_policy(Idle, thread_priority::ThreadPriority::Min);
-        if entered.is_err() {
+        if let Err(error) = set_policy(Idle, thread_priority::ThreadPriority::Min) {
+            // Not in the idle class: nothing to leave, now or later.
             self.available = false;
-            tracing::warn!(error = ?entered, "the SQLite checkpoints run in the normal scheduling class: the idle class could not be set");
+            tracing::warn!(%error, "the SQLite checkpoints run in the normal scheduling class: the idle class could not be set");
+            return work();
         }
         let result = work();
         // Priority 0 of the normal class, then the niceness the thread had.
