@@ -645,6 +645,26 @@ mod tests {
         results
     }
 
+    /// SQLite as the store links it keeps no memory statistics (`.cargo/config.toml` builds it
+    /// with `SQLITE_DEFAULT_MEMSTATUS=0`): with them, every allocation and free of every
+    /// connection took one process-wide mutex.
+    #[tokio::test]
+    async fn the_linked_sqlite_keeps_no_memory_statistics() {
+        let (_dir, path, _reader) = database().await;
+        let connection = open(&settings(&path)).unwrap();
+        let options: Vec<String> = connection
+            .prepare("PRAGMA compile_options")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "SQLite was built with memory statistics: {options:?}"
+        );
+    }
+
     #[tokio::test]
     async fn a_failing_write_of_a_batch_fails_alone_and_the_others_are_committed() {
         let (_dir, path, reader) = database().await;
