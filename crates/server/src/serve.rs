@@ -82,7 +82,9 @@ pub async fn run(
             app.clone(),
             admitted,
             connections.limits(),
-            draining.clone(),
+            // Each connection's own token: its task looks at it on every poll, and one token
+            // shared by all (a lock and a `Notify` each) was taken by both workers in turn.
+            draining.child_token(),
         ));
     }
     drop(listener);
@@ -109,5 +111,77 @@ async fn accept_failed(err: &std::io::Error) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     } else {
         tracing::debug!(%err, "accept failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use axum::Router;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::run;
+    use crate::config::ConnectionSettings;
+
+    /// Reads one short answer (headers and a body of a few bytes) from `socket`.
+    async fn answer(socket: &mut TcpStream) -> String {
+        let mut read = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !read.ends_with(b"ok") {
+            let n = socket.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the connection closed before the answer");
+            read.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8(read).unwrap()
+    }
+
+    /// A stop ends the server at once when its connections are idle, whichever connection they
+    /// are (each watches its own token, cancelled with the server's), and closes them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_closes_idle_keep_alive_connections_at_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let app = Router::new().route("/", get(|| async { "ok" }));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(run(
+            listener,
+            app,
+            ConnectionSettings::default(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let mut sockets = Vec::new();
+        for _ in 0..3 {
+            let mut socket = TcpStream::connect(address).await.unwrap();
+            socket
+                .write_all(b"GET / HTTP/1.1\r\nhost: agentd\r\n\r\n")
+                .await
+                .unwrap();
+            let head = answer(&mut socket).await;
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            sockets.push(socket);
+        }
+
+        let start = Instant::now();
+        stop.send(()).unwrap();
+        // Without the connections told, the server waits for them until its grace period
+        // (30 s) is over.
+        tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .expect("the server ends well within its grace period")
+            .unwrap()
+            .unwrap();
+        for mut socket in sockets {
+            let mut rest = Vec::new();
+            let read = tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut rest))
+                .await
+                .expect("the connection is closed");
+            assert!(read.is_ok_and(|n| n == 0), "closed without more bytes");
+        }
+        assert!(start.elapsed() < Duration::from_secs(10));
     }
 }
