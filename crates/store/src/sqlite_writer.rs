@@ -645,11 +645,11 @@ mod tests {
         results
     }
 
-    /// SQLite as the store links it keeps no memory statistics (`.cargo/config.toml` builds it
-    /// with `SQLITE_DEFAULT_MEMSTATUS=0`): with them, every allocation and free of every
-    /// connection took one process-wide mutex.
+    /// SQLite as the store links it keeps no memory statistics and gives each connection its
+    /// own page cache (`.cargo/config.toml`): otherwise every allocation and free, and every
+    /// page fetched and released, of every connection took one of two process-wide mutexes.
     #[tokio::test]
-    async fn the_linked_sqlite_keeps_no_memory_statistics() {
+    async fn the_linked_sqlite_takes_no_process_wide_lock_per_allocation_or_page() {
         let (_dir, path, _reader) = database().await;
         let connection = open(&settings(&path)).unwrap();
         let options: Vec<String> = connection
@@ -662,6 +662,10 @@ mod tests {
         assert!(
             options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
             "SQLite was built with memory statistics: {options:?}"
+        );
+        assert!(
+            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "SQLite was built with one page cache for all connections: {options:?}"
         );
     }
 
