@@ -151,6 +151,13 @@ enum Done {
 }
 
 impl RunHandle {
+    /// How many times the run took its event log's lock to append events: a burst's events
+    /// are appended under one hold ([`EventLog::append_holds`]). A measure for tests and
+    /// benchmarks.
+    pub fn append_holds(&self) -> usize {
+        self.log.append_holds()
+    }
+
     /// Every event of the run from the first, as lines of JSON, ending after the terminal event.
     /// (A run from [`Engine::start_inline`] makes progress only while [`RunHandle::finish`] is
     /// awaited or once the handle is dropped.)

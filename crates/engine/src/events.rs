@@ -12,11 +12,16 @@
 //! bytes, and a paced upstream's events leave one by one as they come. (The events of a run's
 //! end that wait only for its last store write are woken for with the terminal event, after
 //! that write: `run/driver.rs`.)
+//!
+//! The run appends a burst's events under one hold of the log's lock ([`EventLog::appender`]),
+//! not one per event: a lock and an unlock are two atomic read-modify-writes, which were ~2% of
+//! the server's CPU per non-streamed request at 64 in flight with one per event
+//! (docs/benchmarks.md, "Issue 18, twenty-second pass").
 
 use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use futures::Stream;
@@ -26,7 +31,7 @@ use tokio::sync::futures::OwnedNotified;
 
 use crate::store::EventRecord;
 
-/// The largest buffer a run keeps for writing its event lines (`EventLog::push_line`).
+/// The largest buffer a run keeps for writing its event lines (`Appender::push_line`).
 const MAX_SCRATCH: usize = 64 * 1024;
 
 /// Most events appended without waking the readers (see the module docs).
@@ -61,6 +66,8 @@ struct LogState {
     /// Events appended since the readers were last woken, and their bytes.
     held_events: usize,
     held_bytes: usize,
+    /// How many times the lock was taken to append ([`EventLog::append_holds`]).
+    append_holds: usize,
 }
 
 impl EventLog {
@@ -71,13 +78,14 @@ impl EventLog {
                 closed: false,
                 held_events: 0,
                 held_bytes: 0,
+                append_holds: 0,
             }),
             appended: AtomicUsize::new(0),
             changed: Arc::new(Notify::new()),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+    fn lock(&self) -> MutexGuard<'_, LogState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -89,40 +97,21 @@ impl EventLog {
         record
     }
 
-    /// Appends an event with the next sequence number, held from the readers until
-    /// [`EventLog::announce`] (or the bound of a burst), writing the line in `scratch` first, a
-    /// buffer the run reuses for every event: the log keeps each line in an `Arc<str>` of its
-    /// own (shared with the store and the readers), so the line is copied once into it either
-    /// way, and writing it in a reused buffer saves the allocation of a `String` per event.
-    pub(crate) fn push_in(&self, data: EventData, scratch: &mut String) {
-        self.push_line(scratch, |out, sequence_number| {
-            StreamEvent {
-                data,
-                sequence_number,
-            }
-            .write_json_line(out)
-        })
+    /// Takes the lock to append the events of a burst under one hold: [`Appender`].
+    pub(crate) fn appender(&self) -> Appender<'_> {
+        let mut state = self.lock();
+        state.append_holds += 1;
+        Appender {
+            log: self,
+            state,
+            wake: false,
+        }
     }
 
-    /// Appends the line `write` writes (in `scratch`) for the next sequence number, held as
-    /// [`EventLog::push_in`]'s. (The line's only reference goes to the log: the store and the
-    /// readers take theirs from it.)
-    pub(crate) fn push_line(
-        &self,
-        scratch: &mut String,
-        write: impl FnOnce(&mut String, u64) -> Result<(), serde_json::Error>,
-    ) {
-        let sequence_number = self.next_sequence_number();
-        scratch.clear();
-        if let Err(err) = write(scratch, sequence_number) {
-            *scratch = failed_line(&err, sequence_number);
-        }
-        let line: Arc<str> = Arc::from(scratch.as_str());
-        if scratch.capacity() > MAX_SCRATCH {
-            // One large event (a big tool result) does not keep its buffer for the whole run.
-            *scratch = String::new();
-        }
-        self.append_line(line);
+    /// How many times the log's lock was taken to append events: a burst's events are
+    /// appended under one hold ([`EventLog::appender`]). A measure for tests and benchmarks.
+    pub fn append_holds(&self) -> usize {
+        self.lock().append_holds
     }
 
     /// Serializes an event with the next sequence number without publishing it: the run stores
@@ -146,22 +135,7 @@ impl EventLog {
     /// Appends a prepared event, held from the readers until [`EventLog::announce`] (or the
     /// bound of a burst: then they are woken now).
     pub(crate) fn append(&self, record: &EventRecord) {
-        self.append_line(Arc::clone(&record.data));
-    }
-
-    /// [`EventLog::append`] of the next event's line.
-    fn append_line(&self, line: Arc<str>) {
-        let mut state = self.lock();
-        state.held_bytes += line.len();
-        state.events.push(line);
-        self.appended.store(state.events.len(), Ordering::Release);
-        state.held_events += 1;
-        if state.held_events >= MAX_HELD_EVENTS || state.held_bytes >= MAX_HELD_BYTES {
-            state.held_events = 0;
-            state.held_bytes = 0;
-            drop(state);
-            self.changed.notify_waiters();
-        }
+        self.appender().append(record);
     }
 
     /// Wakes the readers if events were appended since they were last woken.
@@ -217,6 +191,101 @@ impl EventLog {
             buffer: Vec::new(),
             waiting: Box::pin(Arc::clone(&self.changed).notified_owned()),
             wait: Wait::Unarmed,
+        }
+    }
+}
+
+/// The log's lock, held to append the events of one burst ([`EventLog::appender`]). Each
+/// event takes the next sequence number, as [`EventLog::push`]'s would; the readers are
+/// woken when the appender is dropped if the burst reached the bound of events or bytes held
+/// from them (or [`Appender::announce`] asked), and otherwise by the run's next
+/// [`EventLog::announce`]. Hold it only for work that does not wait: a reader looking at the
+/// log meanwhile waits for it.
+pub(crate) struct Appender<'a> {
+    log: &'a EventLog,
+    state: MutexGuard<'a, LogState>,
+    /// Whether to wake the readers when dropped.
+    wake: bool,
+}
+
+impl Appender<'_> {
+    /// The sequence number of the next event appended.
+    pub(crate) fn next_sequence_number(&self) -> u64 {
+        self.state.events.len() as u64
+    }
+
+    /// Appends an event with the next sequence number, writing the line in `scratch` first, a
+    /// buffer the run reuses for every event: the log keeps each line in an `Arc<str>` of its
+    /// own (shared with the store and the readers), so the line is copied once into it either
+    /// way, and writing it in a reused buffer saves the allocation of a `String` per event.
+    pub(crate) fn push_in(&mut self, data: EventData, scratch: &mut String) {
+        self.push_line(scratch, |out, sequence_number| {
+            StreamEvent {
+                data,
+                sequence_number,
+            }
+            .write_json_line(out)
+        })
+    }
+
+    /// Appends the line `write` writes (in `scratch`) for the next sequence number, as
+    /// [`Appender::push_in`]'s. (The line's only reference goes to the log: the store and the
+    /// readers take theirs from it.)
+    pub(crate) fn push_line(
+        &mut self,
+        scratch: &mut String,
+        write: impl FnOnce(&mut String, u64) -> Result<(), serde_json::Error>,
+    ) {
+        let sequence_number = self.next_sequence_number();
+        scratch.clear();
+        if let Err(err) = write(scratch, sequence_number) {
+            *scratch = failed_line(&err, sequence_number);
+        }
+        let line: Arc<str> = Arc::from(scratch.as_str());
+        if scratch.capacity() > MAX_SCRATCH {
+            // One large event (a big tool result) does not keep its buffer for the whole run.
+            *scratch = String::new();
+        }
+        self.append_line(line);
+    }
+
+    /// Appends a prepared event (its sequence number the next one: see
+    /// [`EventLog::prepare`]).
+    pub(crate) fn append(&mut self, record: &EventRecord) {
+        self.append_line(Arc::clone(&record.data));
+    }
+
+    /// Wakes the readers when the appender is dropped if events were appended since they were
+    /// last woken: [`EventLog::announce`] without taking the lock again.
+    pub(crate) fn announce(&mut self) {
+        if self.state.held_events > 0 {
+            self.state.held_events = 0;
+            self.state.held_bytes = 0;
+            self.wake = true;
+        }
+    }
+
+    fn append_line(&mut self, line: Arc<str>) {
+        let state = &mut *self.state;
+        state.held_bytes += line.len();
+        state.events.push(line);
+        self.log
+            .appended
+            .store(state.events.len(), Ordering::Release);
+        state.held_events += 1;
+        if state.held_events >= MAX_HELD_EVENTS || state.held_bytes >= MAX_HELD_BYTES {
+            state.held_events = 0;
+            state.held_bytes = 0;
+            self.wake = true;
+        }
+    }
+}
+
+impl Drop for Appender<'_> {
+    fn drop(&mut self) {
+        if self.wake {
+            // Under the lock, released right after: a reader woken takes it once it is.
+            self.log.changed.notify_waiters();
         }
     }
 }
@@ -326,7 +395,7 @@ mod tests {
     use futures::StreamExt;
     use protocol::events::EventData;
 
-    use super::EventLog;
+    use super::{EventLog, MAX_HELD_EVENTS};
 
     fn delta(text: &str) -> EventData {
         EventData::OutputTextDelta {
@@ -368,7 +437,7 @@ mod tests {
         let large = "x".repeat(100_000);
         let texts = ["Hello", "", large.as_str(), "lo"];
         for text in texts {
-            log.push_in(delta(text), &mut scratch);
+            log.appender().push_in(delta(text), &mut scratch);
             assert!(scratch.capacity() <= super::MAX_SCRATCH);
         }
         let records = log.records_from(0);
@@ -445,14 +514,14 @@ mod tests {
             event["delta"].as_str().unwrap_or_default().to_owned()
         };
         // Held lines there at the first look are handed out.
-        log.push_in(delta("a"), &mut scratch);
-        log.push_in(delta("b"), &mut scratch);
+        log.appender().push_in(delta("a"), &mut scratch);
+        log.appender().push_in(delta("b"), &mut scratch);
         assert_eq!(delta_of(poll(&mut cx)), "a");
         assert_eq!(delta_of(poll(&mut cx)), "b");
         assert_eq!(poll(&mut cx), None);
         // Parked: held appends are not looked for, however often it is polled.
-        log.push_in(delta("c"), &mut scratch);
-        log.push_in(delta("d"), &mut scratch);
+        log.appender().push_in(delta("c"), &mut scratch);
+        log.appender().push_in(delta("d"), &mut scratch);
         for _ in 0..4 {
             assert_eq!(poll(&mut cx), None);
         }
@@ -462,7 +531,7 @@ mod tests {
         assert_eq!(count(), 1);
         assert_eq!(delta_of(poll(&mut cx)), "c");
         // A line held while it hands out a burst is taken at the look that follows the burst.
-        log.push_in(delta("e"), &mut scratch);
+        log.appender().push_in(delta("e"), &mut scratch);
         assert_eq!(delta_of(poll(&mut cx)), "d");
         assert_eq!(delta_of(poll(&mut cx)), "e");
         assert_eq!(poll(&mut cx), None);
@@ -476,6 +545,55 @@ mod tests {
         log.close();
         assert_eq!(count(), 3);
         assert_eq!(poll(&mut cx), Some(None));
+    }
+
+    /// A burst appended through one appender takes the lock once: its lines get the next
+    /// sequence numbers in order, a parked reader is not woken while it is held, and is woken
+    /// once when it is dropped if the burst reached the bound (or the appender announced).
+    #[test]
+    fn an_appenders_burst_takes_the_lock_once_and_wakes_at_its_end() {
+        use std::task::{Context, Poll};
+
+        let log = EventLog::new();
+        let mut scratch = String::new();
+        let wakes = Arc::new(Wakes::default());
+        let waker = std::task::Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut reader = log.follow(0);
+        let count = || wakes.0.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(reader.poll_next_unpin(&mut cx).is_pending());
+        let before = log.append_holds();
+        {
+            let mut appender = log.appender();
+            for n in 0..MAX_HELD_EVENTS + 36 {
+                assert_eq!(appender.next_sequence_number(), n as u64);
+                appender.push_in(delta(&n.to_string()), &mut scratch);
+            }
+            assert_eq!(count(), 0, "woken while the burst is appended");
+        }
+        assert_eq!(log.append_holds(), before + 1);
+        assert_eq!(count(), 1, "woken once, at the burst's end");
+        let mut seen = Vec::new();
+        while let Poll::Ready(Some(line)) = reader.poll_next_unpin(&mut cx) {
+            let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+            seen.push((
+                event["sequence_number"].as_u64().unwrap(),
+                event["delta"].clone(),
+            ));
+        }
+        let expected: Vec<_> = (0..MAX_HELD_EVENTS + 36)
+            .map(|n| (n as u64, serde_json::json!(n.to_string())))
+            .collect();
+        assert_eq!(seen, expected);
+        // A short burst is held from the reader until an announce, then woken for once.
+        log.appender().push_in(delta("x"), &mut scratch);
+        assert_eq!(count(), 1);
+        log.appender().announce();
+        assert_eq!(count(), 2);
+        // With nothing held, an announce wakes no one.
+        log.appender().announce();
+        assert_eq!(count(), 2);
+        assert_eq!(log.append_holds(), before + 4);
     }
 
     /// No wake-up is lost: many readers, each on a task of its own, follow a log a writer on
@@ -513,7 +631,7 @@ mod tests {
                     while n < LINES {
                         let burst = 1 + (n * 7 + round) % 5;
                         for _ in 0..burst.min(LINES - n) {
-                            log.push_in(delta(&n.to_string()), &mut scratch);
+                            log.appender().push_in(delta(&n.to_string()), &mut scratch);
                             n += 1;
                         }
                         log.announce();

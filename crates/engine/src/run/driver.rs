@@ -1,8 +1,9 @@
 //! The driver: carries out the machine's effects through the ports and feeds back what came of
 //! them, selecting on the run's cancellation token wherever it waits.
 //!
-//! Wire events go to the run's [`EventLog`] as they are emitted, and its followers are woken
-//! once per burst: before every effect that may wait (a turn's next upstream event, a tool, a
+//! Wire events go to the run's [`EventLog`] as they are emitted, a burst's under one hold of its
+//! lock (a turn's when the upstream has nothing more ready, or every [`MAX_HELD_EVENTS`]), and
+//! its followers are woken once per burst: before every effect that may wait (a turn's next upstream event, a tool, a
 //! store write, the end), so the events that come together leave together and none waits for a
 //! later one (`events.rs`). The events of a run's end that wait only for its last store write
 //! leave with the terminal event, after that write (`Driver::may_wait`). A turn takes the
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::code::Code;
 use crate::error::{EngineError, RunFailure};
-use crate::events::EventLog;
+use crate::events::{EventLog, MAX_HELD_EVENTS};
 use crate::hosted::CallContext;
 use crate::live::UnstoredRow;
 use crate::mcp::{McpCallResult, McpConnector, McpError, McpSession, McpToolInfo};
@@ -152,20 +153,8 @@ impl Driver {
                 self.log.announce();
             }
             let input = match effect {
-                Effect::Emit(data) => {
-                    self.log.push_in(*data, &mut self.line);
-                    continue;
-                }
-                Effect::TextDelta(delta) => {
-                    delta.push_to(&self.log, &mut self.line);
-                    continue;
-                }
-                Effect::EmitResponse {
-                    kind,
-                    response_json,
-                } => {
-                    let record = response_record(&self.log, kind, &response_json);
-                    self.log.append(&record);
+                Effect::Emit(_) | Effect::TextDelta(_) | Effect::EmitResponse { .. } => {
+                    self.append_queued(effect, &mut queue);
                     continue;
                 }
                 Effect::Flush => {
@@ -182,6 +171,56 @@ impl Driver {
                 Effect::CallHosted(job) => self.call_hosted(job).await,
             };
             self.machine.on(input, &mut queue);
+        }
+    }
+
+    /// Appends `first`, a wire event, and the wire events queued right after it to the log
+    /// under one hold of its lock (none of them waits: [`Driver::may_wait`]).
+    fn append_queued(&mut self, first: Effect, queue: &mut VecDeque<Effect>) {
+        let mut log = self.log.appender();
+        let mut next = Some(first);
+        while let Some(effect) = next {
+            match effect {
+                Effect::Emit(data) => log.push_in(*data, &mut self.line),
+                Effect::TextDelta(delta) => delta.push_to(&mut log, &mut self.line),
+                Effect::EmitResponse {
+                    kind,
+                    response_json,
+                } => {
+                    let record = response_record(log.next_sequence_number(), kind, &response_json);
+                    log.append(&record);
+                }
+                other => {
+                    queue.push_front(other);
+                    return;
+                }
+            }
+            next = queue.pop_front();
+        }
+    }
+
+    /// Appends the wire events of a burst of upstream events (`effects`, drained) to the log
+    /// under one hold of its lock, and queues the other effects, in order; with `announce`,
+    /// the readers are woken for them (and any held before) as [`EventLog::announce`] would.
+    fn append_burst(
+        &mut self,
+        effects: &mut Vec<Effect>,
+        queue: &mut VecDeque<Effect>,
+        announce: bool,
+    ) {
+        if effects.is_empty() && !announce {
+            return;
+        }
+        let mut log = self.log.appender();
+        for effect in effects.drain(..) {
+            match effect {
+                Effect::Emit(data) => log.push_in(*data, &mut self.line),
+                Effect::TextDelta(delta) => delta.push_to(&mut log, &mut self.line),
+                other => queue.push_back(other),
+            }
+        }
+        if announce {
+            log.announce();
         }
     }
 
@@ -462,7 +501,7 @@ impl Driver {
                 }
                 None => {
                     ready_run = 0;
-                    self.log.announce();
+                    self.append_burst(&mut effects, queue, true);
                     let event = tokio::select! {
                         () = &mut cancelled => return Input::Cancelled,
                         _ = flush.tick() => {
@@ -477,18 +516,20 @@ impl Driver {
                 }
             };
             match event {
-                None => return Input::ModelDone,
-                Some(Err(err)) => return Input::ModelFailed(err),
+                None => {
+                    self.append_burst(&mut effects, queue, false);
+                    return Input::ModelDone;
+                }
+                Some(Err(err)) => {
+                    self.append_burst(&mut effects, queue, false);
+                    return Input::ModelFailed(err);
+                }
                 Some(Ok(event)) => self.machine.on_model_into(event, &mut effects),
             }
-            for effect in effects.drain(..) {
-                match effect {
-                    Effect::Emit(data) => {
-                        self.log.push_in(*data, &mut self.line);
-                    }
-                    Effect::TextDelta(delta) => delta.push_to(&self.log, &mut self.line),
-                    other => queue.push_back(other),
-                }
+            // The burst's wire events go to the log together when it ends (above), and at the
+            // latest every `MAX_HELD_EVENTS` (the bound readers are woken at).
+            if effects.len() >= MAX_HELD_EVENTS {
+                self.append_burst(&mut effects, queue, false);
             }
         }
     }

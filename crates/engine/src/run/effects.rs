@@ -11,7 +11,7 @@ use protocol::events::{
 use protocol::response::Response;
 
 use crate::error::RunFailure;
-use crate::events::EventLog;
+use crate::events::{Appender, EventLog};
 use crate::hosted::{HostedTool, ToolOutcome};
 use crate::mcp::{McpCallResult, McpError, McpServer, McpToolInfo};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
@@ -111,8 +111,8 @@ impl MessageHead {
 }
 
 impl TextDelta {
-    /// Appends the event to `log`, writing it in `scratch` (see [`EventLog::push_in`]).
-    pub(crate) fn push_to(&self, log: &EventLog, scratch: &mut String) {
+    /// Appends the event to the log, writing it in `scratch` (see [`Appender::push_in`]).
+    pub(crate) fn push_to(&self, log: &mut Appender<'_>, scratch: &mut String) {
         log.push_line(scratch, |out, sequence_number| match &self.head.line {
             Some(head) => write_output_text_delta_from(
                 out,
@@ -216,15 +216,18 @@ impl Terminal {
             Terminal::Shared {
                 kind,
                 response_json,
-            } => response_record(log, kind, &response_json),
+            } => response_record(log.next_sequence_number(), kind, &response_json),
         }
     }
 }
 
-/// A response event of type `kind` around the response's JSON, with the next sequence number
-/// of `log`, not yet published (only the run appends to its log).
-pub(crate) fn response_record(log: &EventLog, kind: &str, response_json: &str) -> EventRecord {
-    let sequence_number = log.next_sequence_number();
+/// A response event of type `kind` around the response's JSON, with `sequence_number` (the
+/// log's next: only the run appends to its log), not yet published.
+pub(crate) fn response_record(
+    sequence_number: u64,
+    kind: &str,
+    response_json: &str,
+) -> EventRecord {
     EventRecord {
         sequence_number,
         data: response_event_line(kind, response_json, sequence_number).into(),
