@@ -57,8 +57,15 @@ use crate::redact::describe;
 /// `CLOSE_WAIT` for the pool's expiry.
 const SWEEP: Duration = Duration::from_secs(2);
 
-/// The room a read asks for in a connection's buffer.
+/// The room a read asks for in a connection's buffer at first, and all along on a connection
+/// whose reads never fill it (a paced stream's small chunks: every open stream keeps one).
 const READ_SIZE: usize = 8 * 1024;
+
+/// The room a read asks for once a read of the connection filled all it had: an answer that
+/// comes faster than it is read (a whole non-streamed answer, ~17 KB for 64 tokens) then takes
+/// one read fewer (docs/benchmarks.md, "Issue 18, twenty-second pass"). jemalloc's largest
+/// small size class; 32 KiB for every connection was tried and raised RSS under load.
+const FULL_READ_SIZE: usize = 14 * 1024;
 
 /// A request that could not be sent, or whose response head did not come.
 #[derive(Debug)]
@@ -98,9 +105,20 @@ struct Idle {
 struct Link {
     stream: TcpStream,
     buf: BytesMut,
+    /// The room a read asks for: [`READ_SIZE`], or [`FULL_READ_SIZE`] once a read filled its
+    /// room.
+    read_size: usize,
 }
 
 impl Link {
+    fn new(stream: TcpStream) -> Link {
+        Link {
+            stream,
+            buf: BytesMut::with_capacity(READ_SIZE),
+            read_size: READ_SIZE,
+        }
+    }
+
     /// Whether an idle connection can take a request: a read without waiting finds nothing to
     /// read (the server neither closed it nor sent anything unasked).
     fn usable(&mut self) -> bool {
@@ -113,14 +131,21 @@ impl Link {
     /// Reads what the socket has into the buffer: the bytes read (0: the connection's end).
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         loop {
-            if self.buf.capacity() - self.buf.len() < READ_SIZE / 4 {
-                self.buf.reserve(READ_SIZE);
+            if self.buf.capacity() - self.buf.len() < self.read_size / 4 {
+                self.buf.reserve(self.read_size);
             }
+            let room = self.buf.capacity() - self.buf.len();
             match self.stream.try_read_buf(&mut self.buf) {
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                     ready!(self.stream.poll_read_ready(cx))?;
                 }
-                read => return Poll::Ready(read),
+                Ok(read) => {
+                    if read == room {
+                        self.read_size = FULL_READ_SIZE;
+                    }
+                    return Poll::Ready(Ok(read));
+                }
+                Err(err) => return Poll::Ready(Err(err)),
             }
         }
     }
@@ -343,10 +368,7 @@ impl Shared {
         if let Err(err) = stream.set_nodelay(true) {
             tracing::debug!(error = %err, "could not set TCP_NODELAY on an upstream connection");
         }
-        Ok(Link {
-            stream,
-            buf: BytesMut::with_capacity(READ_SIZE),
-        })
+        Ok(Link::new(stream))
     }
 }
 
@@ -432,5 +454,50 @@ impl H1Body {
     fn broke_off(&mut self, err: &(dyn std::error::Error + 'static)) -> ModelError {
         self.live = None;
         ModelError::Transport(describe("the response body broke off", err))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+
+    use tokio::io::AsyncWriteExt as _;
+
+    use super::{FULL_READ_SIZE, Link, READ_SIZE};
+
+    /// A connection whose peer sends small pieces, each read before the next, keeps reading
+    /// with the first room; once a read fills its room (a whole answer waiting), the
+    /// connection's reads ask for more, and take a long answer in larger pieces.
+    #[tokio::test]
+    async fn a_connection_whose_reads_fill_their_room_reads_in_larger_pieces() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let mut link = Link::new(client);
+        // Each read's bytes taken from the buffer, as the body's decoder takes them.
+        let read = async |link: &mut Link| {
+            let read = poll_fn(|cx| link.poll_read(cx)).await.unwrap();
+            drop(link.buf.split());
+            read
+        };
+        for _ in 0..4 {
+            server.write_all(&[b'a'; 100]).await.unwrap();
+            assert_eq!(read(&mut link).await, 100);
+        }
+        assert_eq!(link.read_size, READ_SIZE);
+        let answer = 40_000;
+        server.write_all(&vec![b'b'; answer]).await.unwrap();
+        let mut reads = Vec::new();
+        while reads.iter().sum::<usize>() < answer {
+            reads.push(read(&mut link).await);
+        }
+        assert_eq!(reads.iter().sum::<usize>(), answer);
+        assert_eq!(link.read_size, FULL_READ_SIZE);
+        assert!(
+            reads.iter().any(|&read| read > READ_SIZE),
+            "reads of {reads:?} bytes"
+        );
     }
 }
