@@ -59,54 +59,80 @@ impl Follower {
     }
 }
 
+/// A follower that waits when a burst starts, its wakes counted: the turn's first steps wait
+/// for [`Watched::attach`], then have the follower read what is there and count its wakes from
+/// 0 on.
+#[derive(Default)]
+struct Watched {
+    gate: Arc<Notify>,
+    wakes: Arc<Wakes>,
+    follower: Arc<Mutex<Option<Follower>>>,
+}
+
+impl Watched {
+    /// The steps before the burst.
+    fn first_steps(&self) -> Vec<Step> {
+        let (follower, wakes) = (self.follower.clone(), self.wakes.clone());
+        vec![
+            Step::Wait(self.gate.clone()),
+            Step::Call(Arc::new(move || {
+                if let Some(f) = follower.lock().unwrap().as_mut() {
+                    assert!(!f.drain());
+                }
+                wakes.0.store(0, Ordering::SeqCst);
+            })),
+        ]
+    }
+
+    /// Follows the run's events, then lets its turn go on.
+    fn attach(&self, handle: &engine::RunHandle) {
+        *self.follower.lock().unwrap() = Some(Follower {
+            events: Box::pin(handle.events()),
+            waker: Waker::from(self.wakes.clone()),
+            lines: Vec::new(),
+        });
+        self.gate.notify_one();
+    }
+
+    /// A step that records how often the follower was woken so far in `into`.
+    fn count_into(&self, into: &Arc<Mutex<Vec<usize>>>) -> Step {
+        let (wakes, into) = (self.wakes.clone(), into.clone());
+        Step::Call(Arc::new(move || {
+            into.lock().unwrap().push(wakes.0.load(Ordering::SeqCst));
+        }))
+    }
+
+    /// The follower, once the run is over.
+    fn take(&self) -> Follower {
+        self.follower.lock().unwrap().take().unwrap()
+    }
+}
+
 /// 32 deltas that the upstream has ready at once reach the followers in one wake: a follower
 /// waiting when the burst starts is not woken before its last delta is there (it was woken by
 /// the first, then read the burst in pieces, one socket write each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_ready_upstream_events_wakes_the_followers_once() {
     let h = Harness::new();
-    let gate = Arc::new(Notify::new());
-    let wakes = Arc::new(Wakes::default());
-    let follower: Arc<Mutex<Option<Follower>>> = Arc::default();
-    // Wakes seen during the burst (from its first delta to its last), and the lines the
-    // follower could read when the burst was over.
-    let during: Arc<Mutex<Option<usize>>> = Arc::default();
-    let mut steps = vec![Step::Wait(gate.clone())];
-    {
-        // When the burst starts: the follower reads what is there and waits.
-        let (follower, wakes) = (follower.clone(), wakes.clone());
-        steps.push(Step::Call(Arc::new(move || {
-            if let Some(f) = follower.lock().unwrap().as_mut() {
-                assert!(!f.drain());
-            }
-            wakes.0.store(0, Ordering::SeqCst);
-        })));
-    }
+    let watched = Watched::default();
+    // Wakes seen during the burst (from its first delta to its last).
+    let during: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let mut steps = watched.first_steps();
     for n in 0..32 {
         steps.push(Step::Event(ModelEvent::TextDelta(format!("t{n} "))));
     }
-    {
-        // After the last delta of the burst: how often was the follower woken?
-        let (wakes, during) = (wakes.clone(), during.clone());
-        steps.push(Step::Call(Arc::new(move || {
-            *during.lock().unwrap() = Some(wakes.0.load(Ordering::SeqCst));
-        })));
-    }
+    // After the last delta of the burst: how often was the follower woken?
+    steps.push(watched.count_into(&during));
     steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
     let handle = start_streamed(&h, steps).await;
-    *follower.lock().unwrap() = Some(Follower {
-        events: Box::pin(handle.events()),
-        waker: Waker::from(wakes.clone()),
-        lines: Vec::new(),
-    });
-    gate.notify_one();
+    watched.attach(&handle);
     let finished = tokio::time::timeout(Duration::from_secs(10), handle.finish())
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(*during.lock().unwrap(), Some(0), "woken during the burst");
+    assert_eq!(*during.lock().unwrap(), [0], "woken during the burst");
     // The follower then reads every event, in order, to the terminal one.
-    let mut f = follower.lock().unwrap().take().unwrap();
+    let mut f = watched.take();
     assert!(f.drain(), "the log is closed");
     let events: Vec<Value> = f
         .lines
@@ -179,38 +205,19 @@ async fn a_burst_of_ready_upstream_events_is_appended_under_few_holds_of_the_log
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_burst_wakes_the_followers_at_the_bound_of_held_events() {
     let h = Harness::new();
-    let gate = Arc::new(Notify::new());
-    let wakes = Arc::new(Wakes::default());
-    let follower: Arc<Mutex<Option<Follower>>> = Arc::default();
+    let watched = Watched::default();
     // Wakes seen after the 20th delta and after the 150th.
     let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
-    let mut steps = vec![Step::Wait(gate.clone())];
-    {
-        let (follower, wakes) = (follower.clone(), wakes.clone());
-        steps.push(Step::Call(Arc::new(move || {
-            if let Some(f) = follower.lock().unwrap().as_mut() {
-                assert!(!f.drain());
-            }
-            wakes.0.store(0, Ordering::SeqCst);
-        })));
-    }
+    let mut steps = watched.first_steps();
     for n in 0..200 {
         steps.push(Step::Event(ModelEvent::TextDelta(format!("t{n} "))));
         if n == 20 || n == 150 {
-            let (wakes, seen) = (wakes.clone(), seen.clone());
-            steps.push(Step::Call(Arc::new(move || {
-                seen.lock().unwrap().push(wakes.0.load(Ordering::SeqCst));
-            })));
+            steps.push(watched.count_into(&seen));
         }
     }
     steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
     let handle = start_streamed(&h, steps).await;
-    *follower.lock().unwrap() = Some(Follower {
-        events: Box::pin(handle.events()),
-        waker: Waker::from(wakes.clone()),
-        lines: Vec::new(),
-    });
-    gate.notify_one();
+    watched.attach(&handle);
     tokio::time::timeout(Duration::from_secs(10), handle.finish())
         .await
         .unwrap()
@@ -219,7 +226,7 @@ async fn a_long_burst_wakes_the_followers_at_the_bound_of_held_events() {
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0], 0, "woken after 20 deltas of the burst");
     assert!(seen[1] >= 1, "not woken after 150 deltas of the burst");
-    let mut f = follower.lock().unwrap().take().unwrap();
+    let mut f = watched.take();
     assert!(f.drain(), "the log is closed");
     let text: String = f
         .lines
