@@ -2,17 +2,16 @@
 //! them, selecting on the run's cancellation token wherever it waits.
 //!
 //! Wire events go to the run's [`EventLog`] as they are emitted, a burst's under one hold of its
-//! lock (a turn's when the upstream has nothing more ready, or every [`MAX_HELD_EVENTS`]), and
-//! its followers are woken once per burst: before every effect that may wait (a turn's next upstream event, a tool, a
-//! store write, the end), so the events that come together leave together and none waits for a
-//! later one (`events.rs`). The events of a run's end that wait only for its last store write
-//! leave with the terminal event, after that write (`Driver::may_wait`). A turn takes the
-//! upstream events that are ready without waiting (at most [`MAX_READY_RUN`] in a row) before
-//! it wakes the followers and waits. The log reaches the store at step boundaries, every
-//! [`FLUSH_EVERY`] during a long turn, and at the end, in one transaction with the final
-//! response. A step boundary that ends the run (with no MCP session left to close first) leaves
-//! its events to that last transaction instead of a write of their own on the way to the
-//! answer.
+//! lock (a turn's when the upstream has nothing more ready, or every [`MAX_HELD_EVENTS`]), and its
+//! followers are woken once per burst: before every effect that may wait (a turn's next upstream
+//! event, a tool, a store write, the end), so the events that come together leave together and none
+//! waits for a later one (`events.rs`). The events of a run's end that wait only for its last store
+//! write leave with the terminal event, after that write (`Driver::may_wait`). A turn takes the
+//! upstream events that are ready without waiting (at most [`MAX_READY_RUN`] in a row) before it
+//! wakes the followers and waits. The log reaches the store at step boundaries, every
+//! [`FLUSH_EVERY`] during a long turn, and at the end, in one transaction with the final response.
+//! A step boundary that ends the run (with no MCP session left to close first) leaves its events to
+//! that last transaction instead of a write of their own on the way to the answer.
 //!
 //! A foreground run on a store no other replica shares starts with its response row not
 //! written ([`UnstoredRow`]): the first write of the run, a flush or the end, writes it with the
