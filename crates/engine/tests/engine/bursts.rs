@@ -94,6 +94,17 @@ impl Watched {
         self.gate.notify_one();
     }
 
+    /// Runs the turn `steps` (then its finish) streamed, with the follower attached, to the end.
+    async fn run(&self, h: &Harness, mut steps: Vec<Step>) -> Arc<engine::Finished> {
+        steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
+        let handle = start_streamed(h, steps).await;
+        self.attach(&handle);
+        tokio::time::timeout(Duration::from_secs(10), handle.finish())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
     /// A step that records how often the follower was woken so far in `into`.
     fn count_into(&self, into: &Arc<Mutex<Vec<usize>>>) -> Step {
         let (wakes, into) = (self.wakes.clone(), into.clone());
@@ -123,13 +134,7 @@ async fn a_burst_of_ready_upstream_events_wakes_the_followers_once() {
     }
     // After the last delta of the burst: how often was the follower woken?
     steps.push(watched.count_into(&during));
-    steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
-    let handle = start_streamed(&h, steps).await;
-    watched.attach(&handle);
-    let finished = tokio::time::timeout(Duration::from_secs(10), handle.finish())
-        .await
-        .unwrap()
-        .unwrap();
+    let finished = watched.run(&h, steps).await;
     assert_eq!(*during.lock().unwrap(), [0], "woken during the burst");
     // The follower then reads every event, in order, to the terminal one.
     let mut f = watched.take();
@@ -215,13 +220,7 @@ async fn a_long_burst_wakes_the_followers_at_the_bound_of_held_events() {
             steps.push(watched.count_into(&seen));
         }
     }
-    steps.push(Step::Event(ModelEvent::Finish(FinishReason::Stop)));
-    let handle = start_streamed(&h, steps).await;
-    watched.attach(&handle);
-    tokio::time::timeout(Duration::from_secs(10), handle.finish())
-        .await
-        .unwrap()
-        .unwrap();
+    watched.run(&h, steps).await;
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0], 0, "woken after 20 deltas of the burst");
