@@ -36,6 +36,9 @@
 //!   class, for the checkpoint only, while `cpu_idle.rs` finds the machine idle enough); `wal_write_out.rs`: the WAL
 //!   `fdatasync`ed 20 ms after commits, so that no checkpoint has tens of megabytes of it to
 //!   write out at once.
+//! - `key_marker.rs`: the marker file (`agentd.db-keys`) replaced whenever a key is written,
+//!   which answers open mode's per-request "any key?" without a read while it is unchanged;
+//!   `sqlite_reader.rs`: that read, when it runs, on the caller's thread.
 //! - `event_pack.rs`: event chunks compressed (LZ4, against a fixed dictionary) for SQLite, and unpacked for every reader.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
@@ -72,6 +75,7 @@ mod cpu_idle;
 mod error;
 mod event_pack;
 mod group_commit;
+mod key_marker;
 mod migrate;
 mod postgres;
 mod script;

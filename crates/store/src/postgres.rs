@@ -182,6 +182,11 @@ impl PgStore {
         self.writer.close().await;
     }
 
+    /// No marker of the keys here (see `SqliteStore::key_marker`): every check reads.
+    fn key_marker(&self) -> Option<&crate::key_marker::KeyMarker> {
+        None
+    }
+
     /// No read runs inline here (see `SqliteStore::read_inline`): the pool reads.
     fn read_inline(&self, _sql: &str) -> Option<bool> {
         None

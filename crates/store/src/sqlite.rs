@@ -15,6 +15,7 @@ use sqlx::sqlite::{
 use crate::checkpoint::{self, Checkpointer, Files};
 use crate::checkpoint_thread::CheckpointThreads;
 use crate::group_commit::GroupWriter;
+use crate::key_marker::KeyMarker;
 use crate::sqlite_reader::InlineReader;
 use crate::wal_write_out::{self, WriteOut};
 use crate::{error, migrate, sqlite_writer};
@@ -126,6 +127,9 @@ pub struct SqliteStore {
     /// Open mode's per-request read, at once on the caller's thread (`sqlite_reader.rs`);
     /// `None` in memory (the database lives in the pool's one connection).
     inline: Option<Arc<InlineReader>>,
+    /// The marker file replaced whenever a key is written, which lets open mode's check skip
+    /// the read while it is unchanged (`key_marker.rs`); `None` in memory (one process).
+    key_marker: Option<Arc<KeyMarker>>,
 }
 
 impl SqliteStore {
@@ -174,6 +178,20 @@ impl SqliteStore {
     /// can read now; `None` means: read through the pool.
     fn read_inline(&self, sql: &str) -> Option<bool> {
         self.inline.as_ref()?.exists(sql)
+    }
+
+    /// The marker of this store's keys, if it has one (a file).
+    fn key_marker(&self) -> Option<&KeyMarker> {
+        self.key_marker.as_deref()
+    }
+
+    /// The store with its keys' marker answering for `recheck` (tests).
+    #[cfg(test)]
+    pub(crate) fn with_key_recheck(mut self, recheck: std::time::Duration) -> SqliteStore {
+        self.key_marker = self
+            .key_marker
+            .map(|marker| Arc::new(marker.with_recheck(recheck)));
+        self
     }
 
     /// The inline reader, if any (tests).
@@ -253,6 +271,7 @@ impl SqliteStore {
         .await?;
         // Open mode's per-request read, on the caller's thread.
         let inline = InlineReader::open(options.get_filename())?;
+        let key_marker = KeyMarker::beside(options.get_filename());
         let files = Files::new(options.get_filename().to_owned());
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
@@ -270,6 +289,7 @@ impl SqliteStore {
                 gate,
             )),
             inline: Some(Arc::new(inline)),
+            key_marker: Some(Arc::new(key_marker)),
         })
     }
 
@@ -297,6 +317,7 @@ impl SqliteStore {
             reader: pool,
             _checkpointer: None,
             inline: None,
+            key_marker: None,
         })
     }
 }

@@ -15,7 +15,8 @@
 //! timeout of zero a lock held elsewhere (a WAL recovery, another process in an exclusive
 //! mode) is an error at once, and the mutex is only tried; on that or any other error the
 //! caller reads through the pool as before ([`InlineReader::exists`] answers `None`).
-//! PostgreSQL and in-memory SQLite stores have no inline reader.
+//! PostgreSQL and in-memory SQLite stores have no inline reader. Most checks do not read at
+//! all: `key_marker.rs` answers "none" while no key was written since the last read found none.
 
 use std::path::Path;
 use std::sync::Mutex;

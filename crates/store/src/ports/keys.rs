@@ -60,6 +60,9 @@ impl KeyStore for Store {
                 )),
                 _ => error::backend(e),
             })?;
+        if let Some(marker) = self.key_marker() {
+            marker.mark();
+        }
         Ok(())
     }
 
@@ -73,16 +76,30 @@ impl KeyStore for Store {
     }
 
     async fn has_keys(&self) -> Result<bool, StoreError> {
-        // A file-backed SQLite store reads it at once on a connection of its own
-        // (`sqlite_reader.rs`); otherwise, or when that cannot read now, the pool does.
-        if let Some(found) = self.read_inline(ANY_KEY) {
-            return Ok(found);
+        // A file-backed SQLite store knows there is still none without a read while its keys'
+        // marker is unchanged since a read found none (`key_marker.rs`); it reads at once on a
+        // connection of its own (`sqlite_reader.rs`); otherwise, or when that cannot read now,
+        // the pool does.
+        let look = self.key_marker().map(|marker| (marker, marker.look()));
+        if let Some((_, look)) = &look
+            && look.no_key_known()
+        {
+            return Ok(false);
         }
-        let row = sqlx::query(ANY_KEY)
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(error::backend)?;
-        Ok(row.is_some())
+        let found = match self.read_inline(ANY_KEY) {
+            Some(found) => found,
+            None => sqlx::query(ANY_KEY)
+                .fetch_optional(&self.reader)
+                .await
+                .map_err(error::backend)?
+                .is_some(),
+        };
+        if let Some((marker, look)) = look
+            && !found
+        {
+            marker.found_none(look);
+        }
+        Ok(found)
     }
 }
 

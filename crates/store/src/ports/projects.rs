@@ -133,6 +133,9 @@ impl ProjectStore for Store {
         .execute(&self.writer)
         .await
         .map_err(|e| conflict(e, format!("api key {} (same id or same key)", info.id)))?;
+        if let Some(marker) = self.key_marker() {
+            marker.mark();
+        }
         Ok(())
     }
 
