@@ -342,4 +342,49 @@ mod tests {
             .unwrap();
         assert!(store.has_keys().await.unwrap());
     }
+
+    /// Checks running all along on other tasks while another handle creates a key: every check
+    /// begun after the creation returned answers "a key exists", whatever stale "none" a check
+    /// begun before it recorded meanwhile.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn checks_racing_a_key_creation_all_see_it_once_it_returned() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let dir = tempfile::tempdir().unwrap();
+        let (store, project_id) = store_with_project(dir.path()).await;
+        let other = SqliteStore::open(dir.path()).await.unwrap();
+        let created = Arc::new(AtomicBool::new(false));
+        let mut checkers = Vec::new();
+        for _ in 0..6 {
+            let store = store.clone();
+            let created = Arc::clone(&created);
+            checkers.push(tokio::spawn(async move {
+                let mut after = 0;
+                while after < 50 {
+                    let returned = created.load(Ordering::SeqCst);
+                    let found = store.has_keys().await.unwrap();
+                    if returned {
+                        assert!(found, "a check begun after the key was created said none");
+                        after += 1;
+                    }
+                    tokio::task::yield_now().await;
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        other
+            .insert_key(&KeyRecord {
+                id: "key_race".to_owned(),
+                project_id,
+                key_hash: "hash-race".to_owned(),
+                created_at: 1,
+            })
+            .await
+            .unwrap();
+        created.store(true, Ordering::SeqCst);
+        for checker in checkers {
+            checker.await.unwrap();
+        }
+    }
 }
