@@ -272,6 +272,27 @@ mod tests {
         (store, project)
     }
 
+    /// Two handles on one store, as two processes would be, and checks on the first that
+    /// found no key (its marker's answer now holds for an hour).
+    async fn two_handles_no_key_yet(dir: &Path) -> (SqliteStore, SqliteStore, String) {
+        let (store, project) = store_with_project(dir).await;
+        let other = SqliteStore::open(dir).await.unwrap();
+        for _ in 0..3 {
+            assert!(!store.has_keys().await.unwrap());
+        }
+        (store, other, project)
+    }
+
+    /// A key as `agentd keys create` writes it.
+    fn cli_key(id: &str, project_id: String) -> KeyRecord {
+        KeyRecord {
+            id: id.to_owned(),
+            project_id,
+            key_hash: format!("hash-{id}"),
+            created_at: 1,
+        }
+    }
+
     /// A key written by SQL by hand, not through this crate: no marker.
     fn key_by_hand(dir: &Path, project: &str) {
         let connection = Connection::open(dir.join(DATABASE_FILE)).unwrap();
@@ -301,11 +322,7 @@ mod tests {
     #[tokio::test]
     async fn a_key_created_through_the_admin_port_by_another_handle_is_seen_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, project) = store_with_project(dir.path()).await;
-        let other = SqliteStore::open(dir.path()).await.unwrap();
-        for _ in 0..3 {
-            assert!(!store.has_keys().await.unwrap());
-        }
+        let (store, other, project) = two_handles_no_key_yet(dir.path()).await;
         other
             .insert_key_info(&NewKey {
                 info: KeyInfo {
@@ -327,17 +344,9 @@ mod tests {
     #[tokio::test]
     async fn a_key_created_through_the_key_port_by_another_handle_is_seen_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, project_id) = store_with_project(dir.path()).await;
-        let other = SqliteStore::open(dir.path()).await.unwrap();
-        assert!(!store.has_keys().await.unwrap());
-        assert!(!store.has_keys().await.unwrap());
+        let (store, other, project_id) = two_handles_no_key_yet(dir.path()).await;
         other
-            .insert_key(&KeyRecord {
-                id: "key_cli".to_owned(),
-                project_id,
-                key_hash: "hash-cli".to_owned(),
-                created_at: 1,
-            })
+            .insert_key(&cli_key("key_cli", project_id))
             .await
             .unwrap();
         assert!(store.has_keys().await.unwrap());
@@ -352,8 +361,7 @@ mod tests {
         use std::sync::atomic::{AtomicBool, Ordering};
 
         let dir = tempfile::tempdir().unwrap();
-        let (store, project_id) = store_with_project(dir.path()).await;
-        let other = SqliteStore::open(dir.path()).await.unwrap();
+        let (store, other, project_id) = two_handles_no_key_yet(dir.path()).await;
         let created = Arc::new(AtomicBool::new(false));
         let mut checkers = Vec::new();
         for _ in 0..6 {
@@ -374,12 +382,7 @@ mod tests {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
         other
-            .insert_key(&KeyRecord {
-                id: "key_race".to_owned(),
-                project_id,
-                key_hash: "hash-race".to_owned(),
-                created_at: 1,
-            })
+            .insert_key(&cli_key("key_race", project_id))
             .await
             .unwrap();
         created.store(true, Ordering::SeqCst);
