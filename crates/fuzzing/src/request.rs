@@ -2,7 +2,9 @@
 //! tool count straight from the raw body, the strict parser, the operator limits (defaults),
 //! then the engine's validation.
 //!
-//! Promises: a refusal has a message (and a non-empty `param` when it names one); a parsed request serialises and parses back to itself;
+//! Promises: a refusal has a message (and a non-empty `param` when it names one); the server's
+//! reading (`CreateRequest::parse_within`, which counts the tools of a small body only when
+//! its parse fails) answers as counting them first does; a parsed request serialises and parses back to itself;
 //! a request that passes validation can be stored and read back (the stored copy is JSON that
 //! serde_json reads, whatever its nesting: issue 13's 124-level schema was accepted and then
 //! failed the run).
@@ -14,6 +16,15 @@ use protocol::request::CreateRequest;
 pub fn run(data: &[u8]) {
     let limits = RequestLimits::default();
     let counted = count_tools(data);
+    let counted_first = counted
+        .map_or(Ok(()), |count| limits.check_tool_count(count))
+        .and_then(|()| CreateRequest::parse(data))
+        .and_then(|request| request.check_limits(&limits).map(|()| request));
+    assert_eq!(
+        CreateRequest::parse_within(data, &limits),
+        counted_first,
+        "the server's reading disagrees with counting the tools first"
+    );
     let request = match CreateRequest::parse(data) {
         Ok(request) => request,
         Err(err) => return refusal(&err),

@@ -7,7 +7,7 @@
 //! between quotes ([`json_string`]), an assistant message and its content parts by the
 //! response's writer straight into the line (`OutputItem::write_json`,
 //! `OutputContent::write_json`: `item_json.rs`), and only other nested objects (other output
-//! items, logprobs) go through serde, into the line too ([`json_string::StrSink`]).
+//! items, logprobs) go through serde, into the line too ([`json_string::push_serde`]).
 //! `tests/wire.rs` compares every event kind written here with serde's bytes.
 
 use serde::Serialize;
@@ -281,7 +281,7 @@ impl Line<'_> {
     }
 
     fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(json_string::StrSink(self.buf), value)
+        json_string::push_serde(self.buf, value)
     }
 
     fn end(mut self, sequence_number: u64) {

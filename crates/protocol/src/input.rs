@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::output::{Annotation, McpApprovalRequest, McpCall, McpListTools, ToolSearchOutput};
-use crate::strict;
+use crate::strict::{self, TextOrList};
 
 /// `input`: a string (one user turn) or a list of items.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -18,13 +18,9 @@ pub enum Input {
 
 impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(text) => Ok(Input::Text(text)),
-            Value::Array(items) => strict::from_value(Value::Array(items)).map(Input::Items),
-            other => Err(serde::de::Error::custom(format!(
-                "invalid type: {}, expected a string or an array of input items",
-                strict::kind(&other)
-            ))),
+        match strict::text_or_list(deserializer, "a string or an array of input items")? {
+            TextOrList::Text(text) => Ok(Input::Text(text)),
+            TextOrList::List(items) => Ok(Input::Items(items)),
         }
     }
 }
@@ -177,15 +173,9 @@ pub enum MessageContent {
 
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(text) => Ok(MessageContent::Text(text)),
-            Value::Array(parts) => {
-                strict::from_value(Value::Array(parts)).map(MessageContent::Parts)
-            }
-            other => Err(serde::de::Error::custom(format!(
-                "invalid type: {}, expected a string or an array of content parts",
-                strict::kind(&other)
-            ))),
+        match strict::text_or_list(deserializer, "a string or an array of content parts")? {
+            TextOrList::Text(text) => Ok(MessageContent::Text(text)),
+            TextOrList::List(parts) => Ok(MessageContent::Parts(parts)),
         }
     }
 }
@@ -382,10 +372,9 @@ enum FunctionOutputPart {
 
 impl<'de> Deserialize<'de> for FunctionOutput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(text) => Ok(FunctionOutput::Text(text)),
-            Value::Array(parts) => {
-                let parts: Vec<ContentPart> = strict::from_value(Value::Array(parts))?;
+        match strict::text_or_list(deserializer, "a string or an array of parts")? {
+            TextOrList::Text(text) => Ok(FunctionOutput::Text(text)),
+            TextOrList::List(parts) => {
                 if let Some(index) = parts.iter().position(|p| {
                     !matches!(
                         p,
@@ -399,10 +388,6 @@ impl<'de> Deserialize<'de> for FunctionOutput {
                 }
                 Ok(FunctionOutput::Parts(parts))
             }
-            other => Err(serde::de::Error::custom(format!(
-                "invalid type: {}, expected a string or an array of parts",
-                strict::kind(&other)
-            ))),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! `tests` compares the bytes with serde's for each field's forms.
 
 use crate::input::{InputItem, InputMessage, MessageContent, Role};
-use crate::json_string::StrSink;
+use crate::json_string::push_serde;
 use crate::output::{OutputContent, OutputItem};
 use crate::response_json::Writer;
 
@@ -23,7 +23,7 @@ impl OutputItem {
     pub(crate) fn write_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
         match self {
             OutputItem::Message(message) => Writer::append_to(out, |w| w.message(message)),
-            other => serde_json::to_writer(StrSink(out), other),
+            other => push_serde(out, other),
         }
     }
 

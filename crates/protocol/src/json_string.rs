@@ -1,14 +1,17 @@
 //! A JSON string written straight into a `String`, as `serde_json` writes it. Most text a model
-//! streams needs no escape: it is checked eight bytes at a time and copied between quotes. Text that holds
-//! a quote, a backslash or a control character is written by `serde_json` itself, so the escapes
-//! are serde_json's by construction. The event lines and the response's writer use it (and
-//! [`StrSink`] for what serde writes) instead of `serde_json::to_writer` into a byte buffer,
-//! which then has to be checked again as UTF-8, whole.
+//! streams needs no escape: it is checked eight bytes at a time and copied between quotes. Text
+//! that holds a quote, a backslash or a control character is written by `serde_json` itself, so
+//! the escapes are serde_json's by construction. The event lines and the response's writer use
+//! it, and [`push_serde`] for what serde writes.
+
+use std::cell::RefCell;
+
+use serde::Serialize;
 
 /// Appends `value` as a quoted JSON string. Fails only where `serde_json::to_string` would.
 pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_json::Error> {
     if needs_escape(value.as_bytes()) {
-        return serde_json::to_writer(StrSink(out), value);
+        return push_serde(out, value);
     }
     out.reserve(value.len() + 2);
     out.push('"');
@@ -17,22 +20,47 @@ pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_jso
     Ok(())
 }
 
-/// serde_json's output appended to a `String`, without a byte buffer checked as UTF-8 at the
-/// end: serde_json hands every write a whole piece of UTF-8 (a string's run between escapes,
-/// an escape, punctuation, a number). Each piece is still checked (a piece that was not would
-/// fail the write, not end up in the text); the pieces are short and only what serde writes.
-pub(crate) struct StrSink<'a>(pub(crate) &'a mut String);
+/// The largest buffer [`push_serde`] keeps for the next value (a larger one, for one large
+/// value, is let go).
+const MAX_KEPT: usize = 64 * 1024;
 
-impl std::io::Write for StrSink<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let piece = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
-        self.0.push_str(piece);
-        Ok(buf.len())
-    }
+thread_local! {
+    /// [`push_serde`]'s byte buffer, one per thread.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
 
-    fn flush(&mut self) -> std::io::Result<()> {
+/// serde_json's output for `value` appended to `out`: written into a byte buffer kept per
+/// thread, checked as UTF-8 once and copied. (serde_json writes a value in many small pieces
+/// — every key, quote and comma apart —; checking each piece as UTF-8 on its way into the
+/// `String` cost more than writing the whole value twice: docs/benchmarks.md, "Issue 18,
+/// twenty-sixth pass".) On an error nothing is appended.
+pub(crate) fn push_serde<T: Serialize + ?Sized>(
+    out: &mut String,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => push_through(&mut scratch, out, value),
+        // Not reached (serializing calls back into nothing of ours); a buffer of its own then.
+        Err(_) => push_through(&mut Vec::new(), out, value),
+    })
+}
+
+fn push_through<T: Serialize + ?Sized>(
+    scratch: &mut Vec<u8>,
+    out: &mut String,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    scratch.clear();
+    let written = serde_json::to_writer(&mut *scratch, value).and_then(|()| {
+        let text = std::str::from_utf8(scratch)
+            .map_err(|err| serde_json::Error::io(std::io::Error::other(err)))?;
+        out.push_str(text);
         Ok(())
+    });
+    if scratch.capacity() > MAX_KEPT {
+        *scratch = Vec::new();
     }
+    written
 }
 
 /// Each byte of a word set to 1.
@@ -85,29 +113,33 @@ mod tests {
         assert_eq!(&out[1..], expected, "{value:?}");
     }
 
-    /// What serde writes through the sink is what it writes into a `String` of its own:
-    /// strings with escapes between multi-byte characters, maps, lists and numbers.
+    /// What serde writes through the buffer is what it writes into a `String` of its own:
+    /// strings with escapes between multi-byte characters, maps, lists and numbers; and a
+    /// value written after a large one (whose buffer was let go) too.
     #[test]
-    fn serde_writes_through_the_sink_what_it_writes_into_a_string() {
+    fn serde_writes_through_the_buffer_what_it_writes_into_a_string() {
         let values = [
             serde_json::json!("é\n\"日本\"\u{1}🎉\u{7f}"),
             serde_json::json!({"a": ["é", 1, -2.5, null, true], "日": {"k": "v\t🎉"}}),
             serde_json::json!([1e21, 0.1, -0.0, u64::MAX, i64::MIN]),
+            serde_json::json!("x".repeat(MAX_KEPT + 1)),
+            serde_json::json!(["after", "the large one"]),
         ];
         for value in values {
             let mut out = String::from("x");
-            serde_json::to_writer(StrSink(&mut out), &value).expect("writes");
+            push_serde(&mut out, &value).expect("writes");
             assert_eq!(&out[1..], serde_json::to_string(&value).unwrap_or_default());
         }
+        SCRATCH.with(|scratch| assert!(scratch.borrow().capacity() <= MAX_KEPT));
     }
 
-    /// A piece that is not UTF-8 fails the write and leaves the text as it was.
+    /// A value serde fails to write appends nothing.
     #[test]
-    fn a_piece_that_is_not_utf8_fails_the_write() {
-        use std::io::Write as _;
-
+    fn a_value_serde_fails_to_write_appends_nothing() {
+        let mut map = std::collections::BTreeMap::new();
+        map.insert(vec![1u8], 2u8);
         let mut out = String::from("x");
-        assert!(StrSink(&mut out).write(&"é".as_bytes()[..1]).is_err());
+        assert!(push_serde(&mut out, &map).is_err());
         assert_eq!(out, "x");
     }
 

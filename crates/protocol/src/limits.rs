@@ -4,9 +4,10 @@
 //!
 //! - [`RequestLimits`] (the operator may change them: agentd's `[limits]`): the number of
 //!   `tools`, their total size, and the size of one function tool's `parameters`, checked by
-//!   [`CreateRequest::check_limits`] where requests arrive ([`count_tools`] reads the number
-//!   from the raw body first, so that a request with far too many tools is refused before they
-//!   are built).
+//!   [`CreateRequest::check_limits`] where requests arrive ([`CreateRequest::parse_within`]:
+//!   in a body larger than [`PARSE_BEFORE_COUNTING`], [`count_tools`] reads the number from the
+//!   raw body first, so that a request with far too many tools is refused before they are
+//!   built).
 //! - [`MAX_SCHEMA_DEPTH`] (fixed): how deep a JSON value a request carries for the server to
 //!   keep (function `parameters`, `response_format.json_schema.schema`, `text`) may nest.
 //!   Checked by [`CreateRequest::validate`]: a stored copy nests a few levels deeper than the
@@ -74,7 +75,40 @@ pub fn count_tools(body: &[u8]) -> Option<usize> {
     Some(tools.len())
 }
 
+/// Bodies up to this many bytes are parsed before their tools are counted: the tools such a
+/// body can hold are few (a tool takes at least a dozen bytes), so building them costs little,
+/// while [`count_tools`] reads the whole body once more (~15 instructions a byte; a chat history
+/// of 8 KB and five tools spent ~130 k instructions on it: docs/benchmarks.md, "Issue 18,
+/// twenty-sixth pass"). Larger bodies are counted first, as before.
+pub const PARSE_BEFORE_COUNTING: usize = 64 * 1024;
+
 impl CreateRequest {
+    /// Parses a create request's body ([`CreateRequest::parse`]) and checks it against the
+    /// operator's [`RequestLimits`] ([`CreateRequest::check_limits`]). Far too many tools are
+    /// refused before they are built when the body is larger than [`PARSE_BEFORE_COUNTING`];
+    /// whatever the size, a body with too many tools is refused for them first, as when they
+    /// are always counted first (the count is read when the parse fails).
+    pub fn parse_within(
+        body: &[u8],
+        limits: &RequestLimits,
+    ) -> Result<CreateRequest, RequestError> {
+        let count_first = body.len() > PARSE_BEFORE_COUNTING;
+        if count_first && let Some(count) = count_tools(body) {
+            limits.check_tool_count(count)?;
+        }
+        let request = match CreateRequest::parse(body) {
+            Ok(request) => request,
+            Err(err) => {
+                if !count_first && let Some(count) = count_tools(body) {
+                    limits.check_tool_count(count)?;
+                }
+                return Err(err);
+            }
+        };
+        request.check_limits(limits)?;
+        Ok(request)
+    }
+
     /// Checks the operator's [`RequestLimits`]: the first violation, naming `tools` or
     /// `tools[i].parameters` and the limit.
     pub fn check_limits(&self, limits: &RequestLimits) -> Result<(), RequestError> {

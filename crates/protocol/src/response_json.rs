@@ -46,8 +46,9 @@ impl Response {
 }
 
 /// The JSON buffer and its pieces (also the items' writer, `item_json.rs`).
-/// (A `String`, written in whole pieces of UTF-8, serde's too: [`json_string::StrSink`]; a byte
-/// buffer had to be checked as UTF-8 again, whole, at the end.)
+/// (A `String`: its own pieces are UTF-8 already, and what serde writes is checked as UTF-8
+/// once per value, [`json_string::push_serde`]; a byte buffer for the whole response had to
+/// be checked again, whole, at the end.)
 pub(crate) struct Writer(pub(crate) String);
 
 impl Writer {
@@ -181,7 +182,7 @@ impl Writer {
         &mut self,
         value: &T,
     ) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(json_string::StrSink(&mut self.0), value)
+        json_string::push_serde(&mut self.0, value)
     }
 
     fn response(&mut self, r: &Response) -> Result<(), serde_json::Error> {

@@ -92,6 +92,97 @@ pub(crate) fn error_at<E: serde::de::Error>(field: &str, message: impl std::fmt:
     E::custom(nest(field, &message.to_string()))
 }
 
+/// A string or a list, as [`text_or_list`] reads it.
+pub(crate) enum TextOrList<T> {
+    Text(String),
+    List(Vec<T>),
+}
+
+/// Reads a string or a list of `T` in one pass: a list's entries are deserialized where they
+/// are, so a path-tracking deserializer names the entry of an error itself (`input[3]…`), and
+/// nothing is buffered as a `Value` first (a long `input` was read twice over before: into a
+/// `Value`, then out of it). Anything else is refused as "invalid type: {kind}, expected
+/// {expected}", the words [`kind`] uses.
+pub(crate) fn text_or_list<'de, D, T>(
+    deserializer: D,
+    expected: &'static str,
+) -> Result<TextOrList<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    deserializer.deserialize_any(TextOrListVisitor {
+        expected,
+        entries: std::marker::PhantomData,
+    })
+}
+
+struct TextOrListVisitor<T> {
+    expected: &'static str,
+    entries: std::marker::PhantomData<T>,
+}
+
+impl<T> TextOrListVisitor<T> {
+    fn refuse<E: serde::de::Error>(&self, kind: &str) -> Result<TextOrList<T>, E> {
+        Err(E::custom(format!(
+            "invalid type: {kind}, expected {}",
+            self.expected
+        )))
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for TextOrListVisitor<T> {
+    type Value = TextOrList<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.expected)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(TextOrList::Text(text.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
+        Ok(TextOrList::Text(text))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(entry) = seq.next_element()? {
+            entries.push(entry);
+        }
+        Ok(TextOrList::List(entries))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        self.refuse("null")
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        self.refuse("null")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        self.refuse("a boolean")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        self.refuse("a number")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        self.refuse("a number")
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        self.refuse("a number")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+        self.refuse("an object")
+    }
+}
+
 /// Reads the `type` tag of a tagged union, removing it from the map.
 pub(crate) fn take_tag<E: serde::de::Error>(
     map: &mut serde_json::Map<String, Value>,

@@ -327,3 +327,76 @@ fn text_format_is_typed_and_strict() {
         assert_eq!(err.param.as_deref(), Some(param), "{body}: {}", err.message);
     }
 }
+
+#[test]
+fn strings_or_lists_name_the_entry_and_the_kind_they_got() {
+    let cases = [
+        (
+            r#"{"input":5}"#,
+            "input",
+            "a number, expected a string or an array of input items",
+        ),
+        (
+            r#"{"input":true}"#,
+            "input",
+            "a boolean, expected a string or an array of input items",
+        ),
+        (
+            r#"{"input":{"a":1}}"#,
+            "input",
+            "an object, expected a string or an array of input items",
+        ),
+        (
+            r#"{"input":["x"]}"#,
+            "input[0]",
+            "a string, expected an input item object",
+        ),
+        (
+            r#"{"input":[{"role":"user","content":"a"},{"role":"user","content":7.5}]}"#,
+            "input[1].content",
+            "a number, expected a string or an array of content parts",
+        ),
+        (
+            r#"{"input":[{"role":"user","content":["a"]}]}"#,
+            "input[0].content[0]",
+            "a string, expected a content part object",
+        ),
+        (
+            r#"{"input":[{"role":"user","content":"a"},{"type":"function_call_output","call_id":"c","output":null}]}"#,
+            "input[1].output",
+            "null, expected a string or an array of parts",
+        ),
+    ];
+    for (body, want_param, want_message) in cases {
+        let (got, message) = param(body);
+        assert_eq!(got.as_deref(), Some(want_param), "{body} -> {message}");
+        assert_eq!(
+            message,
+            format!("invalid request body: {want_param}: invalid type: {want_message}"),
+            "{body}"
+        );
+    }
+    // A part a function output may not hold is named after the whole list was read.
+    let (got, message) = param(
+        r#"{"input":[{"role":"user","content":"a"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"t"},{"type":"output_text","text":"x","annotations":[]}]}]}"#,
+    );
+    assert_eq!(got.as_deref(), Some("input[1].output[1].type"), "{message}");
+    assert!(
+        message.contains("must be input_text or input_image"),
+        "{message}"
+    );
+    // And long lists read in place keep every entry, in order.
+    let items: Vec<String> = (0..300)
+        .map(|i| format!(r#"{{"role":"user","content":[{{"type":"input_text","text":"m{i}"}}]}}"#))
+        .collect();
+    let body = format!(r#"{{"input":[{}]}}"#, items.join(","));
+    let request = CreateRequest::parse(body.as_bytes()).expect("parses");
+    let items = request.input.into_items();
+    assert_eq!(items.len(), 300);
+    let text = |item: &agentd_protocol::input::InputItem| match item {
+        agentd_protocol::input::InputItem::Message(message) => message.content.text(),
+        _ => String::new(),
+    };
+    assert_eq!(text(&items[0]), "m0");
+    assert_eq!(text(&items[299]), "m299");
+}

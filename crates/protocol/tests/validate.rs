@@ -525,3 +525,53 @@ fn operator_limits_name_the_field_and_the_limit() {
         err.message
     );
 }
+
+/// How the server reads a body (`parse_within`): too many tools are refused for them first,
+/// whether the body is small (parsed first, counted when the parse fails) or large (counted
+/// first), and before any other fault of the body; within the limit, the parse's own error.
+#[test]
+fn too_many_tools_are_refused_first_whatever_the_size_of_the_body() {
+    use agentd_protocol::limits::{PARSE_BEFORE_COUNTING, RequestLimits};
+    let limits = RequestLimits {
+        max_tools: 3,
+        ..RequestLimits::default()
+    };
+    let body = |tools: usize, padding: usize, extra: &str| {
+        let tools: Vec<Value> = (0..tools).map(|i| function(&format!("f{i}"))).collect();
+        let mut body =
+            json!({"model": "openai/gpt-5.4", "input": "x".repeat(padding), "tools": tools});
+        if !extra.is_empty() {
+            body[extra] = json!(1);
+        }
+        serde_json::to_vec(&body).expect("encodes")
+    };
+    let parse = |body: &[u8]| CreateRequest::parse_within(body, &limits);
+    for padding in [0, PARSE_BEFORE_COUNTING] {
+        let large = padding > 0;
+        assert_eq!(body(4, padding, "").len() > PARSE_BEFORE_COUNTING, large);
+        parse(&body(3, padding, "")).expect("at the limit");
+        for extra in ["", "bogus"] {
+            let err = parse(&body(4, padding, extra)).expect_err("one over");
+            assert_eq!(
+                err.param.as_deref(),
+                Some("tools"),
+                "{large} {extra}: {err:?}"
+            );
+            assert!(
+                err.message.contains("at most 3 tools, got 4"),
+                "{}",
+                err.message
+            );
+        }
+        let err = parse(&body(3, padding, "bogus")).expect_err("unknown field");
+        assert_eq!(err.param.as_deref(), Some("bogus"), "{large}: {err:?}");
+    }
+    // Not JSON at all: the parse's error.
+    let err = parse(b"{\"tools\": [").expect_err("truncated");
+    assert_eq!(err.param, None);
+    assert!(
+        err.message.starts_with("invalid request body"),
+        "{}",
+        err.message
+    );
+}

@@ -26,12 +26,9 @@ impl FromRequest<AppState> for StrictRequest {
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let settings = state.requests;
         let bytes = read_body(req, state).await?;
-        // Far too many tools are refused before they are built (each costs memory).
-        if let Some(count) = protocol::limits::count_tools(&bytes) {
-            settings.limits.check_tool_count(count)?;
-        }
-        let request = CreateRequest::parse(&bytes)?;
-        request.check_limits(&settings.limits)?;
+        // Far too many tools in a large body are refused before they are built (each costs
+        // memory).
+        let request = CreateRequest::parse_within(&bytes, &settings.limits)?;
         Ok(StrictRequest(request))
     }
 }

@@ -335,13 +335,7 @@ fn parse(state: &AppState, text: &str) -> Result<CreateRequest, ApiError> {
     }
     let body = serde_json::to_vec(&Value::Object(object))
         .map_err(|err| ApiError::Internal(format!("cannot encode a message: {err}")))?;
-    let limits = state.requests.limits;
-    if let Some(count) = protocol::limits::count_tools(&body) {
-        limits.check_tool_count(count)?;
-    }
-    let request = CreateRequest::parse(&body)?;
-    request.check_limits(&limits)?;
-    Ok(request)
+    Ok(CreateRequest::parse_within(&body, &state.requests.limits)?)
 }
 
 fn invalid(param: Option<&str>, message: &str) -> ApiError {
