@@ -46,8 +46,8 @@ impl fmt::Debug for McpServer {
 pub struct McpToolInfo {
     pub name: String,
     pub description: Option<String>,
-    /// The server's `inputSchema`, unmodified.
-    pub input_schema: Value,
+    /// The server's `inputSchema`, unmodified; shared with every turn's tool spec.
+    pub input_schema: Arc<Value>,
     /// The server's `annotations.readOnlyHint`.
     pub read_only: Option<bool>,
 }

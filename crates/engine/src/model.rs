@@ -116,8 +116,9 @@ pub struct ToolSpec {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of the arguments.
-    pub parameters: serde_json::Value,
+    /// JSON Schema of the arguments, shared (a run's turns, its model requests and their
+    /// retries hold the one value: [`protocol::request::FunctionTool::parameters`]).
+    pub parameters: Arc<serde_json::Value>,
     #[serde(default)]
     pub strict: bool,
 }

@@ -137,7 +137,7 @@ mod tests {
         McpToolInfo {
             name: name.to_owned(),
             description: Some(description.to_owned()),
-            input_schema: json!({"type": "object", "properties": params}),
+            input_schema: json!({"type": "object", "properties": params}).into(),
             read_only: None,
         }
     }

@@ -459,7 +459,7 @@ impl Registry {
                     "server_label": {"type": "string", "enum": labels, "description": "Search only this server."}
                 },
                 "required": ["query"]
-            }),
+            }).into(),
             strict: false,
         }
     }
@@ -537,7 +537,7 @@ fn mcp_spec(entry: &McpToolEntry) -> ToolSpec {
     ToolSpec {
         name: entry.model_name.clone(),
         description: entry.info.description.clone(),
-        parameters: entry.info.input_schema.clone(),
+        parameters: entry.info.input_schema.clone().into(),
         strict: false,
     }
 }
@@ -596,7 +596,7 @@ fn function_def(tool: &FunctionTool, index: usize) -> Result<FunctionDef, Engine
     let parameters = tool
         .parameters
         .clone()
-        .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        .unwrap_or_else(|| Arc::new(serde_json::json!({"type": "object", "properties": {}})));
     let strict = tool.strict.unwrap_or(false);
     let validator = if strict {
         Some(jsonschema::validator_for(&parameters).map_err(|err| {
@@ -612,7 +612,7 @@ fn function_def(tool: &FunctionTool, index: usize) -> Result<FunctionDef, Engine
         spec: ToolSpec {
             name: tool.name.clone(),
             description: tool.description.clone(),
-            parameters,
+            parameters: parameters.into(),
             strict,
         },
         validator,
@@ -840,7 +840,7 @@ mod tests {
         McpToolInfo {
             name: name.to_owned(),
             description: Some(description.to_owned()),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
             read_only: None,
         }
     }

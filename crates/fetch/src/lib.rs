@@ -279,7 +279,8 @@ impl HostedTool for FetchUrl {
                     }
                 },
                 "required": ["urls"],
-            }),
+            })
+            .into(),
             strict: false,
         }
     }

@@ -157,7 +157,7 @@ impl HostedTool for FinanceSearch {
                 },
                 "required": ["query"],
                 "additionalProperties": false,
-            }),
+            }).into(),
             strict: false,
         }
     }

@@ -137,7 +137,7 @@ pub(crate) fn tool_info(tool: Tool) -> McpToolInfo {
     McpToolInfo {
         name: tool.name.into_owned(),
         description: tool.description.map(|d| d.into_owned()),
-        input_schema: Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
+        input_schema: Arc::new(Value::Object(Arc::unwrap_or_clone(tool.input_schema))),
         read_only: tool.annotations.and_then(|a| a.read_only_hint),
     }
 }
@@ -187,7 +187,7 @@ mod tests {
         let info = tool_info(tool);
         assert_eq!(info.name, "search");
         assert_eq!(info.description.as_deref(), Some("Finds things"));
-        assert_eq!(info.input_schema, schema);
+        assert_eq!(*info.input_schema, schema);
         assert_eq!(info.read_only, Some(true));
 
         let bare: Tool =

@@ -106,7 +106,7 @@ async fn python_server_results_changes_and_errors() {
     let tools = session.list_tools().await.expect("list");
     let echo_tool = tools.iter().find(|t| t.name == "echo").expect("echo");
     assert_eq!(
-        echo_tool.input_schema,
+        *echo_tool.input_schema,
         json!({
             "type": "object",
             "properties": {"message": {"type": "string", "description": "What to echo"}},

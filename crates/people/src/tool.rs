@@ -183,7 +183,7 @@ impl HostedTool for PeopleSearch {
         ToolSpec {
             name: TOOL_NAME.to_owned(),
             description: Some(DESCRIPTION.to_owned()),
-            parameters: query::parameters(),
+            parameters: query::parameters().into(),
             strict: false,
         }
     }

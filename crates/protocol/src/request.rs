@@ -1,6 +1,7 @@
 //! The create request (`POST /v1/agent`, `POST /v1/responses`) and its tools.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -476,8 +477,11 @@ pub struct FunctionTool {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The schema, shared: the run's registry, every model request and the response's echo
+    /// hold this one value (copying a schema's maps per turn and per response cost more than
+    /// the rest of a short request: docs/benchmarks.md, "Issue 18, twenty-sixth pass").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Value>,
+    pub parameters: Option<Arc<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
 }

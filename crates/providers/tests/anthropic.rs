@@ -540,7 +540,7 @@ async fn the_request_body_and_headers() -> TestResult {
         tools: vec![ToolSpec {
             name: "get_weather".into(),
             description: Some("Current weather for a city".into()),
-            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}).into(),
             strict: true,
         }],
         tool_choice: ModelToolChoice::Auto,

@@ -200,7 +200,8 @@ async fn the_request_is_mapped_to_chat_completions() -> TestResult {
         tools: vec![ToolSpec {
             name: "get_order_status".into(),
             description: Some("Look up an order".into()),
-            parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}}),
+            parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}})
+                .into(),
             strict: true,
         }],
         tool_choice: ModelToolChoice::Required,

@@ -591,7 +591,8 @@ fn weather_tool() -> ToolSpec {
             "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
             "required": ["city"],
             "additionalProperties": false
-        }),
+        })
+        .into(),
         strict: true,
     }
 }
@@ -600,7 +601,8 @@ fn time_tool() -> ToolSpec {
     ToolSpec {
         name: "get_time".into(),
         description: Some("The local time in a time zone".into()),
-        parameters: json!({"type": "object", "properties": {"timezone": {"type": "string"}}}),
+        parameters: json!({"type": "object", "properties": {"timezone": {"type": "string"}}})
+            .into(),
         strict: false,
     }
 }
@@ -714,7 +716,7 @@ async fn one_tool_call(wire: Wire) -> TestResult {
     assert_eq!(wire.offered_tools(&body), ["get_weather", "get_time"]);
     assert_eq!(
         wire.tool_schema(&body, "get_weather"),
-        Some(weather_tool().parameters)
+        Some(weather_tool().parameters.as_ref().clone())
     );
     Ok(())
 }
@@ -1132,7 +1134,8 @@ async fn reasoning_blocks_come_out_and_go_back(wire: Wire) -> TestResult {
     let order_tool = ToolSpec {
         name: "get_order_status".into(),
         description: None,
-        parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}}),
+        parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}})
+            .into(),
         strict: false,
     };
     let first = ModelRequest {

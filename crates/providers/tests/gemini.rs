@@ -417,7 +417,7 @@ async fn a_call_with_its_signature_round_trips_into_the_continuation() -> TestRe
     let tools = vec![ToolSpec {
         name: "get_order_status".into(),
         description: Some("Look up an order".into()),
-        parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}),
+        parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}).into(),
         strict: false,
     }];
     let mut request = ModelRequest {
@@ -644,7 +644,7 @@ async fn structured_output_and_generation_settings_are_mapped() -> TestResult {
         tools: vec![ToolSpec {
             name: "lookup".into(),
             description: None,
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
             strict: true,
         }],
         tool_choice: ModelToolChoice::Function("lookup".into()),

@@ -560,7 +560,8 @@ async fn a_continuation_is_sent_as_instructions_and_input_items() -> TestResult 
         tools: vec![ToolSpec {
             name: "get_order_status".into(),
             description: Some("Look up an order".into()),
-            parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}}),
+            parameters: json!({"type": "object", "properties": {"order_id": {"type": "string"}}})
+                .into(),
             strict: true,
         }],
         tool_choice: ModelToolChoice::Auto,

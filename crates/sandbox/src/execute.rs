@@ -131,7 +131,8 @@ impl HostedTool for Execute {
                     }
                 },
                 "required": ["language", "code"],
-            }),
+            })
+            .into(),
             strict: false,
         }
     }

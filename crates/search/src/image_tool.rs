@@ -292,7 +292,8 @@ impl HostedTool for ImageSearch {
                 },
                 "required": ["queries"],
                 "additionalProperties": false,
-            }),
+            })
+            .into(),
             strict: false,
         }
     }

@@ -308,7 +308,7 @@ impl HostedTool for WebSearch {
                 },
                 "required": ["queries"],
                 "additionalProperties": false,
-            }),
+            }).into(),
             strict: false,
         }
     }

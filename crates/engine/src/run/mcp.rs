@@ -255,7 +255,7 @@ impl Machine {
                 .map(|tool| McpToolDef {
                     name: tool.name.clone(),
                     description: tool.description.clone(),
-                    input_schema: tool.input_schema.clone(),
+                    input_schema: serde_json::Value::clone(&tool.input_schema),
                     annotations: tool.read_only.map(|read_only| McpToolAnnotations {
                         read_only: Some(read_only),
                     }),
@@ -416,7 +416,7 @@ fn tool_info(def: &McpToolDef) -> McpToolInfo {
     McpToolInfo {
         name: def.name.clone(),
         description: def.description.clone(),
-        input_schema: def.input_schema.clone(),
+        input_schema: def.input_schema.clone().into(),
         read_only: def.annotations.as_ref().and_then(|a| a.read_only),
     }
 }

@@ -738,7 +738,7 @@ pub fn tool(name: &str, description: &str) -> McpToolInfo {
     McpToolInfo {
         name: name.to_owned(),
         description: Some(description.to_owned()),
-        input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}).into(),
         read_only: Some(true),
     }
 }
@@ -867,7 +867,7 @@ impl engine::hosted::HostedTool for NumberingTool {
         engine::model::ToolSpec {
             name: "finance_search".to_owned(),
             description: Some("numbers".to_owned()),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
             strict: false,
         }
     }

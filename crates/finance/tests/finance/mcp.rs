@@ -41,7 +41,7 @@ impl McpSession for Session {
         let tool = |name: &str, properties: Value| McpToolInfo {
             name: name.to_owned(),
             description: None,
-            input_schema: json!({"type": "object", "properties": properties}),
+            input_schema: json!({"type": "object", "properties": properties}).into(),
             read_only: Some(true),
         };
         Ok(vec![

@@ -756,7 +756,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: None,
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
             strict: false,
         }
     }
@@ -1155,19 +1155,20 @@ mod tests {
                 ToolSpec {
                     name: "get_weather".into(),
                     description: Some("Weather for a city".into()),
-                    parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                    parameters:
+                        json!({"type": "object", "properties": {"city": {"type": "string"}}}).into(),
                     strict: true,
                 },
                 ToolSpec {
                     name: "now".into(),
                     description: None,
-                    parameters: json!({}),
+                    parameters: json!({}).into(),
                     strict: false,
                 },
                 ToolSpec {
                     name: "ping".into(),
                     description: None,
-                    parameters: serde_json::Value::Null,
+                    parameters: serde_json::Value::Null.into(),
                     strict: false,
                 },
             ],

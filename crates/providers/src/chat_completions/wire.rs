@@ -609,13 +609,13 @@ mod tests {
                 ToolSpec {
                     name: "get_weather".into(),
                     description: Some("Weather now".into()),
-                    parameters: json!({"type": "object"}),
+                    parameters: json!({"type": "object"}).into(),
                     strict: true,
                 },
                 ToolSpec {
                     name: "noop".into(),
                     description: None,
-                    parameters: json!({}),
+                    parameters: json!({}).into(),
                     strict: false,
                 },
             ],
@@ -684,7 +684,7 @@ mod tests {
         let tool = ToolSpec {
             name: "t".into(),
             description: None,
-            parameters: json!({}),
+            parameters: json!({}).into(),
             strict: false,
         };
         for (choice, want) in [

@@ -458,7 +458,7 @@ impl<'a> From<&'a ToolSpec> for Declaration<'a> {
         Declaration {
             name: &tool.name,
             description: tool.description.as_deref(),
-            parameters_json_schema: Some(&tool.parameters).filter(|schema| !schema.is_null()),
+            parameters_json_schema: Some(&*tool.parameters).filter(|schema| !schema.is_null()),
         }
     }
 }
@@ -735,7 +735,7 @@ mod tests {
         ToolSpec {
             name: "f".into(),
             description: None,
-            parameters: json!({"type": "object", "additionalProperties": false}),
+            parameters: json!({"type": "object", "additionalProperties": false}).into(),
             strict: true,
         }
     }

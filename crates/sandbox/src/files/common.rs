@@ -127,7 +127,7 @@ pub(super) fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec
     ToolSpec {
         name: name.to_owned(),
         description: Some(description.to_owned()),
-        parameters,
+        parameters: parameters.into(),
         strict: false,
     }
 }
