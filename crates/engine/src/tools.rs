@@ -537,7 +537,7 @@ fn mcp_spec(entry: &McpToolEntry) -> ToolSpec {
     ToolSpec {
         name: entry.model_name.clone(),
         description: entry.info.description.clone(),
-        parameters: entry.info.input_schema.clone().into(),
+        parameters: entry.info.input_schema.clone(),
         strict: false,
     }
 }
@@ -612,7 +612,7 @@ fn function_def(tool: &FunctionTool, index: usize) -> Result<FunctionDef, Engine
         spec: ToolSpec {
             name: tool.name.clone(),
             description: tool.description.clone(),
-            parameters: parameters.into(),
+            parameters,
             strict,
         },
         validator,
