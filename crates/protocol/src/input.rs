@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::output::{Annotation, McpApprovalRequest, McpCall, McpListTools, ToolSearchOutput};
 use crate::strict::{self, TextOrList};
+use crate::tagged::{self, Tagged};
 
 /// `input`: a string (one user turn) or a list of items.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -105,31 +106,50 @@ const INPUT_ITEM_TYPES: &[&str] = &[
 
 impl<'de> Deserialize<'de> for InputItem {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut map = strict::object(deserializer, "an input item object")?;
-        // An object with only an `id` is an item reference (Open Responses'
-        // `ItemReferenceParam`, whose `type` is optional); any other untyped object is a message.
-        let default = if map.len() == 1 && map.contains_key("id") {
-            "item_reference"
-        } else {
-            "message"
-        };
-        let tag = strict::take_tag(&mut map, Some(default))?;
-        let value = Value::Object(map);
-        match tag.as_str() {
-            "message" => strict::from_value(value).map(InputItem::Message),
-            "function_call" => strict::from_value(value).map(InputItem::FunctionCall),
-            "function_call_output" => strict::from_value(value).map(InputItem::FunctionCallOutput),
-            "reasoning" => strict::from_value(value).map(InputItem::Reasoning),
-            "mcp_approval_response" => {
-                strict::from_value(value).map(InputItem::McpApprovalResponse)
+        tagged::read(deserializer)
+    }
+}
+
+impl Tagged for InputItem {
+    const EXPECTED: &'static str = "an input item object";
+
+    fn read_variant<'de, D: Deserializer<'de>>(tag: &str, rest: D) -> Result<Self, D::Error> {
+        match tag {
+            "message" => InputMessage::deserialize(rest).map(InputItem::Message),
+            "function_call" => FunctionCallInput::deserialize(rest).map(InputItem::FunctionCall),
+            "function_call_output" => {
+                FunctionCallOutput::deserialize(rest).map(InputItem::FunctionCallOutput)
             }
-            "mcp_approval_request" => strict::from_value(value).map(InputItem::McpApprovalRequest),
-            "mcp_call" => strict::from_value(value).map(InputItem::McpCall),
-            "mcp_list_tools" => strict::from_value(value).map(InputItem::McpListTools),
-            "tool_search_output" => strict::from_value(value).map(InputItem::ToolSearchOutput),
-            "item_reference" => strict::from_value(value).map(InputItem::ItemReference),
-            "compaction" => strict::from_value(value).map(InputItem::Compaction),
+            "reasoning" => ReasoningInput::deserialize(rest).map(InputItem::Reasoning),
+            "mcp_approval_response" => {
+                McpApprovalResponse::deserialize(rest).map(InputItem::McpApprovalResponse)
+            }
+            "mcp_approval_request" => {
+                McpApprovalRequest::deserialize(rest).map(InputItem::McpApprovalRequest)
+            }
+            "mcp_call" => McpCall::deserialize(rest).map(InputItem::McpCall),
+            "mcp_list_tools" => McpListTools::deserialize(rest).map(InputItem::McpListTools),
+            "tool_search_output" => {
+                ToolSearchOutput::deserialize(rest).map(InputItem::ToolSearchOutput)
+            }
+            "item_reference" => ItemReference::deserialize(rest).map(InputItem::ItemReference),
+            "compaction" => CompactionItem::deserialize(rest).map(InputItem::Compaction),
             other => Err(strict::unknown_tag("input item", other, INPUT_ITEM_TYPES)),
+        }
+    }
+
+    /// Only a message has `role`.
+    fn variant_of_first_key(key: &str) -> Option<&'static str> {
+        (key == "role").then_some("message")
+    }
+
+    /// An object with only an `id` is an item reference (Open Responses'
+    /// `ItemReferenceParam`, whose `type` is optional); any other untyped object is a message.
+    fn default_variant(object: &serde_json::Map<String, Value>) -> Option<&'static str> {
+        if object.len() == 1 && object.contains_key("id") {
+            Some("item_reference")
+        } else {
+            Some("message")
         }
     }
 }
@@ -237,20 +257,24 @@ struct InputImagePart {
 
 impl<'de> Deserialize<'de> for ContentPart {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut map = strict::object(deserializer, "a content part object")?;
-        let tag = strict::take_tag(&mut map, None)?;
-        let value = Value::Object(map);
-        match tag.as_str() {
-            "input_text" => strict::from_value::<InputTextPart, _>(value)
-                .map(|p| ContentPart::InputText { text: p.text }),
-            "input_image" => {
-                strict::from_value::<InputImagePart, _>(value).map(|p| ContentPart::InputImage {
-                    image_url: p.image_url,
-                    detail: p.detail,
-                })
+        tagged::read(deserializer)
+    }
+}
+
+impl Tagged for ContentPart {
+    const EXPECTED: &'static str = "a content part object";
+
+    fn read_variant<'de, D: Deserializer<'de>>(tag: &str, rest: D) -> Result<Self, D::Error> {
+        match tag {
+            "input_text" => {
+                InputTextPart::deserialize(rest).map(|p| ContentPart::InputText { text: p.text })
             }
-            "input_file" => strict::from_value(value).map(ContentPart::InputFile),
-            "output_text" => strict::from_value(value).map(ContentPart::OutputText),
+            "input_image" => InputImagePart::deserialize(rest).map(|p| ContentPart::InputImage {
+                image_url: p.image_url,
+                detail: p.detail,
+            }),
+            "input_file" => InputFile::deserialize(rest).map(ContentPart::InputFile),
+            "output_text" => OutputTextPart::deserialize(rest).map(ContentPart::OutputText),
             sonar @ ("file_url" | "pdf_url" | "video_url" | "image_url") => {
                 let instead = match sonar {
                     "image_url" => "; use input_image",

@@ -64,6 +64,7 @@ mod response_json;
 #[cfg(feature = "schema")]
 mod schema;
 mod strict;
+mod tagged;
 pub mod validate;
 
 pub use strict::RequestError;

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::input::Input;
 use crate::strict::{self, RequestError};
+use crate::tagged::{self, Tagged};
 
 /// The body of a create request. Unknown fields anywhere are refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -434,19 +435,24 @@ const TOOL_TYPES: &[&str] = &[
 
 impl<'de> Deserialize<'de> for Tool {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut map = strict::object(deserializer, "a tool object")?;
-        let tag = strict::take_tag(&mut map, None)?;
-        let value = Value::Object(map);
-        match tag.as_str() {
-            "function" => strict::from_value(value).map(Tool::Function),
-            "web_search" => strict::from_value(value).map(Tool::WebSearch),
-            "image_search" => strict::from_value(value).map(Tool::ImageSearch),
-            "fetch_url" => strict::from_value(value).map(Tool::FetchUrl),
-            "people_search" => strict::from_value(value).map(Tool::PeopleSearch),
-            "finance_search" => strict::from_value(value).map(Tool::FinanceSearch),
-            "sandbox" => strict::from_value(value).map(Tool::Sandbox),
-            "mcp" => strict::from_value(value).map(Tool::Mcp),
-            "connector" => strict::from_value(value).map(Tool::Connector),
+        tagged::read(deserializer)
+    }
+}
+
+impl Tagged for Tool {
+    const EXPECTED: &'static str = "a tool object";
+
+    fn read_variant<'de, D: Deserializer<'de>>(tag: &str, rest: D) -> Result<Self, D::Error> {
+        match tag {
+            "function" => FunctionTool::deserialize(rest).map(Tool::Function),
+            "web_search" => WebSearchTool::deserialize(rest).map(Tool::WebSearch),
+            "image_search" => ImageSearchTool::deserialize(rest).map(Tool::ImageSearch),
+            "fetch_url" => FetchUrlTool::deserialize(rest).map(Tool::FetchUrl),
+            "people_search" => EmptyTool::deserialize(rest).map(Tool::PeopleSearch),
+            "finance_search" => EmptyTool::deserialize(rest).map(Tool::FinanceSearch),
+            "sandbox" => EmptyTool::deserialize(rest).map(Tool::Sandbox),
+            "mcp" => McpTool::deserialize(rest).map(Tool::Mcp),
+            "connector" => ConnectorTool::deserialize(rest).map(Tool::Connector),
             other => Err(strict::unknown_tag("tool", other, TOOL_TYPES)),
         }
     }

@@ -4,7 +4,8 @@
 //! serde loses the path inside internally tagged enums (their content is buffered), so tagged
 //! unions here deserialize through [`from_value`], which runs a nested `serde_path_to_error` pass
 //! and carries the inner path out inside the error message; [`RequestError::from_path_error`]
-//! joins the pieces again.
+//! joins the pieces again. (`tagged.rs` reads the tools, input items and content parts whose
+//! first key names their variant in one pass instead, and through here otherwise.)
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde_json::Value;

@@ -400,3 +400,147 @@ fn strings_or_lists_name_the_entry_and_the_kind_they_got() {
     assert_eq!(text(&items[0]), "m0");
     assert_eq!(text(&items[299]), "m299");
 }
+
+/// A tagged object (a tool, an input item, a content part) whose first key tells its variant is
+/// read in one pass, others are buffered first: the two must accept and refuse alike. Each case
+/// is written with `type` first and with `type` last (for a message beginning with `role`, the
+/// other order puts `content` first); the results must be equal, errors to the word.
+#[test]
+fn tagged_objects_read_alike_whatever_their_key_order() {
+    // (where the object sits, type, the object's other fields)
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "tools",
+            "function",
+            r#""name":"f","parameters":{"type":"object"}"#,
+        ),
+        ("tools", "function", r#""name":"f","strictt":true"#),
+        ("tools", "function", r#""name":5"#),
+        ("tools", "function", r#""description":"d""#),
+        (
+            "tools",
+            "function",
+            r#""name":"f","parameters":null,"strict":"yes""#,
+        ),
+        (
+            "tools",
+            "web_search",
+            r#""filters":{"search_domain_filter":5}"#,
+        ),
+        (
+            "tools",
+            "web_search",
+            r#""filters":{"search_language_filter":["en"]}"#,
+        ),
+        ("tools", "people_search", r#""x":1"#),
+        ("tools", "nope", r#""x":1"#),
+        ("tools", "image_url", r#""x":1"#),
+        (
+            "tools",
+            "mcp",
+            r#""server_label":"a","server_url":"u","require_approval":{"always":{"tool_namez":[]}}"#,
+        ),
+        (
+            "input",
+            "function_call_output",
+            r#""call_id":"c","output":5"#,
+        ),
+        (
+            "input",
+            "function_call_output",
+            r#""call_id":"c","output":[{"type":"input_text","text":"o","x":1}]"#,
+        ),
+        (
+            "input",
+            "function_call",
+            r#""call_id":"c","name":"f","arguments":"{}""#,
+        ),
+        ("input", "item_reference", r#""id":"msg_1""#),
+        ("input", "message", r#""role":"userr","content":"x""#),
+        (
+            "input",
+            "message",
+            r#""role":"user","content":[{"type":"input_text","text":5}]"#,
+        ),
+        (
+            "input",
+            "message",
+            r#""role":"user","content":[{"text":"a","type":"input_text","x":1}]"#,
+        ),
+        (
+            "input",
+            "message",
+            r#""role":"user","content":[{"type":"input_image","image_url":"u","detail":"huge"}]"#,
+        ),
+        (
+            "input",
+            "message",
+            r#""role":"user","content":[{"type":"image_url","image_url":"u"}]"#,
+        ),
+        (
+            "input",
+            "message",
+            r#""role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}],"status":"completed","id":"m""#,
+        ),
+        (
+            "input",
+            "message",
+            r#""role":"user","content":"x","extra":1"#,
+        ),
+        ("input", "reasoning", r#""summary":[],"role":"user""#),
+        ("input", "compaction", r#""encrypted_content":5"#),
+    ];
+    let body = |place: &str, object: &str| match place {
+        "tools" => format!(r#"{{"input":"x","tools":[{{"type":"web_search"}},{object}]}}"#),
+        _ => format!(r#"{{"input":[{{"role":"user","content":"a"}},{object}]}}"#),
+    };
+    let outcome = |body: &str| match CreateRequest::parse(body.as_bytes()) {
+        Ok(request) => Ok(serde_json::to_value(&request).expect("serializes")),
+        Err(err) => Err((err.param, err.message)),
+    };
+    let mut refused = 0;
+    for (place, tag, rest) in cases {
+        let first = body(place, &format!(r#"{{"type":"{tag}",{rest}}}"#));
+        let last = if rest.starts_with(r#""role""#) {
+            // Put `content` (not a deciding key) first, `type` last.
+            let (role, others) = rest.split_once(',').expect("a role and more");
+            body(place, &format!(r#"{{{others},{role},"type":"{tag}"}}"#))
+        } else {
+            body(place, &format!(r#"{{{rest},"type":"{tag}"}}"#))
+        };
+        let (a, b) = (outcome(&first), outcome(&last));
+        assert_eq!(a, b, "\n{first}\n{last}");
+        if let Err((param, message)) = &a {
+            refused += 1;
+            // The second entry: each body puts one valid entry before the case.
+            let param = param.as_deref().unwrap_or_default();
+            assert!(
+                param.starts_with(&format!("{place}[1]")),
+                "{param}: {message}"
+            );
+        }
+    }
+    assert!(refused >= 15, "the cases are mostly faults: {refused}");
+}
+
+/// A later `type` naming the variant already known is skipped; another one is refused at
+/// `type`, as is a message (by its first key, `role`) that says it is something else.
+#[test]
+fn a_second_type_must_agree_with_the_first() {
+    let same = r#"{"input":"x","tools":[{"type":"function","name":"f","type":"function"}]}"#;
+    assert!(CreateRequest::parse(same.as_bytes()).is_ok());
+    let role_then_message = r#"{"input":[{"role":"user","content":"x","type":"message"}]}"#;
+    assert!(CreateRequest::parse(role_then_message.as_bytes()).is_ok());
+    let role_then_null = r#"{"input":[{"role":"user","content":"x","type":null}]}"#;
+    assert!(CreateRequest::parse(role_then_null.as_bytes()).is_ok());
+    let (p, m) =
+        param(r#"{"input":"x","tools":[{"type":"function","name":"f","type":"sandbox"}]}"#);
+    assert_eq!(p.as_deref(), Some("tools[0].type"), "{m}");
+    assert!(
+        m.contains(r#"given twice: "function" and "sandbox""#),
+        "{m}"
+    );
+    let (p, m) = param(r#"{"input":[{"role":"user","type":"function_call","call_id":"c"}]}"#);
+    assert_eq!(p.as_deref(), Some("input[0].type"), "{m}");
+    assert!(m.contains(r#"makes it a "message""#), "{m}");
+}
