@@ -156,6 +156,31 @@ impl Script {
     }
 }
 
+/// The most rows one multi-row statement writes (see [`row_groups`]).
+pub(crate) const ROWS_PER_STATEMENT: usize = 32;
+
+/// Splits `rows` rows into the row ranges of the statements that write them: runs of
+/// [`ROWS_PER_STATEMENT`], then the binary digits of the rest (45 rows: 32, 8, 4, 1). A
+/// multi-row statement's text so takes one of six forms whatever the count, each prepared
+/// once and found in the statement cache after. (A statement per count had SQLite parse a new
+/// one, at ~25 k instructions a row, whenever a request brought a count not seen lately: a chat
+/// history growing by a message per request cost ~750 k instructions more per request,
+/// docs/benchmarks.md, "Issue 18, twenty-seventh pass".)
+pub(crate) fn row_groups(rows: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        let left = rows.checked_sub(start).filter(|left| *left > 0)?;
+        let size = if left >= ROWS_PER_STATEMENT {
+            ROWS_PER_STATEMENT
+        } else {
+            1 << left.ilog2()
+        };
+        let group = start..start + size;
+        start += size;
+        Some(group)
+    })
+}
+
 /// `rows` groups of `width` placeholders, `($1, $2), ($3, $4)`, for a multi-row `VALUES`,
 /// appended to `sql`; placeholders start after `first` (the placeholders before them).
 pub(crate) fn push_values(sql: &mut String, first: usize, rows: usize, width: usize) {
@@ -467,6 +492,29 @@ mod tests {
         let mut script = Script::new();
         script.statement("SELECT $1, $2, $10").bind(1).bind(2);
         assert!(joined(&[&script]).is_err());
+    }
+
+    #[test]
+    fn rows_are_written_in_groups_of_a_few_sizes() {
+        let sizes = |rows| row_groups(rows).map(|g| g.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(0), Vec::<usize>::new());
+        assert_eq!(sizes(1), [1]);
+        assert_eq!(sizes(7), [4, 2, 1]);
+        assert_eq!(sizes(45), [32, 8, 4, 1]);
+        assert_eq!(sizes(64), [32, 32]);
+        let mut forms = std::collections::BTreeSet::new();
+        for rows in 0..=300 {
+            let groups: Vec<_> = row_groups(rows).collect();
+            // In order, without gaps or overlaps, covering every row.
+            let mut next = 0;
+            for group in &groups {
+                assert_eq!(group.start, next, "{rows}: {groups:?}");
+                next = group.end;
+                forms.insert(group.len());
+            }
+            assert_eq!(next, rows, "{rows}: {groups:?}");
+        }
+        assert_eq!(forms.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8, 16, 32]);
     }
 
     #[test]

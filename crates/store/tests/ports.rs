@@ -682,6 +682,51 @@ async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb)
     Ok(())
 }
 
+/// A run's items are written in groups of a few sizes (32, 16, … 1 rows a statement): every
+/// item of a long history is indexed and appended, in order, whatever the count.
+async fn many_items_are_indexed_and_appended_in_order(db: &TestDb) -> TestResult {
+    use engine::store::{ConversationRecord, ItemKind};
+    let store = db.open().await?;
+    let item = |id: &str| common::message_item(id, ItemKind::Input);
+    let conversation = ConversationRecord {
+        id: "conv_m".to_owned(),
+        project_id: "proj_a".to_owned(),
+        created_at: 1,
+        metadata: Default::default(),
+    };
+    store
+        .create_conversation(&conversation, &[item("msg_0")?])
+        .await?;
+    let mut want = vec!["msg_0".to_owned()];
+    for (run, count) in [(1, 45), (2, 37), (3, 1), (4, 64)] {
+        let ids: Vec<String> = (0..count).map(|i| format!("msg_{run}_{i}")).collect();
+        let mut ending = record(&format!("resp_m{run}"), "proj_a", true)?;
+        ending.items = ids.iter().map(|id| item(id)).collect::<Result<_, _>>()?;
+        ending.append_to = Some("conv_m".to_owned());
+        store.end_run(&ending, &events(0..1)).await?;
+        let indexed: Vec<String> = store
+            .response_items("proj_a", &format!("resp_m{run}"), ItemKind::Input)
+            .await?
+            .into_iter()
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(indexed, ids, "run {run}");
+        want.extend(ids);
+    }
+    let appended: Vec<String> = store
+        .conversation_items("proj_a", "conv_m")
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(appended, want);
+    let found = store
+        .find_items("proj_a", &["msg_1_44".to_owned(), "msg_4_63".to_owned()])
+        .await?;
+    assert_eq!(found.len(), 2);
+    Ok(())
+}
+
 async fn workspace_snapshots_keep_generations_within_their_project(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     let snapshots = store.snapshots();
@@ -872,6 +917,7 @@ matrix!(
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
     runs_append_after_the_last_item_of_their_conversation_only,
+    many_items_are_indexed_and_appended_in_order,
     workspace_snapshots_keep_generations_within_their_project,
     model_turns_are_stored_with_the_run_and_replaced_with_it,
     a_refused_write_among_concurrent_ones_fails_alone,

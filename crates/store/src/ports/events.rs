@@ -34,10 +34,6 @@ use crate::script::Script;
 /// flush of a 64-token answer is about 20 KiB.
 const CHUNK_BYTES: usize = 256 * 1024;
 
-/// Chunks per INSERT statement: 4 parameters each keeps a statement under SQLite's historical
-/// limit of 999 parameters (and PostgreSQL's 65535).
-const CHUNKS_PER_STATEMENT: usize = 200;
-
 /// The chunks after `$2` (those holding a sequence number beyond it), and the per-event rows
 /// of older versions after it as one-event chunks, in the order readers take them.
 const SELECT_AFTER: &str = "\
@@ -149,7 +145,9 @@ fn pack(lines: &str) -> Option<Data> {
 
 /// Appends encoded events to a write (idempotent, see the module documentation).
 pub(crate) fn insert(script: &mut Script, response_id: &Arc<str>, chunks: &[Chunk]) {
-    for group in chunks.chunks(CHUNKS_PER_STATEMENT) {
+    // At most `ROWS_PER_STATEMENT` chunks (4 parameters each) a statement, in a few forms.
+    for group in crate::script::row_groups(chunks.len()) {
+        let group = &chunks[group];
         let mut sql = String::from(
             "INSERT INTO event_chunks (response_id, first_sequence, last_sequence, data) VALUES ",
         );

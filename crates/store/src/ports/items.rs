@@ -77,20 +77,22 @@ pub(crate) fn index(
         return;
     }
     let created_at = now_secs();
-    let mut sql = String::from(dialect::INDEX_ITEMS);
-    sql.push_str("VALUES ");
-    crate::script::push_values(&mut sql, 0, rows.len(), 7);
-    sql.push_str(dialect::INDEX_ITEMS_CONFLICT);
-    let statement = script.statement(sql);
-    for item in rows {
-        statement
-            .bind(response_id)
-            .bind(item.kind)
-            .bind(item.position)
-            .bind(project_id)
-            .bind(&item.item_id)
-            .bind(&item.json)
-            .bind(created_at);
+    for group in crate::script::row_groups(rows.len()) {
+        let mut sql = String::from(dialect::INDEX_ITEMS);
+        sql.push_str("VALUES ");
+        crate::script::push_values(&mut sql, 0, group.len(), 7);
+        sql.push_str(dialect::INDEX_ITEMS_CONFLICT);
+        let statement = script.statement(sql);
+        for item in &rows[group] {
+            statement
+                .bind(response_id)
+                .bind(item.kind)
+                .bind(item.position)
+                .bind(project_id)
+                .bind(&item.item_id)
+                .bind(&item.json)
+                .bind(created_at);
+        }
     }
 }
 
@@ -105,9 +107,10 @@ pub(crate) fn encode_append(items: &[StoredItem]) -> Result<AppendRows, StoreErr
         .collect()
 }
 
-/// Appends items to a conversation, after its last, in one statement of a write: the
-/// positions are read in the same statement that inserts them (what [`append`] does in three
-/// statements), and nothing is inserted when the conversation does not exist in this project.
+/// Appends items to a conversation, after its last, in one statement per group of rows
+/// ([`crate::script::row_groups`]) of a write: the positions are read in the same statement
+/// that inserts them (what [`append`] does in three statements), and nothing is inserted when
+/// the conversation does not exist in this project.
 pub(crate) fn append_to(
     script: &mut Script,
     project_id: &Arc<str>,
@@ -123,18 +126,21 @@ pub(crate) fn append_to(
             .bind(conversation_id)
             .bind(project_id);
     }
-    let mut sql = String::from(
-        "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) \
-         SELECT c.id, (SELECT COALESCE(MAX(i.position) + 1, 0) FROM conversation_items i \
-         WHERE i.conversation_id = $1) + v.column1, v.column2, v.column3 \
-         FROM conversations c, (VALUES ",
-    );
-    crate::script::push_values(&mut sql, 2, items.len(), 3);
-    sql.push_str(") AS v WHERE c.id = $1 AND c.project_id = $2");
-    let statement = script.statement(sql);
-    statement.bind(conversation_id).bind(project_id);
-    for (i, (item_id, json)) in items.iter().enumerate() {
-        statement.bind(i as i64).bind(item_id).bind(json);
+    // Each group's positions follow the last one stored, the group before's included.
+    for group in crate::script::row_groups(items.len()) {
+        let mut sql = String::from(
+            "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) \
+             SELECT c.id, (SELECT COALESCE(MAX(i.position) + 1, 0) FROM conversation_items i \
+             WHERE i.conversation_id = $1) + v.column1, v.column2, v.column3 \
+             FROM conversations c, (VALUES ",
+        );
+        crate::script::push_values(&mut sql, 2, group.len(), 3);
+        sql.push_str(") AS v WHERE c.id = $1 AND c.project_id = $2");
+        let statement = script.statement(sql);
+        statement.bind(conversation_id).bind(project_id);
+        for (i, (item_id, json)) in items[group].iter().enumerate() {
+            statement.bind(i as i64).bind(item_id).bind(json);
+        }
     }
 }
 
@@ -419,5 +425,47 @@ impl ItemStore for Store {
         .await
         .map_err(error::backend)?;
         Ok(done.rows_affected() > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use super::{IndexRow, append_to, index};
+    use crate::script::Script;
+
+    /// However many items a run has, they are written by statements of a few texts (each
+    /// prepared once and then found in the statement cache), with every item bound once.
+    #[test]
+    fn items_of_any_count_are_written_by_statements_of_six_texts() {
+        let id: Arc<str> = Arc::from("x");
+        let mut index_texts = BTreeSet::new();
+        let mut append_texts = BTreeSet::new();
+        for count in 0..=200 {
+            let rows: Vec<IndexRow> = (0..count)
+                .map(|position| IndexRow {
+                    kind: "input",
+                    position,
+                    item_id: Arc::clone(&id),
+                    json: Arc::clone(&id),
+                })
+                .collect();
+            let mut script = Script::new();
+            index(&mut script, &id, &id, &rows);
+            let bound: usize = script.statements().iter().map(|s| s.values().len()).sum();
+            assert_eq!(bound, 7 * rows.len());
+            index_texts.extend(script.statements().iter().map(|s| s.sql().to_owned()));
+            let items: Vec<(Arc<str>, Arc<str>)> = (0..count)
+                .map(|_| (Arc::clone(&id), Arc::clone(&id)))
+                .collect();
+            let mut script = Script::new();
+            append_to(&mut script, &id, &id, &items);
+            let texts = script.statements().iter().map(|s| s.sql().to_owned());
+            append_texts.extend(texts.filter(|sql| sql.starts_with("INSERT")));
+        }
+        assert_eq!(index_texts.len(), 6, "{index_texts:#?}");
+        assert_eq!(append_texts.len(), 6, "{append_texts:#?}");
     }
 }
