@@ -5,10 +5,9 @@
 use protocol::input::InputItem;
 use protocol::output::OutputItem;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::ids::new_id;
-use crate::store::{ItemKind, StoredItem};
+use crate::store::{ItemJson, ItemKind, StoredItem};
 
 /// Gives every input item that can carry an id and has none one (`msg_…` for messages, as
 /// OpenAI does), so that it can be listed and referenced later.
@@ -60,12 +59,12 @@ pub(crate) fn output_id(item: &OutputItem) -> Option<&str> {
 
 /// What a response indexes when it ends: this request's input items, then its output items
 /// that have an id. Each is serialized straight to its JSON text (no `Value` tree built and
-/// serialized again by the store): messages by hand (`to_json`, serde's bytes), then checked
-/// as one JSON value by `RawValue::from_string`.
+/// serialized again by the store): messages by hand (`to_json`, serde's bytes), the rest by
+/// serde, and taken as they are ([`ItemJson::written`]).
 pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<StoredItem> {
     let inputs = input.iter().filter_map(|item| {
         let id = input_id(item)?.to_owned();
-        let item = RawValue::from_string(item.to_json().ok()?).ok()?;
+        let item = ItemJson::written(item.to_json().ok()?);
         Some(StoredItem {
             id,
             kind: ItemKind::Input,
@@ -74,7 +73,7 @@ pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<Stored
     });
     let outputs = output.iter().filter_map(|item| {
         let id = output_id(item)?.to_owned();
-        let item = RawValue::from_string(item.to_json().ok()?).ok()?;
+        let item = ItemJson::written(item.to_json().ok()?);
         Some(StoredItem {
             id,
             kind: ItemKind::Output,
@@ -279,7 +278,7 @@ mod tests {
         );
         // Equal items compare equal whatever their text's key order.
         let mut sorted = stored[5].clone();
-        sorted.item = serde_json::value::to_raw_value(&stored[5].value()).unwrap();
+        sorted.item = ItemJson::of(&stored[5].value()).unwrap();
         assert_ne!(sorted.item.get(), stored[5].item.get());
         assert_eq!(sorted, stored[5]);
     }

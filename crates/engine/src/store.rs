@@ -68,13 +68,64 @@ pub enum ItemKind {
 pub struct StoredItem {
     pub id: String,
     pub kind: ItemKind,
-    pub item: Box<serde_json::value::RawValue>,
+    pub item: ItemJson,
 }
 
 impl StoredItem {
     /// The item's JSON as a value (the item routes and a few look-ups read it so).
     pub fn value(&self) -> serde_json::Value {
         serde_json::from_str(self.item.get()).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// An item's JSON text: one JSON value, shared (the store binds these very bytes). Text from
+/// outside agentd's own writers is checked ([`ItemJson::parse`], [`ItemJson::of`]); what the
+/// engine's item writers produce is taken as it is (checking it again cost a full parse of
+/// every item of every request: docs/benchmarks.md, "Issue 18, twenty-seventh pass").
+/// (De)serialized as the JSON value itself, as `RawValue` is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemJson(Arc<str>);
+
+impl ItemJson {
+    /// `text`, checked to be one JSON value (what a store reads back).
+    pub fn parse(text: impl Into<Arc<str>>) -> Result<ItemJson, serde_json::Error> {
+        let text = text.into();
+        serde_json::from_str::<serde::de::IgnoredAny>(&text)?;
+        Ok(ItemJson(text))
+    }
+
+    /// `value` written as JSON.
+    pub fn of(value: &impl Serialize) -> Result<ItemJson, serde_json::Error> {
+        serde_json::to_string(value).map(|text| ItemJson(Arc::from(text)))
+    }
+
+    /// Text one of the engine's item writers produced (`to_json`, serde's bytes).
+    pub(crate) fn written(text: String) -> ItemJson {
+        ItemJson(Arc::from(text))
+    }
+
+    pub fn get(&self) -> &str {
+        &self.0
+    }
+
+    /// The text, shared.
+    pub fn text(&self) -> &Arc<str> {
+        &self.0
+    }
+}
+
+impl Serialize for ItemJson {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ItemJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        Ok(ItemJson(Arc::from(raw.get())))
     }
 }
 
@@ -367,4 +418,28 @@ pub trait Store:
 impl<T: ResponseStore + EventStore + KeyStore + JobStore + MaintenanceStore + FileStore + ItemStore>
     Store for T
 {
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ItemJson;
+
+    /// Text from outside is checked to be one JSON value; an item's JSON reads and writes as
+    /// that value, not as a string holding it.
+    #[test]
+    fn item_json_is_one_json_value_and_serializes_as_itself() {
+        for bad in ["", "{", "{\"a\":1} {}", "nul", "\"open"] {
+            assert!(ItemJson::parse(bad).is_err(), "{bad:?}");
+        }
+        let item = ItemJson::parse("{\"type\":\"message\",\"content\":\"hé\\n\"}").unwrap();
+        let wrapped = serde_json::to_string(&[&item]).unwrap();
+        assert_eq!(wrapped, "[{\"type\":\"message\",\"content\":\"hé\\n\"}]");
+        let back: Vec<ItemJson> = serde_json::from_str(&wrapped).unwrap();
+        assert_eq!(back, [item]);
+        assert_eq!(
+            ItemJson::of(&serde_json::json!({"b": 1})).unwrap().get(),
+            "{\"b\":1}"
+        );
+        assert!(serde_json::from_str::<ItemJson>("{").is_err());
+    }
 }

@@ -1141,7 +1141,7 @@ mod tests {
             let item = StoredItem {
                 id: format!("msg_{n}"),
                 kind: ItemKind::Input,
-                item: serde_json::value::to_raw_value(
+                item: engine::store::ItemJson::of(
                     &serde_json::json!({"type": "message", "id": format!("msg_{n}")}),
                 )
                 .expect("json"),

@@ -63,7 +63,7 @@ fn record(id: &str, status: &str) -> Result<ResponseRecord, serde_json::Error> {
         Ok(StoredItem {
             id: id.to_owned(),
             kind,
-            item: serde_json::value::to_raw_value(
+            item: engine::store::ItemJson::of(
                 &json!({"type": "message", "id": id, "role": "user", "content": id}),
             )?,
         })

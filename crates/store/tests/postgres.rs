@@ -126,7 +126,7 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     let item = StoredItem {
         id: "msg_1".to_owned(),
         kind: ItemKind::Output,
-        item: serde_json::value::to_raw_value(
+        item: engine::store::ItemJson::of(
             &json!({"type": "message", "id": "msg_1", "role": "assistant", "content": []}),
         )?,
     };

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use engine::store::{ConversationRecord, ItemKind, ItemStore, StoreError, StoredItem};
+use engine::store::{ConversationRecord, ItemJson, ItemKind, ItemStore, StoreError, StoredItem};
 use sqlx::{QueryBuilder, Row};
 
 use super::{Db, DbRow, Store, dialect};
@@ -25,9 +25,9 @@ fn kind_of(text: &str) -> ItemKind {
     }
 }
 
-fn item_json(item: &StoredItem) -> Result<String, StoreError> {
-    serde_json::to_string(&item.item)
-        .map_err(|e| StoreError::Backend(format!("cannot encode item {}: {e}", item.id)))
+/// The item's JSON, shared (bound as it is).
+fn item_json(item: &StoredItem) -> Arc<str> {
+    Arc::clone(item.item.text())
 }
 
 fn decode_item(row: &DbRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
@@ -37,7 +37,7 @@ fn decode_item(row: &DbRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
     let json: String = row
         .try_get("item_json")
         .map_err(|e| error::bad_column("item", "item_json", e))?;
-    let item = serde_json::from_str(&json).map_err(|e| error::bad_json(&id, "item_json", &e))?;
+    let item = ItemJson::parse(json).map_err(|e| error::bad_json(&id, "item_json", &e))?;
     Ok(StoredItem { id, kind, item })
 }
 
@@ -51,17 +51,15 @@ pub(crate) struct IndexRow {
 
 /// Encodes a response's items for [`index`] (before the write, so a write run twice encodes
 /// once).
-pub(crate) fn encode_index(items: &[StoredItem]) -> Result<Vec<IndexRow>, StoreError> {
+pub(crate) fn encode_index(items: &[StoredItem]) -> Vec<IndexRow> {
     items
         .iter()
         .enumerate()
-        .map(|(position, item)| {
-            Ok(IndexRow {
-                kind: kind_text(item.kind),
-                position: position as i64,
-                item_id: Arc::from(item.id.as_str()),
-                json: Arc::from(item_json(item)?),
-            })
+        .map(|(position, item)| IndexRow {
+            kind: kind_text(item.kind),
+            position: position as i64,
+            item_id: Arc::from(item.id.as_str()),
+            json: item_json(item),
         })
         .collect()
 }
@@ -100,10 +98,10 @@ pub(crate) fn index(
 pub(crate) type AppendRows = Vec<(Arc<str>, Arc<str>)>;
 
 /// Encodes items for [`append_to`] and [`append`].
-pub(crate) fn encode_append(items: &[StoredItem]) -> Result<AppendRows, StoreError> {
+pub(crate) fn encode_append(items: &[StoredItem]) -> AppendRows {
     items
         .iter()
-        .map(|item| Ok((Arc::from(item.id.as_str()), Arc::from(item_json(item)?))))
+        .map(|item| (Arc::from(item.id.as_str()), item_json(item)))
         .collect()
 }
 
@@ -152,7 +150,7 @@ pub(crate) async fn append(
     conversation_id: &str,
     items: &[StoredItem],
 ) -> Result<bool, StoreError> {
-    let items = encode_append(items)?;
+    let items = encode_append(items);
     let exists: Option<i64> = sqlx::query_scalar(dialect::CONVERSATION_FOR_APPEND)
         .bind(conversation_id)
         .bind(project_id)

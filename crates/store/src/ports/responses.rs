@@ -198,17 +198,16 @@ impl ResponseStore for Store {
         record: &ResponseRecord,
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
-        let append = match &record.append_to {
-            Some(conversation) => Some((
+        let append = record.append_to.as_ref().map(|conversation| {
+            (
                 Arc::from(conversation.as_str()),
-                super::items::encode_append(&record.items)?,
-            )),
-            None => None,
-        };
+                super::items::encode_append(&record.items),
+            )
+        });
         let ending = Ending {
             row: Encoded::encode(record)?,
             events: super::events::encode(&record.id, events)?,
-            items: super::items::encode_index(&record.items)?,
+            items: super::items::encode_index(&record.items),
             append,
         };
         self.write(&record.id, ending.script()).await

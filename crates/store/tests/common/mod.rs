@@ -181,7 +181,7 @@ pub fn message_item(id: &str, kind: ItemKind) -> Result<StoredItem, serde_json::
     Ok(StoredItem {
         id: id.to_owned(),
         kind,
-        item: serde_json::value::to_raw_value(
+        item: engine::store::ItemJson::of(
             &serde_json::json!({"type": "message", "id": id, "role": "user", "content": id}),
         )?,
     })
