@@ -4,7 +4,11 @@
 //!
 //! Promises: a refusal has a message (and a non-empty `param` when it names one); the server's
 //! reading (`CreateRequest::parse_within`, which counts the tools of a small body only when
-//! its parse fails) answers as counting them first does; a parsed request serialises and parses back to itself;
+//! its parse fails) answers as counting them first does; whether a body is accepted, and as
+//! what, does not depend on the order of its objects' keys (a tool, an input item or a content
+//! part whose first key names its variant is read in one pass, another is buffered first: the
+//! body's JSON written with every object's keys sorted, and again with them reversed, which
+//! puts `type` and `role` first, parses alike); a parsed request serialises and parses back to itself;
 //! a request that passes validation can be stored and read back (the stored copy is JSON that
 //! serde_json reads, whatever its nesting: issue 13's 124-level schema was accepted and then
 //! failed the run).
@@ -25,6 +29,7 @@ pub fn run(data: &[u8]) {
         counted_first,
         "the server's reading disagrees with counting the tools first"
     );
+    key_order_does_not_matter(data);
     let request = match CreateRequest::parse(data) {
         Ok(request) => request,
         Err(err) => return refusal(&err),
@@ -65,4 +70,50 @@ fn refusal(err: &RequestError) {
         err.param.as_deref() != Some(""),
         "a refusal naming an empty param"
     );
+}
+
+/// The body with its objects' keys sorted and reversed parses alike (see the module's
+/// promises); a body that is not JSON has no key order to change.
+fn key_order_does_not_matter(data: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    let sorted = serde_json::to_string(&value).unwrap_or_default();
+    let mut reversed = String::new();
+    write_reversed(&value, &mut reversed);
+    let parse = |body: &str| CreateRequest::parse(body.as_bytes()).ok();
+    assert_eq!(
+        parse(&sorted),
+        parse(&reversed),
+        "the order of the keys changes what is accepted:\n{sorted}\n{reversed}"
+    );
+}
+
+/// `value` as JSON with every object's keys in reverse order.
+fn write_reversed(value: &serde_json::Value, out: &mut String) {
+    match value {
+        serde_json::Value::Object(map) => {
+            out.push('{');
+            for (n, (key, value)) in map.iter().rev().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::Value::from(key.as_str()).to_string());
+                out.push(':');
+                write_reversed(value, out);
+            }
+            out.push('}');
+        }
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                write_reversed(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
 }
