@@ -38,10 +38,13 @@
 //!   `{"discarded_replies": n}`.
 //!
 //! Load mode, for a load generator against a separate agentd process (`scripts/bench-process`):
-//! `fake-provider --answer-tokens T [--answer-interval-ms MS]` answers every turn that finds no
-//! scripted reply with the text `" tok0 tok1 …"` in T deltas (MS milliseconds apart, default 0)
-//! and keeps no record of the requests (the control API's `/requests` and `/headers` stay empty),
-//! so its memory stays flat over millions of requests.
+//! `fake-provider --answer-tokens T [--answer-interval-ms MS] [--answer-prose 1]` answers every
+//! turn that finds no scripted reply with the text `" tok0 tok1 …"` in T deltas (MS
+//! milliseconds apart, default 0) and keeps no record of the requests (the control API's
+//! `/requests` and `/headers` stay empty), so its memory stays flat over millions of requests.
+//! `--answer-prose 1` writes the deltas as a model's markdown often is: every other one holds a
+//! newline, a quote or a non-ASCII letter (text the JSON writers must escape or that is not
+//! ASCII), the rest plain words.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -204,6 +207,7 @@ async fn reset(State(control): State<Arc<Control>>) -> Json<Value> {
 fn load_answer(mut args: impl Iterator<Item = String>) -> Result<Option<Reply>, String> {
     let mut tokens = None;
     let mut interval = Duration::ZERO;
+    let mut prose = false;
     while let Some(name) = args.next() {
         let value = args.next().ok_or_else(|| format!("{name} needs a value"))?;
         let number = value
@@ -212,11 +216,19 @@ fn load_answer(mut args: impl Iterator<Item = String>) -> Result<Option<Reply>, 
         match name.as_str() {
             "--answer-tokens" => tokens = Some(number),
             "--answer-interval-ms" => interval = Duration::from_millis(number),
+            "--answer-prose" => prose = number != 0,
             _ => return Err(format!("unknown option {name}")),
         }
     }
     Ok(tokens.map(|tokens| {
-        Reply::text_chunks((0..tokens).map(|i| format!(" tok{i}"))).delay_between_chunks(interval)
+        Reply::text_chunks((0..tokens).map(|i| match (prose, i % 8) {
+            (true, 1) => format!("\n\n- tok{i}"),
+            (true, 3) => format!(" \"tok{i}\""),
+            (true, 5) => format!(" tök{i}"),
+            (true, 7) => format!(" tok{i}.\n"),
+            _ => format!(" tok{i}"),
+        }))
+        .delay_between_chunks(interval)
     }))
 }
 
