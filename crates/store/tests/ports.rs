@@ -567,12 +567,7 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
         .await?;
     assert_eq!(inputs.len(), 1);
     // Appended to the conversation, in order.
-    let ids: Vec<String> = store
-        .conversation_items("proj_a", "conv_1")
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
+    let ids = common::conversation_ids(&*store, "proj_a", "conv_1").await?;
     assert_eq!(ids, ["msg_0", "msg_1", "msg_2"]);
     assert!(
         store
@@ -609,15 +604,10 @@ async fn items_are_indexed_with_their_run_and_conversations_keep_theirs(db: &Tes
 }
 
 async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb) -> TestResult {
-    use engine::store::{ConversationRecord, ItemKind};
+    use engine::store::ItemKind;
     let store = db.open().await?;
     let item = |id: &str| common::message_item(id, ItemKind::Input);
-    let conversation = ConversationRecord {
-        id: "conv_2".to_owned(),
-        project_id: "proj_a".to_owned(),
-        created_at: 1,
-        metadata: Default::default(),
-    };
+    let conversation = common::conversation("conv_2");
     store
         .create_conversation(&conversation, &[item("msg_0")?, item("msg_1")?])
         .await?;
@@ -644,12 +634,7 @@ async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb)
     ra?;
     rb?;
     rc?;
-    let ids: Vec<String> = store
-        .conversation_items("proj_a", "conv_2")
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
+    let ids = common::conversation_ids(&*store, "proj_a", "conv_2").await?;
     assert_eq!(ids.len(), 7, "{ids:?}");
     assert_eq!(&ids[..2], ["msg_0", "msg_1"]);
     for run in [
@@ -685,15 +670,10 @@ async fn runs_append_after_the_last_item_of_their_conversation_only(db: &TestDb)
 /// A run's items are written in groups of a few sizes (32, 16, … 1 rows a statement): every
 /// item of a long history is indexed and appended, in order, whatever the count.
 async fn many_items_are_indexed_and_appended_in_order(db: &TestDb) -> TestResult {
-    use engine::store::{ConversationRecord, ItemKind};
+    use engine::store::ItemKind;
     let store = db.open().await?;
     let item = |id: &str| common::message_item(id, ItemKind::Input);
-    let conversation = ConversationRecord {
-        id: "conv_m".to_owned(),
-        project_id: "proj_a".to_owned(),
-        created_at: 1,
-        metadata: Default::default(),
-    };
+    let conversation = common::conversation("conv_m");
     store
         .create_conversation(&conversation, &[item("msg_0")?])
         .await?;
@@ -713,12 +693,7 @@ async fn many_items_are_indexed_and_appended_in_order(db: &TestDb) -> TestResult
         assert_eq!(indexed, ids, "run {run}");
         want.extend(ids);
     }
-    let appended: Vec<String> = store
-        .conversation_items("proj_a", "conv_m")
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
+    let appended = common::conversation_ids(&*store, "proj_a", "conv_m").await?;
     assert_eq!(appended, want);
     let found = store
         .find_items("proj_a", &["msg_1_44".to_owned(), "msg_4_63".to_owned()])

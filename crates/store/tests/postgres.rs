@@ -343,12 +343,7 @@ async fn a_runs_append_waits_for_another_append_to_the_conversation() -> TestRes
     other.commit().await?;
     run.await??;
 
-    let ids: Vec<String> = store
-        .conversation_items("proj_a", "conv_1")
-        .await?
-        .into_iter()
-        .map(|i| i.id)
-        .collect();
+    let ids = common::conversation_ids(&store, "proj_a", "conv_1").await?;
     assert_eq!(ids, ["msg_0", "msg_other", "msg_1", "msg_2"]);
     store.close().await;
     Ok(())

@@ -13,7 +13,9 @@ use std::ops::Deref;
 use std::path::PathBuf;
 
 use agentd_store::{PgStore, PoolSettings, SqliteStore};
-use engine::store::{EventRecord, ItemKind, Store, StoreError, StoredItem};
+use engine::store::{
+    ConversationRecord, EventRecord, ItemKind, ItemStore, Store, StoreError, StoredItem,
+};
 use pgschema::testdb::TestDatabase;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -185,6 +187,28 @@ pub fn message_item(id: &str, kind: ItemKind) -> Result<StoredItem, serde_json::
             &serde_json::json!({"type": "message", "id": id, "role": "user", "content": id}),
         )?,
     })
+}
+
+/// Conversation `id` of project `proj_a`, created at 1, without metadata.
+pub fn conversation(id: &str) -> ConversationRecord {
+    ConversationRecord {
+        id: id.to_owned(),
+        project_id: "proj_a".to_owned(),
+        created_at: 1,
+        metadata: Default::default(),
+    }
+}
+
+/// The ids of a conversation's items, in their order.
+pub async fn conversation_ids(
+    store: &dyn ItemStore,
+    project_id: &str,
+    conversation_id: &str,
+) -> Result<Vec<String>, StoreError> {
+    let items = store
+        .conversation_items(project_id, conversation_id)
+        .await?;
+    Ok(items.into_iter().map(|item| item.id).collect())
 }
 
 /// Events with these sequence numbers.
