@@ -274,8 +274,10 @@ impl Engine {
     ) -> Result<RunHandle, EngineError> {
         let core = &self.core;
         request.validate()?;
-        apply_preset(&mut request, &core.config.presets)?;
-        request.validate()?;
+        // What a preset adds (model, tools, limits) is checked with the rest of the request.
+        if apply_preset(&mut request, &core.config.presets)? {
+            request.validate()?;
+        }
         let background = request.background.unwrap_or(false);
         if background {
             let queued = core.store.count_queued(project_id).await?;

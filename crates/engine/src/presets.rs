@@ -17,15 +17,16 @@ const PRESET_ALIASES: &[(&str, &str)] = &[
 
 /// Applies the request's `effort` (or else `preset`) from the operator's presets: every
 /// field the request leaves unset takes the preset's value; a request tool replaces the
-/// preset's tool of the same type, and the preset's other tools stay.
+/// preset's tool of the same type, and the preset's other tools stay. Whether a preset was
+/// applied: a request naming none is left as it was.
 pub fn apply_preset(
     request: &mut CreateRequest,
     presets: &HashMap<String, Preset>,
-) -> Result<(), EngineError> {
+) -> Result<bool, EngineError> {
     let (param, name) = match (&request.effort, &request.preset) {
         (Some(effort), _) => ("effort", effort.clone()),
         (None, Some(preset)) => ("preset", preset.clone()),
-        (None, None) => return Ok(()),
+        (None, None) => return Ok(false),
     };
     let canonical = PRESET_ALIASES
         .iter()
@@ -67,5 +68,5 @@ pub fn apply_preset(
         tools.extend(own);
         request.tools = Some(tools);
     }
-    Ok(())
+    Ok(true)
 }
