@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use protocol::written::Parameters;
 use serde_json::{Map, Value};
 
 use crate::oauth::{OAuthClientRequest, OAuthCredentials, OAuthStarted};
@@ -46,8 +47,9 @@ impl fmt::Debug for McpServer {
 pub struct McpToolInfo {
     pub name: String,
     pub description: Option<String>,
-    /// The server's `inputSchema`, unmodified; shared with every turn's tool spec.
-    pub input_schema: Arc<Value>,
+    /// The server's `inputSchema`, unmodified; shared with every turn's tool spec, and
+    /// written as the JSON it keeps.
+    pub input_schema: Parameters,
     /// The server's `annotations.readOnlyHint`.
     pub read_only: Option<bool>,
 }

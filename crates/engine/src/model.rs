@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::Stream;
+use protocol::written::Parameters;
 use serde::{Deserialize, Serialize};
 
 /// One message of the conversation as the model sees it.
@@ -117,8 +118,9 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of the arguments, shared (a run's turns, its model requests and their
-    /// retries hold the one value: [`protocol::request::FunctionTool::parameters`]).
-    pub parameters: Arc<serde_json::Value>,
+    /// retries hold the one value: [`protocol::request::FunctionTool::parameters`]) and
+    /// written as the compact JSON it keeps.
+    pub parameters: Parameters,
     #[serde(default)]
     pub strict: bool,
 }

@@ -596,7 +596,7 @@ fn function_def(tool: &FunctionTool, index: usize) -> Result<FunctionDef, Engine
     let parameters = tool
         .parameters
         .clone()
-        .unwrap_or_else(|| Arc::new(serde_json::json!({"type": "object", "properties": {}})));
+        .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}).into());
     let strict = tool.strict.unwrap_or(false);
     let validator = if strict {
         Some(jsonschema::validator_for(&parameters).map_err(|err| {

@@ -137,7 +137,7 @@ pub(crate) fn tool_info(tool: Tool) -> McpToolInfo {
     McpToolInfo {
         name: tool.name.into_owned(),
         description: tool.description.map(|d| d.into_owned()),
-        input_schema: Arc::new(Value::Object(Arc::unwrap_or_clone(tool.input_schema))),
+        input_schema: Value::Object(Arc::unwrap_or_clone(tool.input_schema)).into(),
         read_only: tool.annotations.and_then(|a| a.read_only_hint),
     }
 }

@@ -66,5 +66,6 @@ mod schema;
 mod strict;
 mod tagged;
 pub mod validate;
+pub mod written;
 
 pub use strict::RequestError;

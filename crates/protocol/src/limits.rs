@@ -128,7 +128,7 @@ impl CreateRequest {
             if let Tool::Function(function) = tool
                 && let Some(parameters) = &function.parameters
             {
-                let bytes = json_size(parameters);
+                let bytes = parameters.json_len();
                 if bytes > limits.max_tool_schema_bytes {
                     return Err(RequestError::new(
                         format!("tools[{i}].parameters"),

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::written::{Parameters, Written};
+
 /// One output item (`OutputItemOutput` in the SDK schema, plus agentd's `people_search_results`
 /// and `finance_results` (spec decision 4) and the preview `advisor_result`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,7 +145,10 @@ pub struct FunctionCall {
 pub struct McpListTools {
     pub id: String,
     pub server_label: String,
-    pub tools: Vec<McpToolDef>,
+    /// The server's tools, written once (the item is written into its events, the response
+    /// and the transcript: `written.rs`).
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<McpToolDef>"))]
+    pub tools: Written<Vec<McpToolDef>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,8 +162,11 @@ pub struct McpToolDef {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The server's schema, passed through unmodified.
-    pub input_schema: Value,
+    /// The server's schema, passed through unmodified (shared with the run's tool specs, and
+    /// written as the JSON it keeps: an `mcp_list_tools` item is written into several events
+    /// and the response).
+    #[cfg_attr(feature = "schema", schemars(with = "Value"))]
+    pub input_schema: Parameters,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<McpToolAnnotations>,
 }
@@ -333,7 +341,8 @@ pub struct NamespaceToolDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Value>,
+    #[cfg_attr(feature = "schema", schemars(with = "Option<Value>"))]
+    pub parameters: Option<Parameters>,
 }
 
 /// The literal `"function"`.

@@ -1,7 +1,6 @@
 //! The create request (`POST /v1/agent`, `POST /v1/responses`) and its tools.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -9,6 +8,7 @@ use serde_json::Value;
 use crate::input::Input;
 use crate::strict::{self, RequestError};
 use crate::tagged::{self, Tagged};
+use crate::written::Parameters;
 
 /// The body of a create request. Unknown fields anywhere are refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -485,9 +485,11 @@ pub struct FunctionTool {
     pub description: Option<String>,
     /// The schema, shared: the run's registry, every model request and the response's echo
     /// hold this one value (copying a schema's maps per turn and per response cost more than
-    /// the rest of a short request: docs/benchmarks.md, "Issue 18, twenty-sixth pass").
+    /// the rest of a short request: docs/benchmarks.md, "Issue 18, twenty-sixth pass"), and
+    /// write the compact JSON it keeps (`written.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Arc<Value>>,
+    #[cfg_attr(feature = "schema", schemars(with = "Option<Value>"))]
+    pub parameters: Option<Parameters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
 }

@@ -716,7 +716,7 @@ async fn one_tool_call(wire: Wire) -> TestResult {
     assert_eq!(wire.offered_tools(&body), ["get_weather", "get_time"]);
     assert_eq!(
         wire.tool_schema(&body, "get_weather"),
-        Some(weather_tool().parameters.as_ref().clone())
+        Some(weather_tool().parameters.value().clone())
     );
     Ok(())
 }

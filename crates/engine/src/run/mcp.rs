@@ -8,6 +8,7 @@ use protocol::input::InputItem;
 use protocol::output::{
     McpApprovalRequest, McpCall, McpListTools, McpToolAnnotations, McpToolDef, OutputItem,
 };
+use protocol::written::Written;
 
 use crate::approvals;
 use crate::code::Code;
@@ -106,7 +107,7 @@ impl Machine {
                         McpListTools {
                             id: new_id("mcpl"),
                             server_label: label,
-                            tools: Vec::new(),
+                            tools: Vec::new().into(),
                             error: Some(message.clone()),
                             connector_id,
                         },
@@ -181,7 +182,7 @@ impl Machine {
         &mut self,
         server: usize,
         tools: Vec<McpToolInfo>,
-        previous: Option<Vec<McpToolDef>>,
+        previous: Option<Written<Vec<McpToolDef>>>,
     ) {
         self.plan.registry.set_server_tools(server, tools);
         let list = self.list_item(server);
@@ -255,12 +256,13 @@ impl Machine {
                 .map(|tool| McpToolDef {
                     name: tool.name.clone(),
                     description: tool.description.clone(),
-                    input_schema: serde_json::Value::clone(&tool.input_schema),
+                    input_schema: tool.input_schema.clone(),
                     annotations: tool.read_only.map(|read_only| McpToolAnnotations {
                         read_only: Some(read_only),
                     }),
                 })
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
             error: None,
             connector_id: self.plan.registry.servers()[server].connector_id(),
         }
@@ -416,7 +418,7 @@ fn tool_info(def: &McpToolDef) -> McpToolInfo {
     McpToolInfo {
         name: def.name.clone(),
         description: def.description.clone(),
-        input_schema: def.input_schema.clone().into(),
+        input_schema: def.input_schema.clone(),
         read_only: def.annotations.as_ref().and_then(|a| a.read_only),
     }
 }

@@ -42,7 +42,7 @@ impl Machine {
                 kind: FunctionType::Function,
                 name: tool.name,
                 description: tool.description,
-                parameters: Some(serde_json::Value::clone(&tool.input_schema)),
+                parameters: Some(tool.input_schema.clone()),
             };
             match namespaces.iter_mut().find(|n| n.name == def.label) {
                 Some(namespace) => namespace.tools.push(entry),

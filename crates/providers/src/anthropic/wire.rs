@@ -46,6 +46,7 @@ use engine::model::{
     ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat, Reasoning, ToolCall,
     ToolSpec, Unsupported,
 };
+use protocol::written::Parameters;
 use serde::{Deserialize, Serialize};
 
 /// Prefix of the ids this adapter gives thinking blocks (Anthropic gives them none): the
@@ -495,7 +496,7 @@ struct Tool<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
-    input_schema: Cow<'a, serde_json::Value>,
+    input_schema: Cow<'a, Parameters>,
 }
 
 impl<'a> From<&'a ToolSpec> for Tool<'a> {
@@ -510,15 +511,15 @@ impl<'a> From<&'a ToolSpec> for Tool<'a> {
 
 /// The API wants an object schema with `type` at the root: a tool without parameters (`{}` or
 /// `null`) gets an empty object schema, and a root without `type` gets `"object"`.
-fn input_schema(parameters: &serde_json::Value) -> Cow<'_, serde_json::Value> {
-    match parameters {
+fn input_schema(parameters: &Parameters) -> Cow<'_, Parameters> {
+    match parameters.value() {
         serde_json::Value::Object(map) if map.contains_key("type") => Cow::Borrowed(parameters),
         serde_json::Value::Object(map) => {
             let mut map = map.clone();
             map.insert("type".to_owned(), "object".into());
-            Cow::Owned(serde_json::Value::Object(map))
+            Cow::Owned(serde_json::Value::Object(map).into())
         }
-        _ => Cow::Owned(serde_json::json!({"type": "object", "properties": {}})),
+        _ => Cow::Owned(serde_json::json!({"type": "object", "properties": {}}).into()),
     }
 }
 
@@ -539,7 +540,7 @@ fn history_tools(messages: &[ModelMessage]) -> Vec<Tool<'_>> {
         .map(|name| Tool {
             name,
             description: Some("Not available in this turn."),
-            input_schema: Cow::Owned(serde_json::json!({"type": "object"})),
+            input_schema: Cow::Owned(serde_json::json!({"type": "object"}).into()),
         })
         .collect()
 }

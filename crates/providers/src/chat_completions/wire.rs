@@ -6,6 +6,7 @@
 use engine::model::{
     ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat, ToolCall, ToolSpec,
 };
+use protocol::written::Parameters;
 use serde::{Deserialize, Serialize};
 
 // ---------------------------------------------------------------------------------------------
@@ -265,7 +266,7 @@ struct FunctionDefinition<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
-    parameters: &'a serde_json::Value,
+    parameters: &'a Parameters,
     /// Only sent when set: several compatible servers reject the field.
     #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<bool>,

@@ -33,6 +33,7 @@ use engine::model::{
     ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat, Reasoning, ToolCall,
     ToolSpec, Unsupported,
 };
+use protocol::written::Parameters;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -450,7 +451,7 @@ struct Declaration<'a> {
     description: Option<&'a str>,
     /// Absent for a tool without parameters (a `null` schema).
     #[serde(skip_serializing_if = "Option::is_none")]
-    parameters_json_schema: Option<&'a serde_json::Value>,
+    parameters_json_schema: Option<&'a Parameters>,
 }
 
 impl<'a> From<&'a ToolSpec> for Declaration<'a> {
@@ -458,7 +459,7 @@ impl<'a> From<&'a ToolSpec> for Declaration<'a> {
         Declaration {
             name: &tool.name,
             description: tool.description.as_deref(),
-            parameters_json_schema: Some(&*tool.parameters).filter(|schema| !schema.is_null()),
+            parameters_json_schema: Some(&tool.parameters).filter(|schema| !schema.is_null()),
         }
     }
 }

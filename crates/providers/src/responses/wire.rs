@@ -12,6 +12,7 @@ use engine::model::{
     ContentPart, ModelMessage, ModelRequest, ModelToolChoice, OutputFormat,
     Reasoning as ReasoningBlock, ToolSpec,
 };
+use protocol::written::Parameters;
 use serde::{Deserialize, Serialize};
 
 // ---------------------------------------------------------------------------------------------
@@ -304,7 +305,7 @@ struct Tool<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
-    parameters: &'a serde_json::Value,
+    parameters: &'a Parameters,
     /// Always sent: the Responses API defaults `strict` to true, which would reject the
     /// loose schemas of non-strict tools.
     strict: bool,
