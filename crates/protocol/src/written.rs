@@ -137,11 +137,16 @@ mod tests {
             crate::limits::json_size(&parameters),
             crate::limits::json_size(&value)
         );
-        // Inside other values and pretty-printed too.
-        let outer = json!({"parameters": value});
+        // Made into a `Value` (as `json!` does), it is the value again.
         assert_eq!(
-            serde_json::to_string_pretty(&json!({"parameters": parameters})).unwrap(),
-            serde_json::to_string_pretty(&outer).unwrap()
+            json!({"parameters": parameters}),
+            json!({"parameters": value})
+        );
+        // Pretty-printed, the kept bytes stay compact inside: the same JSON value.
+        let pretty = serde_json::to_string_pretty(&[&parameters]).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&pretty).unwrap(),
+            json!([value])
         );
     }
 
