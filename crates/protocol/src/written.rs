@@ -54,7 +54,8 @@ impl<T: Serialize> Written<T> {
     pub fn json_len(&self) -> usize {
         match self.raw() {
             Some(json) => json.get().len(),
-            None => crate::limits::json_size(&self.0.value),
+            // Not for a `Value` or a wire type; if ever, the size of what the fallback writes.
+            None => serde_json::to_vec(&self.0.value).map_or(0, |json| json.len()),
         }
     }
 }
