@@ -17,7 +17,7 @@ use crate::mcp::McpConnector;
 use crate::metrics::Metrics;
 use crate::model::ModelRouter;
 use crate::secrets::Sealer;
-use crate::store::{ResponseRecord, Store, StoreError};
+use crate::store::{ContinuationSource, ResponseRecord, Store, StoreError};
 
 /// Everything slow or external the engine reaches, as adapters of its ports.
 pub struct Ports {
@@ -100,5 +100,18 @@ impl Core {
             return Ok(Some(record));
         }
         self.store.get_response(project_id, id).await
+    }
+
+    /// What a continuation takes from a response of this project, found as
+    /// [`Core::response`] finds it (a run of this process not written yet from memory).
+    pub(crate) async fn continuation_source(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ContinuationSource>, StoreError> {
+        if let Some(record) = self.live.unstored(project_id, id)? {
+            return Ok(Some(record.into()));
+        }
+        self.store.continuation_source(project_id, id).await
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use protocol::input::{Input, InputItem};
 use protocol::options::OutputFormat;
-use protocol::request::{ConversationRef, CreateRequest, Tool};
+use protocol::request::{ConversationRef, CreateRequest};
 use protocol::response::ResponseStatus;
 
 use crate::compaction;
@@ -110,7 +110,7 @@ pub(crate) async fn transcript_of(
     let mut context = Continuation::default();
     if let Some(previous_id) = previous_response_id {
         let previous = core
-            .response(project_id, previous_id)
+            .continuation_source(project_id, previous_id)
             .await?
             .ok_or_else(|| {
                 EngineError::invalid(
@@ -119,24 +119,17 @@ pub(crate) async fn transcript_of(
                 )
             })?;
         if !matches!(
-            previous.response.status,
+            previous.status,
             ResponseStatus::Completed | ResponseStatus::RequiresAction
         ) {
-            return Err(not_continuable(previous_id, previous.response.status));
+            return Err(not_continuable(previous_id, previous.status));
         }
         context.previous_servers = previous
-            .response
-            .tools
-            .iter()
-            .filter_map(|tool| match tool {
-                Tool::Mcp(mcp) => Some((
-                    mcp.server_label.clone(),
-                    (mcp.server_url.clone(), mcp.allowed_tools.clone()),
-                )),
-                _ => None,
-            })
+            .mcp_tools
+            .into_iter()
+            .map(|mcp| (mcp.server_label, (mcp.server_url, mcp.allowed_tools)))
             .collect();
-        context.conversation = Some(previous.conversation().to_owned());
+        context.conversation = Some(previous.conversation);
         items = previous.transcript;
     }
     if let Some(id) = conversation {

@@ -213,6 +213,39 @@ impl ResponseRecord {
     }
 }
 
+/// What a continuation (`previous_response_id`) takes from the response it continues: no
+/// more of the response object than its status and its `mcp` tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContinuationSource {
+    pub status: protocol::response::ResponseStatus,
+    /// The response's `mcp` tools, as it echoes them (secrets removed).
+    pub mcp_tools: Vec<protocol::request::McpTool>,
+    /// The conversation it belongs to ([`ResponseRecord::conversation`]).
+    pub conversation: String,
+    /// Its continuation transcript ([`ResponseRecord::transcript`]).
+    pub transcript: Vec<protocol::input::InputItem>,
+}
+
+impl From<ResponseRecord> for ContinuationSource {
+    fn from(record: ResponseRecord) -> ContinuationSource {
+        let conversation = record.conversation().to_owned();
+        ContinuationSource {
+            status: record.response.status,
+            mcp_tools: record
+                .response
+                .tools
+                .into_iter()
+                .filter_map(|tool| match tool {
+                    protocol::request::Tool::Mcp(mcp) => Some(mcp),
+                    _ => None,
+                })
+                .collect(),
+            conversation,
+            transcript: record.transcript,
+        }
+    }
+}
+
 /// A file a response shared (its bytes travel separately).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRecord {
@@ -279,6 +312,19 @@ pub trait ResponseStore: Send + Sync {
         project_id: &str,
         id: &str,
     ) -> Result<Option<ResponseRecord>, StoreError>;
+    /// What a continuation takes from a response of this project (hidden ones included), as
+    /// [`ContinuationSource::from`] its [`ResponseStore::get_response`] record. A store may
+    /// read less of the response object to answer it.
+    async fn continuation_source(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ContinuationSource>, StoreError> {
+        Ok(self
+            .get_response(project_id, id)
+            .await?
+            .map(ContinuationSource::from))
+    }
 }
 
 #[async_trait::async_trait]

@@ -7,8 +7,8 @@ use agentd_store::SqliteStore;
 use common::{TempDir, TestDb, TestResult, events};
 use engine::listing_store::{ListedResponse, ResponseFilter, ResponseListStore};
 use engine::store::{
-    EventRecord, EventStore, FileRecord, KeyRecord, KeyStore, ResponseRecord, ResponseStore,
-    StoreError,
+    ContinuationSource, EventRecord, EventStore, FileRecord, KeyRecord, KeyStore, ResponseRecord,
+    ResponseStore, StoreError,
 };
 use protocol::input::InputItem;
 use protocol::response::ResponseStatus;
@@ -308,6 +308,85 @@ async fn corrupt_response_json_is_a_corrupt_error(db: &TestDb) -> TestResult {
                 "stored data echoed: {message}"
             );
         }
+        other => return Err(format!("expected corrupt, got {other:?}").into()),
+    }
+    Ok(())
+}
+
+/// A continuation reads a response's status, `mcp` tools, conversation and transcript alone:
+/// what the whole record gives, whatever the response object holds besides.
+async fn a_continuation_reads_what_the_whole_record_gives(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    let mut first = record("resp_first", "proj_a", true)?;
+    first.response.status = ResponseStatus::RequiresAction;
+    // Long enough to be packed where the store packs responses.
+    first.response.instructions = Some("Answer briefly. ".repeat(200));
+    first.response.tools = serde_json::from_value(json!([
+        {"type": "function", "name": "lookup", "parameters": {"type": "object"}},
+        {"type": "mcp", "server_label": "wiki", "server_url": "https://mcp.example.com/mcp",
+         "allowed_tools": ["read"], "require_approval": "never"},
+        {"type": "web_search"},
+        {"type": "mcp", "server_label": "docs", "server_url": "https://docs.example.com/mcp"}
+    ]))?;
+    store.put_response(&first).await?;
+    let mut second = record("resp_second", "proj_a", false)?;
+    second.conversation_id = Some("resp_first".to_owned());
+    store.put_response(&second).await?;
+
+    for id in ["resp_first", "resp_second"] {
+        let whole = store.get_response("proj_a", id).await?.ok_or("missing")?;
+        let source = store
+            .continuation_source("proj_a", id)
+            .await?
+            .ok_or("missing")?;
+        assert_eq!(source, ContinuationSource::from(whole), "{id}");
+        assert_eq!(source.conversation, "resp_first");
+    }
+    let source = store
+        .continuation_source("proj_a", "resp_first")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(source.status, ResponseStatus::RequiresAction);
+    let servers: Vec<(&str, &str, Option<&[String]>)> = source
+        .mcp_tools
+        .iter()
+        .map(|mcp| {
+            (
+                mcp.server_label.as_str(),
+                mcp.server_url.as_str(),
+                mcp.allowed_tools.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        servers,
+        [
+            (
+                "wiki",
+                "https://mcp.example.com/mcp",
+                Some(&["read".to_owned()][..])
+            ),
+            ("docs", "https://docs.example.com/mcp", None)
+        ]
+    );
+    assert_eq!(source.transcript, transcript()?);
+    assert_eq!(
+        store.continuation_source("proj_b", "resp_first").await?,
+        None
+    );
+    assert_eq!(
+        store.continuation_source("proj_a", "resp_none").await?,
+        None
+    );
+
+    db.execute(
+        "INSERT INTO responses
+             (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at)
+         VALUES ('resp_bad', 'proj_a', 0, 1, 'completed', '{\"status\": \"completed\", not json', '[]', 0)",
+    )
+    .await?;
+    match store.continuation_source("proj_a", "resp_bad").await {
+        Err(StoreError::Corrupt(message)) => assert!(message.contains("resp_bad"), "{message}"),
         other => return Err(format!("expected corrupt, got {other:?}").into()),
     }
     Ok(())
@@ -889,6 +968,7 @@ matrix!(
     corrupt_transcript_is_a_corrupt_error,
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,
+    a_continuation_reads_what_the_whole_record_gives,
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
     runs_append_after_the_last_item_of_their_conversation_only,

@@ -6,7 +6,13 @@
 
 use std::sync::Arc;
 
-use engine::store::{EventRecord, JobRecord, ResponseRecord, ResponseStore, StoreError};
+use engine::store::{
+    ContinuationSource, EventRecord, JobRecord, ResponseRecord, ResponseStore, StoreError,
+};
+use protocol::request::Tool;
+use protocol::response::ResponseStatus;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use sqlx::Row as _;
 use sqlx::error::ErrorKind;
 
@@ -45,6 +51,12 @@ ON CONFLICT (id) DO UPDATE SET
 const SELECT: &str = "\
 SELECT id, project_id, created_at, visible, response_json, transcript_json, conversation_id,
     turns_json
+FROM responses
+WHERE project_id = $1 AND id = $2";
+
+/// What a continuation reads of a response ([`decode_continuation`]).
+const SELECT_CONTINUATION: &str = "\
+SELECT response_json, transcript_json, conversation_id
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
@@ -226,6 +238,68 @@ impl ResponseStore for Store {
             .map_err(error::backend)?;
         row.map(|row| decode(&row, id)).transpose()
     }
+
+    async fn continuation_source(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ContinuationSource>, StoreError> {
+        let row = sqlx::query(SELECT_CONTINUATION)
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(error::backend)?;
+        row.map(|row| decode_continuation(&row, id)).transpose()
+    }
+}
+
+/// Of a response object, what a continuation reads: its status and its tools, each left
+/// unread but an `mcp` one (the rest of the object is skipped, not built: a continuation of a
+/// short answer read 30 k instructions of response for these two fields).
+#[derive(Deserialize)]
+struct ResponseHead<'a> {
+    status: ResponseStatus,
+    #[serde(default, borrow)]
+    tools: Vec<&'a RawValue>,
+}
+
+/// A tool's `type`.
+#[derive(Deserialize)]
+struct ToolType<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+}
+
+/// A row of [`SELECT_CONTINUATION`] as the continuation of response `id` takes it: what
+/// [`ContinuationSource::from`] takes of the whole record.
+fn decode_continuation(row: &DbRow, id: &str) -> Result<ContinuationSource, StoreError> {
+    let what = format!("response {id}");
+    let response_json = response_json(row, &what)?;
+    let bad_response = |e: serde_json::Error| error::bad_json(&what, "response_json", &e);
+    let head: ResponseHead<'_> = serde_json::from_str(&response_json).map_err(bad_response)?;
+    let mut mcp_tools = Vec::new();
+    for tool in head.tools {
+        let kind: ToolType<'_> = serde_json::from_str(tool.get()).map_err(bad_response)?;
+        if kind.kind == "mcp"
+            && let Tool::Mcp(mcp) = serde_json::from_str(tool.get()).map_err(bad_response)?
+        {
+            mcp_tools.push(mcp);
+        }
+    }
+    let transcript_json: String = row
+        .try_get("transcript_json")
+        .map_err(|e| error::bad_column(&what, "transcript_json", e))?;
+    let conversation_id: Option<String> = row
+        .try_get("conversation_id")
+        .map_err(|e| error::bad_column(&what, "conversation_id", e))?;
+    Ok(ContinuationSource {
+        status: head.status,
+        mcp_tools,
+        conversation: conversation_id.unwrap_or_else(|| id.to_owned()),
+        transcript: serde_json::from_str(&transcript_json)
+            .map_err(|e| error::bad_json(&what, "transcript_json", &e))?,
+    })
 }
 
 fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
