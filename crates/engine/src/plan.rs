@@ -118,10 +118,7 @@ pub(crate) async fn transcript_of(
                     format!("previous response \"{previous_id}\" not found"),
                 )
             })?;
-        if !matches!(
-            previous.status,
-            ResponseStatus::Completed | ResponseStatus::RequiresAction
-        ) {
+        if !previous.status.is_continuable() {
             return Err(not_continuable(previous_id, previous.status));
         }
         context.previous_servers = previous

@@ -37,6 +37,15 @@ impl ResponseStatus {
         )
     }
 
+    /// Whether a request may continue a response in this status (`previous_response_id`):
+    /// one that finished its answer, or that waits on the client's function results.
+    pub fn is_continuable(self) -> bool {
+        matches!(
+            self,
+            ResponseStatus::Completed | ResponseStatus::RequiresAction
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ResponseStatus::Queued => "queued",
