@@ -36,6 +36,8 @@
 //!   class, for the checkpoint only, while `cpu_idle.rs` finds the machine idle enough); `wal_write_out.rs`: the WAL
 //!   `fdatasync`ed 20 ms after commits, so that no checkpoint has tens of megabytes of it to
 //!   write out at once.
+//! - `transcript_memo.rs`: the parsed transcripts of runs that just ended, kept for the
+//!   continuation likely to read them next, handed over only for the very text read back.
 //! - `key_marker.rs`: the marker file (`agentd.db-keys`) replaced whenever a key is written,
 //!   which answers open mode's per-request "any key?" without a read while it is unchanged;
 //!   `sqlite_reader.rs`: that read, when it runs, on the caller's thread.
@@ -83,6 +85,7 @@ mod script_run;
 mod sqlite;
 mod sqlite_reader;
 mod sqlite_writer;
+mod transcript_memo;
 #[cfg(test)]
 mod upgrade_tests;
 mod wal_write_out;

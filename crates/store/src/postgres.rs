@@ -7,11 +7,13 @@
 //! SKIP LOCKED`), and everything else is ordinary transactions on one pool.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::store::StoreError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+use crate::transcript_memo::TranscriptMemo;
 use crate::write_lanes::WriteLanes;
 use crate::{error, migrate};
 
@@ -119,6 +121,9 @@ pub struct PgStore {
     /// transaction (and one WAL flush) when they wait at the same moment (`group_commit.rs`),
     /// in a few lanes committing side by side, each response's writes in one (`write_lanes.rs`).
     group: WriteLanes,
+    /// The transcripts of runs that just ended, parsed, for their continuations
+    /// (`transcript_memo.rs`).
+    transcripts: Arc<TranscriptMemo>,
 }
 
 impl PgStore {
@@ -151,6 +156,7 @@ impl PgStore {
             group: WriteLanes::spawn(&pool, WriteLanes::for_pool(settings.max_connections)),
             writer: pool.clone(),
             reader: pool,
+            transcripts: Arc::default(),
         })
     }
 

@@ -17,6 +17,7 @@ use crate::checkpoint_thread::CheckpointThreads;
 use crate::group_commit::GroupWriter;
 use crate::key_marker::KeyMarker;
 use crate::sqlite_reader::InlineReader;
+use crate::transcript_memo::TranscriptMemo;
 use crate::wal_write_out::{self, WriteOut};
 use crate::{error, migrate, sqlite_writer};
 
@@ -130,6 +131,9 @@ pub struct SqliteStore {
     /// The marker file replaced whenever a key is written, which lets open mode's check skip
     /// the read while it is unchanged (`key_marker.rs`); `None` in memory (one process).
     key_marker: Option<Arc<KeyMarker>>,
+    /// The transcripts of runs that just ended, parsed, for their continuations
+    /// (`transcript_memo.rs`).
+    transcripts: Arc<TranscriptMemo>,
 }
 
 impl SqliteStore {
@@ -290,6 +294,7 @@ impl SqliteStore {
             )),
             inline: Some(Arc::new(inline)),
             key_marker: Some(Arc::new(key_marker)),
+            transcripts: Arc::default(),
         })
     }
 
@@ -318,6 +323,7 @@ impl SqliteStore {
             _checkpointer: None,
             inline: None,
             key_marker: None,
+            transcripts: Arc::default(),
         })
     }
 }

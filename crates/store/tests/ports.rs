@@ -385,6 +385,63 @@ async fn a_continuation_reads_what_the_whole_record_gives(db: &TestDb) -> TestRe
     Ok(())
 }
 
+/// A continuation of a run that just ended reads the transcript its row holds now: the store
+/// keeps such a transcript parsed for it (`transcript_memo.rs`), and hands it over only while
+/// the row holds the very text it was written as — not once another replica wrote the row
+/// again, nor once the row is gone.
+async fn a_continuation_reads_the_transcript_the_row_holds_now(db: &TestDb) -> TestResult {
+    let long = |word: &str| -> Result<Vec<InputItem>, serde_json::Error> {
+        let mut items = transcript()?;
+        for n in 0..40 {
+            items.push(serde_json::from_value(json!({
+                "role": "user",
+                "content": format!("{word} question {n}: what follows from the answer before?"),
+            }))?);
+        }
+        Ok(items)
+    };
+    let store = db.open().await?;
+    let mut ended = record("resp_chain", "proj_a", true)?;
+    // A run that continued another: its own continuation is likely to follow.
+    ended.response.previous_response_id = Some("resp_before".to_owned());
+    ended.transcript = long("first")?;
+    store.end_run(&ended, &[]).await?;
+    for read in 0..2 {
+        let source = store
+            .continuation_source("proj_a", "resp_chain")
+            .await?
+            .ok_or("missing")?;
+        assert_eq!(source.transcript, ended.transcript, "read {read}");
+    }
+
+    // Written again by another replica, with another transcript.
+    store.end_run(&ended, &[]).await?;
+    let other = db.open().await?;
+    let mut rewritten = ended.clone();
+    rewritten.transcript = long("second")?;
+    other.end_run(&rewritten, &[]).await?;
+    other.close().await;
+    let source = store
+        .continuation_source("proj_a", "resp_chain")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(source.transcript, rewritten.transcript);
+
+    // Another project's request finds nothing; the row deleted, neither does its own.
+    store.end_run(&ended, &[]).await?;
+    assert_eq!(
+        store.continuation_source("proj_b", "resp_chain").await?,
+        None
+    );
+    db.execute("DELETE FROM responses WHERE id = 'resp_chain'")
+        .await?;
+    assert_eq!(
+        store.continuation_source("proj_a", "resp_chain").await?,
+        None
+    );
+    Ok(())
+}
+
 /// Every visible response of a project through the listing.
 async fn list_all(
     store: &common::TestStore,
@@ -962,6 +1019,7 @@ matrix!(
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,
     a_continuation_reads_what_the_whole_record_gives,
+    a_continuation_reads_the_transcript_the_row_holds_now,
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
     runs_append_after_the_last_item_of_their_conversation_only,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use engine::store::{
     ContinuationSource, EventRecord, JobRecord, ResponseRecord, ResponseStore, StoreError,
 };
+use protocol::output::OutputItem;
 use protocol::request::Tool;
 use protocol::response::ResponseStatus;
 use serde::Deserialize;
@@ -20,6 +21,7 @@ use sqlx::{TypeInfo, ValueRef};
 
 use super::{DbRow, Store, dialect};
 use crate::script::Script;
+use crate::transcript_memo::TranscriptMemo;
 use crate::{error, event_pack, now_secs};
 
 /// Insert, or replace the record with the same id if it belongs to the same project. A record
@@ -222,7 +224,13 @@ impl ResponseStore for Store {
             items: super::items::encode_index(&record.items),
             append,
         };
-        self.write(&record.id, ending.script()).await
+        self.write(&record.id, ending.script()).await?;
+        if likely_continued(record) {
+            let row = &ending.row;
+            self.transcripts
+                .remember(&row.id, &row.transcript_json, &record.transcript);
+        }
+        Ok(())
     }
 
     async fn get_response(
@@ -250,8 +258,23 @@ impl ResponseStore for Store {
             .fetch_optional(&self.reader)
             .await
             .map_err(error::backend)?;
-        row.map(|row| decode_continuation(&row, id)).transpose()
+        row.map(|row| decode_continuation(&row, id, &self.transcripts))
+            .transpose()
     }
+}
+
+/// Whether a continuation of the run that ends with `record` is likely to come soon: it can
+/// be continued, and the client chains its requests (this run continued one) or the run waits
+/// on the client (its output ends with a function call or an approval request). Only then is
+/// its transcript kept parsed ([`TranscriptMemo`]): keeping it costs a copy of its items.
+fn likely_continued(record: &ResponseRecord) -> bool {
+    let response = &record.response;
+    response.status.is_continuable()
+        && (response.previous_response_id.is_some()
+            || matches!(
+                response.output.last(),
+                Some(OutputItem::FunctionCall(_) | OutputItem::McpApprovalRequest(_))
+            ))
 }
 
 /// Of a response object, what a continuation reads: its status and its tools, each left
@@ -273,7 +296,11 @@ struct ToolType<'a> {
 
 /// A row of [`SELECT_CONTINUATION`] as the continuation of response `id` takes it: what
 /// [`ContinuationSource::from`] takes of the whole record.
-fn decode_continuation(row: &DbRow, id: &str) -> Result<ContinuationSource, StoreError> {
+fn decode_continuation(
+    row: &DbRow,
+    id: &str,
+    memo: &TranscriptMemo,
+) -> Result<ContinuationSource, StoreError> {
     let what = format!("response {id}");
     let response_json = response_json(row, &what)?;
     let bad_response = |e: serde_json::Error| error::bad_json(&what, "response_json", &e);
@@ -287,9 +314,14 @@ fn decode_continuation(row: &DbRow, id: &str) -> Result<ContinuationSource, Stor
             mcp_tools.push(mcp);
         }
     }
-    let transcript_json: String = row
+    let transcript_json: &str = row
         .try_get("transcript_json")
         .map_err(|e| error::bad_column(&what, "transcript_json", e))?;
+    let transcript = match memo.take(id, transcript_json) {
+        Some(items) => items,
+        None => serde_json::from_str(transcript_json)
+            .map_err(|e| error::bad_json(&what, "transcript_json", &e))?,
+    };
     let conversation_id: Option<String> = row
         .try_get("conversation_id")
         .map_err(|e| error::bad_column(&what, "conversation_id", e))?;
@@ -297,8 +329,7 @@ fn decode_continuation(row: &DbRow, id: &str) -> Result<ContinuationSource, Stor
         status: head.status,
         mcp_tools,
         conversation: conversation_id.unwrap_or_else(|| id.to_owned()),
-        transcript: serde_json::from_str(&transcript_json)
-            .map_err(|e| error::bad_json(&what, "transcript_json", &e))?,
+        transcript,
     })
 }
 
