@@ -568,6 +568,73 @@ async fn store_false_hides_the_response_but_it_can_still_be_continued() {
     );
 }
 
+/// A chain of continuations whose transcript is long enough for the store to keep it parsed
+/// between turns (`transcript_memo.rs`): each turn's model request holds every turn so far, in
+/// order; a second continuation of the same response (the memo's entry taken by the first)
+/// sends the same history; and a deleted response cannot be continued.
+#[tokio::test]
+async fn a_long_chain_sends_every_turn_so_far_each_time() {
+    let app = TestApp::spawn().await;
+    let mut history: Vec<Value> = Vec::new();
+    let mut previous: Option<String> = None;
+    for turn in 0..4 {
+        let question = format!("question {turn}: {}", "why? ".repeat(150));
+        let answer = format!("answer {turn}: {}", "because. ".repeat(150));
+        app.fake.push(Reply::text(&answer));
+        let mut body = json!({"model": MODEL, "input": question});
+        if let Some(id) = &previous {
+            body["previous_response_id"] = json!(id);
+        }
+        let (status, response) = app.post("/v1/responses", body).await;
+        assert_eq!(status, 200, "{response}");
+        history.push(json!({"role": "user", "content": question}));
+        let requests = app.fake.requests();
+        let sent = requests.last().unwrap()["messages"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(sent, history, "turn {turn}");
+        history.push(json!({"role": "assistant", "content": answer}));
+        previous = Some(response["id"].as_str().unwrap().to_owned());
+    }
+
+    // The last response continued a second time: the same history again.
+    let last = previous.unwrap();
+    for attempt in 0..2 {
+        app.fake.push(Reply::text("again"));
+        let (status, response) = app
+            .post(
+                "/v1/responses",
+                json!({"model": MODEL, "input": "once more", "previous_response_id": last}),
+            )
+            .await;
+        assert_eq!(status, 200, "{response}");
+        let requests = app.fake.requests();
+        let sent = requests.last().unwrap()["messages"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(sent.len(), history.len() + 1, "attempt {attempt}");
+        assert_eq!(sent[..history.len()], history[..], "attempt {attempt}");
+    }
+
+    // Deleted, it cannot be continued.
+    let deleted = reqwest::Client::new()
+        .delete(app.url(&format!("/v1/responses/{last}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    let (status, body) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "and now?", "previous_response_id": last}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "previous_response_id", "{body}");
+}
+
 #[tokio::test]
 async fn a_client_that_disconnects_does_not_lose_the_run() {
     let app = TestApp::spawn().await;
