@@ -136,12 +136,7 @@ pub(crate) async fn transcript_of(
                 format!("conversation \"{id}\" not found"),
             ));
         }
-        items = store
-            .conversation_items(project_id, id)
-            .await?
-            .iter()
-            .filter_map(items::to_input)
-            .collect();
+        items = store.conversation_input(project_id, id).await?;
     }
     context.new_from = items.len();
     let mut input = input.into_items();

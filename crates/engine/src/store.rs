@@ -190,6 +190,23 @@ pub trait ItemStore: Send + Sync {
         project_id: &str,
         id: &str,
     ) -> Result<Vec<StoredItem>, StoreError>;
+    /// A conversation's items as a run continuing it takes them, in order: each input item,
+    /// and each output item as its replay; the rest (built-in tools' results) left out; empty
+    /// for an unknown conversation. By default [`ItemStore::conversation_items`], each read
+    /// as an input item; a store may read each item once instead of checking it, then
+    /// reading it again.
+    async fn conversation_input(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Vec<protocol::input::InputItem>, StoreError> {
+        Ok(self
+            .conversation_items(project_id, id)
+            .await?
+            .iter()
+            .filter_map(crate::items::to_input)
+            .collect())
+    }
     /// Appends items to a conversation of this project; `false` when there is none.
     async fn append_conversation_items(
         &self,

@@ -37,7 +37,9 @@
 //!   `fdatasync`ed 20 ms after commits, so that no checkpoint has tens of megabytes of it to
 //!   write out at once.
 //! - `transcript_memo.rs`: the parsed transcripts of runs that just ended, kept for the
-//!   continuation likely to read them next, handed over only for the very text read back.
+//!   continuation likely to read them next, handed over only for the very text read back;
+//!   `conversation_memo.rs`: the parsed items of the conversations runs read last, each
+//!   copied for the next read only when its row holds the very text it was parsed from.
 //! - `key_marker.rs`: the marker file (`agentd.db-keys`) replaced whenever a key is written,
 //!   which answers open mode's per-request "any key?" without a read while it is unchanged;
 //!   `sqlite_reader.rs`: that read, when it runs, on the caller's thread.
@@ -72,6 +74,7 @@
 
 mod checkpoint;
 mod checkpoint_thread;
+mod conversation_memo;
 mod copy;
 mod cpu_idle;
 mod error;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use engine::store::StoreError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+use crate::conversation_memo::ConversationMemo;
 use crate::transcript_memo::TranscriptMemo;
 use crate::write_lanes::WriteLanes;
 use crate::{error, migrate};
@@ -124,6 +125,9 @@ pub struct PgStore {
     /// The transcripts of runs that just ended, parsed, for their continuations
     /// (`transcript_memo.rs`).
     transcripts: Arc<TranscriptMemo>,
+    /// The items of the conversations runs read last, parsed, for their next runs
+    /// (`conversation_memo.rs`).
+    conversations: Arc<ConversationMemo>,
 }
 
 impl PgStore {
@@ -157,6 +161,7 @@ impl PgStore {
             writer: pool.clone(),
             reader: pool,
             transcripts: Arc::default(),
+            conversations: Arc::default(),
         })
     }
 

@@ -14,6 +14,7 @@ use sqlx::sqlite::{
 
 use crate::checkpoint::{self, Checkpointer, Files};
 use crate::checkpoint_thread::CheckpointThreads;
+use crate::conversation_memo::ConversationMemo;
 use crate::group_commit::GroupWriter;
 use crate::key_marker::KeyMarker;
 use crate::sqlite_reader::InlineReader;
@@ -134,6 +135,9 @@ pub struct SqliteStore {
     /// The transcripts of runs that just ended, parsed, for their continuations
     /// (`transcript_memo.rs`).
     transcripts: Arc<TranscriptMemo>,
+    /// The items of the conversations runs read last, parsed, for their next runs
+    /// (`conversation_memo.rs`).
+    conversations: Arc<ConversationMemo>,
 }
 
 impl SqliteStore {
@@ -295,6 +299,7 @@ impl SqliteStore {
             inline: Some(Arc::new(inline)),
             key_marker: Some(Arc::new(key_marker)),
             transcripts: Arc::default(),
+            conversations: Arc::default(),
         })
     }
 
@@ -324,6 +329,7 @@ impl SqliteStore {
             inline: None,
             key_marker: None,
             transcripts: Arc::default(),
+            conversations: Arc::default(),
         })
     }
 }

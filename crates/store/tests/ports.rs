@@ -442,6 +442,116 @@ async fn a_continuation_reads_the_transcript_the_row_holds_now(db: &TestDb) -> T
     Ok(())
 }
 
+/// A conversation read for a run continuing it: its input items and its output items'
+/// replays, in order, each as `conversation_items` gives it read as an input item; an item of
+/// no input's shape left out; another project's conversation empty. Read again, what the rows
+/// hold now, though the store keeps the items it read parsed (`conversation_memo.rs`): an
+/// item rewritten behind its back as rewritten, a row that is not JSON a corrupt store, as it
+/// is for `conversation_items`.
+async fn a_conversation_reads_as_input_what_its_items_give(db: &TestDb) -> TestResult {
+    use engine::store::{ItemJson, ItemKind, StoredItem};
+    let store = db.open().await?;
+    let stored = |id: &str, value: serde_json::Value| -> Result<StoredItem, serde_json::Error> {
+        Ok(StoredItem {
+            id: id.to_owned(),
+            kind: ItemKind::Input,
+            item: ItemJson::of(&value)?,
+        })
+    };
+    let items = vec![
+        stored(
+            "msg_0",
+            json!({"type": "message", "id": "msg_0", "role": "user",
+                "content": format!("hi, {}", "and a long question. ".repeat(120))}),
+        )?,
+        stored(
+            "fc_1",
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1",
+            "name": "lookup", "arguments": "{}", "status": "completed"}),
+        )?,
+        stored(
+            "fco_1",
+            json!({"type": "function_call_output", "call_id": "call_1",
+            "output": "42"}),
+        )?,
+        stored(
+            "ws_1",
+            json!({"type": "search_results", "id": "ws_1", "results": []}),
+        )?,
+        stored(
+            "msg_2",
+            json!({"type": "message", "id": "msg_2", "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "It is 42.", "annotations": []}]}),
+        )?,
+    ];
+    store
+        .create_conversation(&common::conversation("conv_in"), &items)
+        .await?;
+    let expected: Vec<InputItem> = store
+        .conversation_items("proj_a", "conv_in")
+        .await?
+        .iter()
+        .filter_map(|item| serde_json::from_str(item.item.get()).ok())
+        .collect();
+    assert_eq!(expected.len(), 4, "{expected:?}");
+    for read in 0..2 {
+        assert_eq!(
+            store.conversation_input("proj_a", "conv_in").await?,
+            expected,
+            "read {read}"
+        );
+    }
+    assert!(
+        store
+            .conversation_input("proj_b", "conv_in")
+            .await?
+            .is_empty()
+    );
+
+    db.execute(
+        "UPDATE conversation_items SET item_json = \
+         '{\"type\": \"message\", \"id\": \"msg_2\", \"role\": \"assistant\", \"content\": \"Rewritten.\"}' \
+         WHERE item_id = 'msg_2'",
+    )
+    .await?;
+    let read = store.conversation_input("proj_a", "conv_in").await?;
+    assert_eq!(read[..3], expected[..3]);
+    assert_eq!(
+        read[3],
+        serde_json::from_value::<InputItem>(
+            json!({"type": "message", "id": "msg_2", "role": "assistant", "content": "Rewritten."})
+        )?
+    );
+
+    db.execute(
+        "UPDATE conversation_items SET item_json = '{\"type\": not json' WHERE item_id = 'fc_1'",
+    )
+    .await?;
+    for outcome in [
+        store
+            .conversation_input("proj_a", "conv_in")
+            .await
+            .map(|_| ()),
+        store
+            .conversation_items("proj_a", "conv_in")
+            .await
+            .map(|_| ()),
+    ] {
+        match outcome {
+            Err(StoreError::Corrupt(message)) => {
+                assert!(message.contains("fc_1"), "{message}");
+                assert!(
+                    !message.contains("not json"),
+                    "stored data echoed: {message}"
+                );
+            }
+            other => return Err(format!("expected corrupt, got {other:?}").into()),
+        }
+    }
+    Ok(())
+}
+
 /// Every visible response of a project through the listing.
 async fn list_all(
     store: &common::TestStore,
@@ -1020,6 +1130,7 @@ matrix!(
     the_conversation_id_round_trips,
     a_continuation_reads_what_the_whole_record_gives,
     a_continuation_reads_the_transcript_the_row_holds_now,
+    a_conversation_reads_as_input_what_its_items_give,
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
     runs_append_after_the_last_item_of_their_conversation_only,

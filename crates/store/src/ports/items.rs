@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use engine::store::{ConversationRecord, ItemJson, ItemKind, ItemStore, StoreError, StoredItem};
+use protocol::input::InputItem;
 use sqlx::{QueryBuilder, Row};
 
 use super::{Db, DbRow, Store, dialect};
@@ -39,6 +40,29 @@ fn decode_item(row: &DbRow, kind: ItemKind) -> Result<StoredItem, StoreError> {
         .map_err(|e| error::bad_column("item", "item_json", e))?;
     let item = ItemJson::parse(json).map_err(|e| error::bad_json(&id, "item_json", &e))?;
     Ok(StoredItem { id, kind, item })
+}
+
+/// A conversation's items in order, with their ids (`$1` the conversation, `$2` its project).
+const CONVERSATION_ITEMS: &str = "SELECT i.item_id, i.item_json FROM conversation_items i \
+     JOIN conversations c ON c.id = i.conversation_id \
+     WHERE c.id = $1 AND c.project_id = $2 ORDER BY i.position";
+
+/// The `json` of a row of [`CONVERSATION_ITEMS`] as an input item, parsed once: `None` for an
+/// item that is no input (it is JSON, but not of an input item's shape); a row that is not
+/// JSON at all is corrupt, as [`decode_item`] finds it.
+fn decode_input(row: &DbRow, json: &str) -> Result<Option<InputItem>, StoreError> {
+    if let Ok(item) = serde_json::from_str(json) {
+        return Ok(Some(item));
+    }
+    match serde_json::from_str::<serde::de::IgnoredAny>(json) {
+        Ok(_) => Ok(None),
+        Err(e) => {
+            let id: String = row
+                .try_get("item_id")
+                .map_err(|e| error::bad_column("item", "item_id", e))?;
+            Err(error::bad_json(&id, "item_json", &e))
+        }
+    }
 }
 
 /// A response's item, encoded for the index: kind, position, id and JSON.
@@ -375,19 +399,41 @@ impl ItemStore for Store {
         project_id: &str,
         id: &str,
     ) -> Result<Vec<StoredItem>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT i.item_id, i.item_json FROM conversation_items i \
-             JOIN conversations c ON c.id = i.conversation_id \
-             WHERE c.id = $1 AND c.project_id = $2 ORDER BY i.position",
-        )
-        .bind(id)
-        .bind(project_id)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(error::backend)?;
+        let rows = sqlx::query(CONVERSATION_ITEMS)
+            .bind(id)
+            .bind(project_id)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(error::backend)?;
         rows.iter()
             .map(|row| decode_item(row, ItemKind::Input))
             .collect()
+    }
+
+    async fn conversation_input(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Vec<InputItem>, StoreError> {
+        let rows = sqlx::query(CONVERSATION_ITEMS)
+            .bind(id)
+            .bind(project_id)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(error::backend)?;
+        let texts = rows
+            .iter()
+            .map(|row| {
+                row.try_get::<&str, _>("item_json")
+                    .map_err(|e| error::bad_column("item", "item_json", e))
+            })
+            .collect::<Result<Vec<&str>, StoreError>>()?;
+        crate::conversation_memo::read(
+            &self.conversations,
+            id,
+            texts.iter().copied(),
+            |index, json| decode_input(&rows[index], json),
+        )
     }
 
     async fn append_conversation_items(
