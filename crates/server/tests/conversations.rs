@@ -296,6 +296,59 @@ async fn a_response_with_conversation_reads_its_items_and_appends_its_own() {
     assert_eq!(error["error"]["param"], "conversation");
 }
 
+/// A conversation long enough for the store to keep its items parsed between runs
+/// (`conversation_memo.rs`): each run sends every item so far, in order; an item deleted
+/// through the API is gone from the next run's history, and one added is there.
+#[tokio::test]
+async fn a_long_conversations_runs_send_what_it_holds_at_each_run() {
+    let app = TestApp::spawn().await;
+    let (_, conversation) = app.post("/v1/conversations", json!({})).await;
+    let id = conversation["id"].as_str().unwrap();
+    let mut history: Vec<String> = Vec::new();
+    for turn in 0..4 {
+        let question = format!("question {turn}: {}", "why? ".repeat(150));
+        let answer = format!("answer {turn}: {}", "because. ".repeat(150));
+        app.fake.push(Reply::text(&answer));
+        let (status, response) = app
+            .post(
+                "/v1/responses",
+                json!({"model": MODEL, "input": question, "conversation": id}),
+            )
+            .await;
+        assert_eq!(status, 200, "{response}");
+        history.push(format!("user:{question}"));
+        assert_eq!(sent_messages(&app), history, "turn {turn}");
+        history.push(format!("assistant:{answer}"));
+    }
+
+    // The second turn's question deleted, a note added.
+    let (_, items) = app
+        .get(&format!("/v1/conversations/{id}/items?order=asc"))
+        .await;
+    let second = items["data"][2]["id"].as_str().unwrap().to_owned();
+    let (status, _) = delete(&app, &format!("/v1/conversations/{id}/items/{second}")).await;
+    assert_eq!(status, 200);
+    history.remove(2);
+    let (status, _) = app
+        .post(
+            &format!("/v1/conversations/{id}/items"),
+            json!({"items": [{"role": "user", "content": "A note."}]}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    history.push("user:A note.".to_owned());
+    app.fake.push(Reply::text("Noted."));
+    let (status, response) = app
+        .post(
+            "/v1/responses",
+            json!({"model": MODEL, "input": "And now?", "conversation": id}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    history.push("user:And now?".to_owned());
+    assert_eq!(sent_messages(&app), history);
+}
+
 #[tokio::test]
 async fn responses_are_deleted_and_their_input_items_paged() {
     let app = TestApp::spawn().await;
