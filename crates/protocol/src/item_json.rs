@@ -2,11 +2,11 @@
 //! [`OutputItem`] or an [`InputItem`], for the items a response indexes when it ends (the
 //! engine stores each as its JSON text). An assistant message (the output a run makes) and an
 //! input message (what a request sends) are written field by field with the response's writer
-//! (`response_json.rs`); their parts lists other than text, and every other item, by serde. A
+//! (`response_json.rs`), with their text parts; their other parts, and every other item, by serde. A
 //! run's transcript, a list of input items, is written so too (`InputItem::list_to_json`).
 //! `tests` compares the bytes with serde's for each field's forms.
 
-use crate::input::{InputItem, InputMessage, MessageContent, Role};
+use crate::input::{ContentPart, InputItem, InputMessage, MessageContent, Role};
 use crate::json_string::push_serde;
 use crate::output::{OutputContent, OutputItem};
 use crate::response_json::Writer;
@@ -104,7 +104,17 @@ impl InputItem {
 fn message_size(message: &InputMessage) -> usize {
     match &message.content {
         MessageContent::Text(text) => 96 + text.len(),
-        MessageContent::Parts(_) => 256,
+        MessageContent::Parts(parts) => {
+            let parts: usize = parts
+                .iter()
+                .map(|part| match part {
+                    ContentPart::InputText { text } => 40 + text.len(),
+                    ContentPart::OutputText(part) => 64 + part.text.len(),
+                    _ => 128,
+                })
+                .sum();
+            96 + parts
+        }
     }
 }
 
@@ -121,12 +131,45 @@ fn input_message(out: &mut Writer, message: &InputMessage) -> Result<(), serde_j
     out.piece("\",\"content\":");
     match &message.content {
         MessageContent::Text(text) => out.string(text)?,
-        MessageContent::Parts(parts) => out.json(parts)?,
+        MessageContent::Parts(parts) => input_parts(out, parts)?,
     }
     out.present_string(",\"id\":", message.id.as_deref())?;
     out.present_string(",\"status\":", message.status.as_deref())?;
     out.present_json(",\"phase\":", message.phase.as_ref())?;
     out.piece("}");
+    Ok(())
+}
+
+/// An input message's parts: text parts field by field (`input_text`, and `output_text` in a
+/// replayed assistant message), the others by serde.
+fn input_parts(out: &mut Writer, parts: &[ContentPart]) -> Result<(), serde_json::Error> {
+    out.piece("[");
+    for (n, part) in parts.iter().enumerate() {
+        if n > 0 {
+            out.piece(",");
+        }
+        match part {
+            ContentPart::InputText { text } => {
+                out.piece("{\"type\":\"input_text\",\"text\":");
+                out.string(text)?;
+                out.piece("}");
+            }
+            ContentPart::OutputText(part) => {
+                out.piece("{\"type\":\"output_text\",\"text\":");
+                out.string(&part.text)?;
+                if part.annotations.is_empty() {
+                    out.piece(",\"annotations\":[]");
+                } else {
+                    out.piece(",\"annotations\":");
+                    out.json(&part.annotations)?;
+                }
+                out.present_json(",\"logprobs\":", part.logprobs.as_ref())?;
+                out.piece("}");
+            }
+            other => out.json(other)?,
+        }
+    }
+    out.piece("]");
     Ok(())
 }
 
@@ -221,5 +264,25 @@ mod tests {
             {"type": "item_reference", "id": "msg_9"}
         ]);
         assert_eq!(check_input(items), 6);
+        // Text parts in every text form, with and without annotations and logprobs, among
+        // other parts.
+        for text in TEXTS {
+            let items = json!([
+                {"role": "user", "content": [
+                    {"type": "input_text", "text": text},
+                    {"type": "input_file", "file_url": "https://example.com/a.pdf"},
+                    {"type": "input_text", "text": ""}]},
+                {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+                 "content": [
+                    {"type": "output_text", "text": text, "annotations": []},
+                    {"type": "output_text", "text": text, "annotations": [
+                        {"type": "url_citation", "url": "https://example.com/\"q\"", "title": text,
+                         "start_index": 0, "end_index": 1}],
+                     "logprobs": [{"token": "a", "logprob": -0.5, "bytes": [97], "top_logprobs": []}]},
+                    {"type": "output_text", "text": text, "annotations": [], "logprobs": []}]},
+                {"role": "user", "content": []}
+            ]);
+            assert_eq!(check_input(items), 3);
+        }
     }
 }
