@@ -69,3 +69,18 @@ pub mod validate;
 pub mod written;
 
 pub use strict::RequestError;
+
+/// Appends a string as JSON (quoted, escaped), byte for byte as `serde_json` writes it, but
+/// checked eight bytes at a time: for writers of JSON by hand (the provider wires' message
+/// lists).
+pub fn push_json_string(out: &mut String, value: &str) -> Result<(), serde_json::Error> {
+    json_string::push_quoted(out, value)
+}
+
+/// Appends `value` as `serde_json::to_string` writes it (through a buffer kept per thread).
+pub fn push_json<T: serde::Serialize + ?Sized>(
+    out: &mut String,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    json_string::push_serde(out, value)
+}
