@@ -67,7 +67,7 @@ impl ModelClient for ChatCompletionsClient {
         let post = self
             .upstream
             .post(self.upstream.url().clone())
-            .json(&ChatRequest::from(&request))?;
+            .json_text(ChatRequest::from(&request).to_json())?;
         self.upstream
             .turn(
                 post,

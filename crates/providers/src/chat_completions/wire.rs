@@ -12,11 +12,19 @@ use serde::{Deserialize, Serialize};
 // ---------------------------------------------------------------------------------------------
 // Request
 
-/// `POST /chat/completions` body, borrowing from the engine's request.
+/// `POST /chat/completions` body, borrowing from the engine's request. Written by
+/// [`ChatRequest::to_json`]; its `Serialize` is that writer's oracle in the tests.
 #[derive(Debug, Serialize)]
 pub(crate) struct ChatRequest<'a> {
     model: &'a str,
     messages: Vec<Message<'a>>,
+    #[serde(flatten)]
+    options: ChatOptions<'a>,
+}
+
+/// The body's fields after `messages`.
+#[derive(Debug, Serialize)]
+struct ChatOptions<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,7 +63,6 @@ pub(crate) struct ChatRequest<'a> {
 
 impl<'a> From<&'a ModelRequest> for ChatRequest<'a> {
     fn from(request: &'a ModelRequest) -> Self {
-        let has_tools = !request.tools.is_empty();
         ChatRequest {
             model: &request.model,
             // Chat Completions takes no reasoning back (the servers that show reasoning text
@@ -66,6 +73,46 @@ impl<'a> From<&'a ModelRequest> for ChatRequest<'a> {
                 .filter(|message| !matches!(message, ModelMessage::Reasoning(_)))
                 .map(Message::from)
                 .collect(),
+            options: ChatOptions::from(request),
+        }
+    }
+}
+
+impl ChatRequest<'_> {
+    /// The body as compact JSON, byte for byte as `serde_json::to_string(self)` writes it:
+    /// the messages field by field, their text through the protocol's string writer (eight
+    /// bytes at a time, where serde_json escapes a byte at a time: a long history's text was
+    /// most of the body's cost), the rest by serde.
+    pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
+        let text: usize = self.messages.iter().map(Message::json_size).sum();
+        let mut out = String::with_capacity(512 + self.model.len() + text);
+        out.push_str("{\"model\":");
+        protocol::push_json_string(&mut out, self.model)?;
+        out.push_str(",\"messages\":[");
+        for (n, message) in self.messages.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            message.write_json(&mut out)?;
+        }
+        out.push(']');
+        // The options' object joins the body's: its `{` becomes a `,`, or nothing when empty.
+        let start = out.len();
+        protocol::push_json(&mut out, &self.options)?;
+        if out.len() == start + 2 {
+            out.truncate(start);
+            out.push('}');
+        } else {
+            out.replace_range(start..start + 1, ",");
+        }
+        Ok(out)
+    }
+}
+
+impl<'a> From<&'a ModelRequest> for ChatOptions<'a> {
+    fn from(request: &'a ModelRequest) -> Self {
+        let has_tools = !request.tools.is_empty();
+        ChatOptions {
             tools: request.tools.iter().map(Tool::from).collect(),
             // Without tools, tool_choice and parallel_tool_calls are rejected by OpenAI.
             tool_choice: has_tools.then(|| ToolChoice::from(&request.tool_choice)),
@@ -116,6 +163,66 @@ enum Message<'a> {
         tool_call_id: &'a str,
         content: &'a str,
     },
+}
+
+impl Message<'_> {
+    /// About the message's JSON length.
+    fn json_size(&self) -> usize {
+        64 + match self {
+            Message::System { content } | Message::Tool { content, .. } => content.len(),
+            Message::User {
+                content: UserContent::Text(text),
+            } => text.len(),
+            Message::User { .. } => 256,
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => content.map_or(0, str::len) + 256 * tool_calls.len(),
+        }
+    }
+
+    /// The message as serde writes it (the tag first, then the fields in their order), its
+    /// text through the protocol's string writer; parts and tool calls by serde.
+    fn write_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        match self {
+            Message::System { content } => {
+                out.push_str("{\"role\":\"system\",\"content\":");
+                protocol::push_json_string(out, content)?;
+            }
+            Message::User { content } => {
+                out.push_str("{\"role\":\"user\",\"content\":");
+                match content {
+                    UserContent::Text(text) => protocol::push_json_string(out, text)?,
+                    UserContent::Parts(parts) => protocol::push_json(out, parts)?,
+                }
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                out.push_str("{\"role\":\"assistant\",\"content\":");
+                match content {
+                    Some(text) => protocol::push_json_string(out, text)?,
+                    None => out.push_str("null"),
+                }
+                if !tool_calls.is_empty() {
+                    out.push_str(",\"tool_calls\":");
+                    protocol::push_json(out, tool_calls)?;
+                }
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => {
+                out.push_str("{\"role\":\"tool\",\"tool_call_id\":");
+                protocol::push_json_string(out, tool_call_id)?;
+                out.push_str(",\"content\":");
+                protocol::push_json_string(out, content)?;
+            }
+        }
+        out.push('}');
+        Ok(())
+    }
 }
 
 impl<'a> From<&'a ModelMessage> for Message<'a> {
@@ -486,8 +593,107 @@ mod tests {
     use super::*;
     use engine::model::JsonSchemaFormat;
 
+    /// The body as the client sends it (`to_json`), checked to be serde's bytes.
     fn body(request: &ModelRequest) -> serde_json::Value {
-        serde_json::to_value(ChatRequest::from(request)).unwrap_or_default()
+        let chat = ChatRequest::from(request);
+        let written = chat.to_json().expect("written");
+        assert_eq!(
+            written,
+            serde_json::to_string(&chat).expect("serde writes it")
+        );
+        serde_json::from_str(&written).expect("JSON")
+    }
+
+    /// Texts every string writer must get right: escapes, control characters, non-ASCII,
+    /// empty, long.
+    const TEXTS: [&str; 7] = [
+        "",
+        "plain words",
+        "a \"quote\", a \\ backslash and a / slash",
+        "lines\nand\ttabs\r\u{1}\u{1f}\u{7f}",
+        "é, 漢字 and 🦀",
+        "</script><!-- -->",
+        "The long answer goes on and on, as answers do, past the eight bytes a word holds. ",
+    ];
+
+    /// Every message kind and field form, each text in every form, with and without the
+    /// options: the body written by hand is serde's, byte for byte.
+    #[test]
+    fn the_body_is_written_as_serde_writes_it() {
+        for text in TEXTS {
+            let long = text.repeat(40);
+            let call = |signature: Option<&str>| ToolCall {
+                id: format!("call_{text}"),
+                name: "get_weather".into(),
+                arguments: format!("{{\"q\":{}}}", serde_json::json!(text)),
+                thought_signature: signature.map(str::to_owned),
+            };
+            let messages = vec![
+                ModelMessage::System {
+                    content: text.into(),
+                },
+                ModelMessage::User {
+                    content: vec![ContentPart::Text { text: long.clone() }],
+                },
+                ModelMessage::User { content: vec![] },
+                ModelMessage::User {
+                    content: vec![
+                        ContentPart::Text { text: text.into() },
+                        ContentPart::ImageUrl {
+                            url: format!("https://example.com/{text}"),
+                            detail: Some(text.into()),
+                        },
+                        ContentPart::File {
+                            filename: Some(text.into()),
+                            file_data: None,
+                            file_url: Some("https://example.com/a.pdf".into()),
+                        },
+                    ],
+                },
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![call(None), call(Some(text))],
+                },
+                ModelMessage::Assistant {
+                    content: Some(long.clone()),
+                    tool_calls: vec![],
+                },
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![],
+                },
+                ModelMessage::Tool {
+                    call_id: format!("call_{text}"),
+                    name: Some("get_weather".into()),
+                    content: long.clone(),
+                },
+            ];
+            let bare = ModelRequest {
+                model: format!("model {text}"),
+                messages: messages.clone(),
+                ..ModelRequest::default()
+            };
+            body(&bare);
+            let full = ModelRequest {
+                model: "m".into(),
+                messages,
+                tools: vec![ToolSpec {
+                    name: "get_weather".into(),
+                    description: Some(text.into()),
+                    parameters: serde_json::json!({"type": "object"}).into(),
+                    strict: true,
+                }],
+                temperature: Some(0.5),
+                top_p: Some(1.0),
+                max_output_tokens: Some(100),
+                reasoning_effort: Some(text.into()),
+                user: Some(text.into()),
+                logprobs: Some(2),
+                ..ModelRequest::default()
+            };
+            body(&full);
+            body(&ModelRequest::default());
+        }
     }
 
     #[test]
