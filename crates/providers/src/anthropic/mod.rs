@@ -86,7 +86,7 @@ impl ModelClient for AnthropicClient {
                 HeaderName::from_static("anthropic-version"),
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             )
-            .json(&MessagesRequest::new(&request))?;
+            .json_text(MessagesRequest::new(&request).to_json())?;
         self.upstream
             .turn(
                 post,

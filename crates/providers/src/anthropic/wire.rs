@@ -64,7 +64,8 @@ const CLAUDE_3_MAX_TOKENS: u32 = 4096;
 // ---------------------------------------------------------------------------------------------
 // Request
 
-/// `POST /v1/messages` body, borrowing from the engine's request.
+/// `POST /v1/messages` body, borrowing from the engine's request. Written by
+/// [`MessagesRequest::to_json`]; its `Serialize` is that writer's oracle in the tests.
 #[derive(Debug, Serialize)]
 pub(crate) struct MessagesRequest<'a> {
     model: &'a str,
@@ -72,6 +73,13 @@ pub(crate) struct MessagesRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<String>,
     messages: Vec<Turn<'a>>,
+    #[serde(flatten)]
+    options: MessagesOptions<'a>,
+}
+
+/// The body's fields after `messages`.
+#[derive(Debug, Serialize)]
+struct MessagesOptions<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -169,17 +177,70 @@ impl<'a> MessagesRequest<'a> {
             max_tokens,
             system,
             messages,
-            tools,
-            tool_choice,
-            temperature: request.temperature,
-            top_p: request.top_p,
-            thinking: budget.map(|budget_tokens| Thinking {
-                kind: "enabled",
-                budget_tokens,
-            }),
-            metadata: request.user.as_deref().map(|user_id| Metadata { user_id }),
-            stream: true,
+            options: MessagesOptions {
+                tools,
+                tool_choice,
+                temperature: request.temperature,
+                top_p: request.top_p,
+                thinking: budget.map(|budget_tokens| Thinking {
+                    kind: "enabled",
+                    budget_tokens,
+                }),
+                metadata: request.user.as_deref().map(|user_id| Metadata { user_id }),
+                stream: true,
+            },
         }
+    }
+
+    /// The body as compact JSON, byte for byte as `serde_json::to_string(self)` writes it:
+    /// the turns' text and tool result blocks field by field, their text through the
+    /// protocol's string writer (eight bytes at a time, where serde_json escapes a byte at a
+    /// time: a long history's text was most of the body's cost), the rest by serde.
+    pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
+        let text: usize = self
+            .messages
+            .iter()
+            .flat_map(|turn| &turn.content)
+            .map(Block::json_size)
+            .sum();
+        let system = self.system.as_ref().map_or(0, String::len);
+        let mut out = String::with_capacity(512 + self.model.len() + system + text);
+        out.push_str("{\"model\":");
+        protocol::push_json_string(&mut out, self.model)?;
+        out.push_str(",\"max_tokens\":");
+        out.push_str(&self.max_tokens.to_string());
+        if let Some(system) = &self.system {
+            out.push_str(",\"system\":");
+            protocol::push_json_string(&mut out, system)?;
+        }
+        out.push_str(",\"messages\":[");
+        for (n, turn) in self.messages.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            out.push_str(match turn.role {
+                Role::User => "{\"role\":\"user\",\"content\":[",
+                Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+            });
+            for (n, block) in turn.content.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                block.write_json(&mut out)?;
+            }
+            out.push_str("]}");
+        }
+        out.push(']');
+        // The options' object joins the body's: its `{` becomes a `,`, or nothing when empty.
+        let start = out.len();
+        protocol::push_json(&mut out, &self.options)?;
+        if out.len() == start + 2 {
+            out.truncate(start);
+            out.push('}');
+        } else {
+            out.replace_range(start..start + 1, ",");
+        }
+        Ok(out)
     }
 }
 
@@ -252,6 +313,46 @@ enum Block<'a> {
     RedactedThinking {
         data: &'a str,
     },
+}
+
+impl Block<'_> {
+    /// About the block's JSON length.
+    fn json_size(&self) -> usize {
+        match self {
+            Block::Text { text } => 32 + text.len(),
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => 64 + tool_use_id.len() + content.len(),
+            _ => 256,
+        }
+    }
+
+    /// The block as serde writes it (the tag first, then the fields in their order): text and
+    /// tool results field by field, the others by serde.
+    fn write_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        match self {
+            Block::Text { text } => {
+                out.push_str("{\"type\":\"text\",\"text\":");
+                protocol::push_json_string(out, text)?;
+                out.push('}');
+            }
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => {
+                out.push_str("{\"type\":\"tool_result\",\"tool_use_id\":");
+                protocol::push_json_string(out, tool_use_id)?;
+                if !content.is_empty() {
+                    out.push_str(",\"content\":");
+                    protocol::push_json_string(out, content)?;
+                }
+                out.push('}');
+            }
+            other => protocol::push_json(out, other)?,
+        }
+        Ok(())
+    }
 }
 
 /// The block of a reasoning block Anthropic made and signed (`None` for any other).
@@ -726,8 +827,15 @@ mod tests {
 
     use super::*;
 
+    /// The body as the client sends it (`to_json`), checked to be serde's bytes.
     fn body(request: &ModelRequest) -> serde_json::Value {
-        serde_json::to_value(MessagesRequest::new(request)).unwrap_or_default()
+        let messages = MessagesRequest::new(request);
+        let written = messages.to_json().expect("written");
+        assert_eq!(
+            written,
+            serde_json::to_string(&messages).expect("serde writes it")
+        );
+        serde_json::from_str(&written).expect("JSON")
     }
 
     fn user(text: &str) -> ModelMessage {
@@ -751,6 +859,67 @@ mod tests {
             name: None,
             content: content.into(),
         }
+    }
+
+    /// Every turn and block form the writer takes apart, each text in every form (escapes,
+    /// control characters, non-ASCII, empty, long), with and without the options: the body
+    /// written by hand is serde's, byte for byte.
+    #[test]
+    fn the_body_is_written_as_serde_writes_it() {
+        let texts = [
+            "",
+            "plain words",
+            "a \"quote\", a \\ backslash and a / slash",
+            "lines\nand\ttabs\r\u{1}\u{1f}\u{7f}",
+            "é, 漢字 and 🦀",
+            "The long answer goes on and on, past the eight bytes a word holds. ",
+        ];
+        for text in texts {
+            let long = text.repeat(40);
+            let messages = vec![
+                ModelMessage::System {
+                    content: text.into(),
+                },
+                user(&long),
+                ModelMessage::Assistant {
+                    content: Some(long.clone()),
+                    tool_calls: vec![
+                        call(&format!("toolu_{text}"), "lookup", r#"{"q":"a"}"#),
+                        call("toolu_2", "lookup", "not an object"),
+                    ],
+                },
+                result(&format!("toolu_{text}"), &long),
+                result("toolu_2", ""),
+                ModelMessage::User {
+                    content: vec![
+                        ContentPart::Text { text: text.into() },
+                        ContentPart::ImageUrl {
+                            url: "https://example.com/a.png".into(),
+                            detail: None,
+                        },
+                    ],
+                },
+                ModelMessage::Assistant {
+                    content: Some(text.into()),
+                    tool_calls: vec![],
+                },
+            ];
+            body(&ModelRequest {
+                model: format!("claude {text}"),
+                messages: messages.clone(),
+                ..ModelRequest::default()
+            });
+            body(&ModelRequest {
+                model: "claude-sonnet-4-5".into(),
+                messages,
+                tools: vec![spec("lookup")],
+                temperature: Some(0.5),
+                reasoning_effort: Some("high".into()),
+                user: Some(text.into()),
+                ..ModelRequest::default()
+            });
+        }
+        body(&ModelRequest::default());
     }
 
     fn spec(name: &str) -> ToolSpec {
