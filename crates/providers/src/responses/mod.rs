@@ -63,7 +63,7 @@ impl ModelClient for ResponsesClient {
         let post = self
             .upstream
             .post(self.upstream.url().clone())
-            .json(&ResponsesRequest::from(&request))?;
+            .json_text(ResponsesRequest::from(&request).to_json())?;
         self.upstream
             .turn(
                 post,

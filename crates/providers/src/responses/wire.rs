@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 // ---------------------------------------------------------------------------------------------
 // Request
 
-/// `POST /responses` body, borrowing from the engine's request.
+/// `POST /responses` body, borrowing from the engine's request. Written by
+/// [`ResponsesRequest::to_json`]; its `Serialize` is that writer's oracle in the tests.
 #[derive(Debug, Serialize)]
 pub(crate) struct ResponsesRequest<'a> {
     model: &'a str,
@@ -26,6 +27,13 @@ pub(crate) struct ResponsesRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<String>,
     input: Vec<InputItem<'a>>,
+    #[serde(flatten)]
+    options: ResponsesOptions<'a>,
+}
+
+/// The body's fields after `input`.
+#[derive(Debug, Serialize)]
+struct ResponsesOptions<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -66,7 +74,6 @@ pub(crate) struct ResponsesRequest<'a> {
 
 impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
     fn from(request: &'a ModelRequest) -> Self {
-        let has_tools = !request.tools.is_empty();
         // Only the system messages before the conversation become `instructions`; one that
         // comes later (a developer note mid-conversation) keeps its place as an input message.
         let leading = request
@@ -89,6 +96,51 @@ impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
             model: &request.model,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
             input,
+            options: ResponsesOptions::new(request),
+        }
+    }
+}
+
+impl ResponsesRequest<'_> {
+    /// The body as compact JSON, byte for byte as `serde_json::to_string(self)` writes it:
+    /// the input items field by field (but reasoning, by serde), their text through the
+    /// protocol's string writer (eight bytes at a time, where serde_json escapes a byte at a
+    /// time: a long history's text was most of the body's cost), the rest by serde.
+    pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
+        let text: usize = self.input.iter().map(InputItem::json_size).sum();
+        let instructions = self.instructions.as_ref().map_or(0, String::len);
+        let mut out = String::with_capacity(512 + self.model.len() + instructions + text);
+        out.push_str("{\"model\":");
+        protocol::push_json_string(&mut out, self.model)?;
+        if let Some(instructions) = &self.instructions {
+            out.push_str(",\"instructions\":");
+            protocol::push_json_string(&mut out, instructions)?;
+        }
+        out.push_str(",\"input\":[");
+        for (n, item) in self.input.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            item.write_json(&mut out)?;
+        }
+        out.push(']');
+        // The options' object joins the body's: its `{` becomes a `,`, or nothing when empty.
+        let start = out.len();
+        protocol::push_json(&mut out, &self.options)?;
+        if out.len() == start + 2 {
+            out.truncate(start);
+            out.push('}');
+        } else {
+            out.replace_range(start..start + 1, ",");
+        }
+        Ok(out)
+    }
+}
+
+impl<'a> ResponsesOptions<'a> {
+    fn new(request: &'a ModelRequest) -> Self {
+        let has_tools = !request.tools.is_empty();
+        ResponsesOptions {
             tools: request.tools.iter().map(Tool::from).collect(),
             // Without tools, tool_choice and parallel_tool_calls say nothing; leave them out.
             tool_choice: has_tools.then(|| ToolChoice::from(&request.tool_choice)),
@@ -247,6 +299,63 @@ enum InputItem<'a> {
         summary: Vec<SummaryText<'a>>,
         encrypted_content: &'a str,
     },
+}
+
+impl InputItem<'_> {
+    /// About the item's JSON length.
+    fn json_size(&self) -> usize {
+        match self {
+            InputItem::Message {
+                content: MessageContent::Text(text),
+                ..
+            } => 64 + text.len(),
+            InputItem::FunctionCall {
+                call_id,
+                name,
+                arguments,
+            } => 64 + call_id.len() + name.len() + arguments.len(),
+            InputItem::FunctionCallOutput { call_id, output } => 64 + call_id.len() + output.len(),
+            _ => 256,
+        }
+    }
+
+    /// The item as serde writes it (the tag first, then the fields in their order): messages
+    /// with text content, function calls and their outputs field by field, the others by
+    /// serde.
+    fn write_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        match self {
+            InputItem::Message {
+                role,
+                content: MessageContent::Text(text),
+            } => {
+                out.push_str("{\"type\":\"message\",\"role\":");
+                protocol::push_json_string(out, role)?;
+                out.push_str(",\"content\":");
+                protocol::push_json_string(out, text)?;
+            }
+            InputItem::FunctionCall {
+                call_id,
+                name,
+                arguments,
+            } => {
+                out.push_str("{\"type\":\"function_call\",\"call_id\":");
+                protocol::push_json_string(out, call_id)?;
+                out.push_str(",\"name\":");
+                protocol::push_json_string(out, name)?;
+                out.push_str(",\"arguments\":");
+                protocol::push_json_string(out, arguments)?;
+            }
+            InputItem::FunctionCallOutput { call_id, output } => {
+                out.push_str("{\"type\":\"function_call_output\",\"call_id\":");
+                protocol::push_json_string(out, call_id)?;
+                out.push_str(",\"output\":");
+                protocol::push_json_string(out, output)?;
+            }
+            other => return protocol::push_json(out, other),
+        }
+        out.push('}');
+        Ok(())
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -582,8 +691,82 @@ mod tests {
     use super::*;
     use engine::model::JsonSchemaFormat;
 
+    /// The body as the client sends it (`to_json`), checked to be serde's bytes.
     fn body(request: &ModelRequest) -> serde_json::Value {
-        serde_json::to_value(ResponsesRequest::from(request)).unwrap_or_default()
+        let responses = ResponsesRequest::from(request);
+        let written = responses.to_json().expect("written");
+        assert_eq!(
+            written,
+            serde_json::to_string(&responses).expect("serde writes it")
+        );
+        serde_json::from_str(&written).expect("JSON")
+    }
+
+    /// Every item form the writer takes apart, each text in every form (escapes, control
+    /// characters, non-ASCII, empty, long), with and without the options: the body written
+    /// by hand is serde's, byte for byte.
+    #[test]
+    fn the_body_is_written_as_serde_writes_it() {
+        let texts = [
+            "",
+            "plain words",
+            "a \"quote\", a \\ backslash and a / slash",
+            "lines\nand\ttabs\r\u{1}\u{1f}\u{7f}",
+            "é, 漢字 and 🦀",
+            "The long answer goes on and on, past the eight bytes a word holds. ",
+        ];
+        for text in texts {
+            let long = text.repeat(40);
+            let messages = vec![
+                ModelMessage::System {
+                    content: text.into(),
+                },
+                ModelMessage::User {
+                    content: vec![ContentPart::Text { text: long.clone() }],
+                },
+                ModelMessage::User {
+                    content: vec![
+                        ContentPart::Text { text: text.into() },
+                        ContentPart::ImageUrl {
+                            url: "https://example.com/a.png".into(),
+                            detail: None,
+                        },
+                    ],
+                },
+                ModelMessage::Assistant {
+                    content: Some(long.clone()),
+                    tool_calls: vec![ToolCall {
+                        id: format!("call_{text}"),
+                        name: "lookup".into(),
+                        arguments: format!("{{\"q\":{}}}", serde_json::json!(text)),
+                        thought_signature: None,
+                    }],
+                },
+                ModelMessage::Tool {
+                    call_id: format!("call_{text}"),
+                    name: Some("lookup".into()),
+                    content: long.clone(),
+                },
+                ModelMessage::System {
+                    content: format!("later: {text}"),
+                },
+            ];
+            body(&ModelRequest {
+                model: format!("gpt {text}"),
+                messages: messages.clone(),
+                ..ModelRequest::default()
+            });
+            body(&ModelRequest {
+                model: "gpt-5.4".into(),
+                messages,
+                temperature: Some(0.5),
+                reasoning_effort: Some("high".into()),
+                logprobs: Some(1),
+                user: Some(text.into()),
+                ..ModelRequest::default()
+            });
+        }
+        body(&ModelRequest::default());
     }
 
     fn user(text: &str) -> ModelMessage {
