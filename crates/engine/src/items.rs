@@ -83,13 +83,6 @@ pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<Stored
     inputs.chain(outputs).collect()
 }
 
-/// A stored item as an input item: input items as they were, output items as their replay
-/// (an assistant message, a function call, an MCP item). `None` for items that are no input
-/// (built-in tools' results: what the model read of them stays in the response's transcript).
-pub(crate) fn to_input(item: &StoredItem) -> Option<InputItem> {
-    serde_json::from_str(item.item.get()).ok()
-}
-
 /// A stored item as OpenAI's item routes answer it (conversation items, input items): a message
 /// always has its `type`, an `id`, a `status` and its content as a list of parts (`input_text`
 /// for the caller's roles, `output_text` with `annotations` for the assistant's), and function
@@ -206,7 +199,7 @@ mod tests {
         .unwrap();
         let stored = to_store(&[], &output);
         assert_eq!(stored.len(), 2, "items without an id are not indexed");
-        let back: Vec<InputItem> = stored.iter().filter_map(to_input).collect();
+        let back: Vec<InputItem> = stored.iter().filter_map(StoredItem::to_input).collect();
         assert_eq!(back.len(), 2);
         assert!(matches!(&back[0], InputItem::Message(m) if m.content.text() == "Paris."));
         assert!(matches!(&back[1], InputItem::FunctionCall(c) if c.call_id == "c1"));
@@ -265,7 +258,7 @@ mod tests {
             assert_eq!(item.item.get(), text);
             assert_eq!(&item.value(), value);
             assert_eq!(to_wire(id, item.value()), to_wire(id, value.clone()));
-            let back = to_input(item);
+            let back = item.to_input();
             let from_value: Option<InputItem> = serde_json::from_value(value.clone()).ok();
             assert_eq!(back, from_value);
         }

@@ -16,7 +16,7 @@ use crate::error::EngineError;
 use crate::items;
 use crate::model::{ResolveError, ResolvedModel};
 use crate::request;
-use crate::store::Store;
+use crate::store::{Store, StoredItem};
 use crate::tools::{ConnectorServer, Registry};
 use crate::transcript;
 
@@ -187,7 +187,7 @@ async fn resolve_references(
             continue;
         };
         let stored = found.iter().find(|stored| stored.id == reference.id);
-        match stored.and_then(items::to_input) {
+        match stored.and_then(StoredItem::to_input) {
             Some(resolved) => *item = resolved,
             None => {
                 return Err(EngineError::invalid(

@@ -76,6 +76,14 @@ impl StoredItem {
     pub fn value(&self) -> serde_json::Value {
         serde_json::from_str(self.item.get()).unwrap_or(serde_json::Value::Null)
     }
+
+    /// The item as an input item: input items as they were, output items as their replay (an
+    /// assistant message, a function call, an MCP item). `None` for items that are no input
+    /// (built-in tools' results: what the model read of them stays in the response's
+    /// transcript).
+    pub fn to_input(&self) -> Option<protocol::input::InputItem> {
+        serde_json::from_str(self.item.get()).ok()
+    }
 }
 
 /// An item's JSON text: one JSON value, shared (the store binds these very bytes). Text from
@@ -193,8 +201,8 @@ pub trait ItemStore: Send + Sync {
     /// A conversation's items as a run continuing it takes them, in order: each input item,
     /// and each output item as its replay; the rest (built-in tools' results) left out; empty
     /// for an unknown conversation. By default [`ItemStore::conversation_items`], each read
-    /// as an input item; a store may read each item once instead of checking it, then
-    /// reading it again.
+    /// as an input item ([`StoredItem::to_input`]); a store may read each item once instead
+    /// of checking it, then reading it again.
     async fn conversation_input(
         &self,
         project_id: &str,
@@ -204,7 +212,7 @@ pub trait ItemStore: Send + Sync {
             .conversation_items(project_id, id)
             .await?
             .iter()
-            .filter_map(crate::items::to_input)
+            .filter_map(StoredItem::to_input)
             .collect())
     }
     /// Appends items to a conversation of this project; `false` when there is none.
