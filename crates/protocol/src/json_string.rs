@@ -106,6 +106,42 @@ fn word_needs_escape(word: u64) -> bool {
 mod tests {
     use super::*;
 
+    /// `push_json_members` ends an object as serde ends a struct with flattened fields; a
+    /// value that is no object is refused and leaves `out` as it was.
+    #[test]
+    fn members_end_an_object_as_serde_flattens_them() {
+        #[derive(Serialize)]
+        struct Rest {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            a: Option<u8>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            b: Option<&'static str>,
+        }
+        #[derive(Serialize)]
+        struct Whole {
+            first: &'static str,
+            #[serde(flatten)]
+            rest: Rest,
+        }
+        for (a, b) in [
+            (None, None),
+            (Some(1), None),
+            (None, Some("\"b\"")),
+            (Some(2), Some("c")),
+        ] {
+            let mut out = String::from("{\"first\":\"x\"");
+            crate::push_json_members(&mut out, &Rest { a, b }).expect("an object");
+            let whole = Whole {
+                first: "x",
+                rest: Rest { a, b },
+            };
+            assert_eq!(out, serde_json::to_string(&whole).expect("serde"));
+        }
+        let mut out = String::from("{\"first\":1");
+        assert!(crate::push_json_members(&mut out, &[1, 2]).is_err());
+        assert_eq!(out, "{\"first\":1");
+    }
+
     fn check(value: &str) {
         let mut out = String::from("x");
         push_quoted(&mut out, value).expect("writes");

@@ -84,3 +84,28 @@ pub fn push_json<T: serde::Serialize + ?Sized>(
 ) -> Result<(), serde_json::Error> {
     json_string::push_serde(out, value)
 }
+
+/// Ends the JSON object being written in `out`, whose members so far stand before, with the
+/// members of `value` (which serde writes as an object): a `,` and its members, then the `}`;
+/// only the `}` when it has none. What serde writes for a struct whose last fields are
+/// `value`'s (`#[serde(flatten)]`), byte for byte.
+pub fn push_json_members<T: serde::Serialize + ?Sized>(
+    out: &mut String,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    json_string::push_serde(out, value)?;
+    if !out[start..].starts_with('{') {
+        out.truncate(start);
+        return Err(<serde_json::Error as serde::ser::Error>::custom(
+            "the members to append are not an object",
+        ));
+    }
+    if out.len() == start + 2 {
+        out.truncate(start);
+        out.push('}');
+    } else {
+        out.replace_range(start..start + 1, ",");
+    }
+    Ok(())
+}

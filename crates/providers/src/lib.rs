@@ -70,6 +70,8 @@ pub mod responses;
 mod sse;
 mod sse_parse;
 mod transport;
+#[cfg(test)]
+mod wire_texts;
 
 pub use anthropic::AnthropicClient;
 pub use chat_completions::ChatCompletionsClient;

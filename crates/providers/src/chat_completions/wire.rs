@@ -96,15 +96,7 @@ impl ChatRequest<'_> {
             message.write_json(&mut out)?;
         }
         out.push(']');
-        // The options' object joins the body's: its `{` becomes a `,`, or nothing when empty.
-        let start = out.len();
-        protocol::push_json(&mut out, &self.options)?;
-        if out.len() == start + 2 {
-            out.truncate(start);
-            out.push('}');
-        } else {
-            out.replace_range(start..start + 1, ",");
-        }
+        protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
     }
 }
@@ -604,23 +596,11 @@ mod tests {
         serde_json::from_str(&written).expect("JSON")
     }
 
-    /// Texts every string writer must get right: escapes, control characters, non-ASCII,
-    /// empty, long.
-    const TEXTS: [&str; 7] = [
-        "",
-        "plain words",
-        "a \"quote\", a \\ backslash and a / slash",
-        "lines\nand\ttabs\r\u{1}\u{1f}\u{7f}",
-        "é, 漢字 and 🦀",
-        "</script><!-- -->",
-        "The long answer goes on and on, as answers do, past the eight bytes a word holds. ",
-    ];
-
     /// Every message kind and field form, each text in every form, with and without the
     /// options: the body written by hand is serde's, byte for byte.
     #[test]
     fn the_body_is_written_as_serde_writes_it() {
-        for text in TEXTS {
+        for text in crate::wire_texts::TEXTS {
             let long = text.repeat(40);
             let call = |signature: Option<&str>| ToolCall {
                 id: format!("call_{text}"),

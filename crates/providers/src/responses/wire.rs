@@ -124,15 +124,7 @@ impl ResponsesRequest<'_> {
             item.write_json(&mut out)?;
         }
         out.push(']');
-        // The options' object joins the body's: its `{` becomes a `,`, or nothing when empty.
-        let start = out.len();
-        protocol::push_json(&mut out, &self.options)?;
-        if out.len() == start + 2 {
-            out.truncate(start);
-            out.push('}');
-        } else {
-            out.replace_range(start..start + 1, ",");
-        }
+        protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
     }
 }
@@ -707,15 +699,7 @@ mod tests {
     /// by hand is serde's, byte for byte.
     #[test]
     fn the_body_is_written_as_serde_writes_it() {
-        let texts = [
-            "",
-            "plain words",
-            "a \"quote\", a \\ backslash and a / slash",
-            "lines\nand\ttabs\r\u{1}\u{1f}\u{7f}",
-            "é, 漢字 and 🦀",
-            "The long answer goes on and on, past the eight bytes a word holds. ",
-        ];
-        for text in texts {
+        for text in crate::wire_texts::TEXTS {
             let long = text.repeat(40);
             let messages = vec![
                 ModelMessage::System {
