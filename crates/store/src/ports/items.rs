@@ -47,6 +47,20 @@ const CONVERSATION_ITEMS: &str = "SELECT i.item_id, i.item_json FROM conversatio
      JOIN conversations c ON c.id = i.conversation_id \
      WHERE c.id = $1 AND c.project_id = $2 ORDER BY i.position";
 
+/// The rows of [`CONVERSATION_ITEMS`] for conversation `id` of the project.
+async fn conversation_rows(
+    store: &Store,
+    project_id: &str,
+    id: &str,
+) -> Result<Vec<DbRow>, StoreError> {
+    sqlx::query(CONVERSATION_ITEMS)
+        .bind(id)
+        .bind(project_id)
+        .fetch_all(&store.reader)
+        .await
+        .map_err(error::backend)
+}
+
 /// The `json` of a row of [`CONVERSATION_ITEMS`] as an input item, parsed once: `None` for an
 /// item that is no input (it is JSON, but not of an input item's shape); a row that is not
 /// JSON at all is corrupt, as [`decode_item`] finds it.
@@ -399,13 +413,9 @@ impl ItemStore for Store {
         project_id: &str,
         id: &str,
     ) -> Result<Vec<StoredItem>, StoreError> {
-        let rows = sqlx::query(CONVERSATION_ITEMS)
-            .bind(id)
-            .bind(project_id)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(error::backend)?;
-        rows.iter()
+        conversation_rows(self, project_id, id)
+            .await?
+            .iter()
             .map(|row| decode_item(row, ItemKind::Input))
             .collect()
     }
@@ -415,12 +425,7 @@ impl ItemStore for Store {
         project_id: &str,
         id: &str,
     ) -> Result<Vec<InputItem>, StoreError> {
-        let rows = sqlx::query(CONVERSATION_ITEMS)
-            .bind(id)
-            .bind(project_id)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(error::backend)?;
+        let rows = conversation_rows(self, project_id, id).await?;
         let texts = rows
             .iter()
             .map(|row| {
