@@ -18,10 +18,11 @@
 //! go first. A conversation shorter than [`MIN_BYTES`] is not kept (parsing it again costs
 //! less than keeping it), nor one larger than an eighth of the budget.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
-use hashlink::LinkedHashMap;
 use protocol::input::InputItem;
+
+use crate::budget_map::BudgetMap;
 
 /// The most the memo holds, counted as twice the JSON of the items kept.
 pub(crate) const BUDGET_BYTES: usize = 16 << 20;
@@ -33,44 +34,25 @@ pub(crate) const MIN_BYTES: usize = 2 << 10;
 pub(crate) type Parsed = (Arc<str>, Option<InputItem>);
 
 /// See the module documentation. Shared by the clones of a store.
-#[derive(Default)]
+#[derive(Debug)]
 pub(crate) struct ConversationMemo {
-    entries: Mutex<Entries>,
-}
-
-#[derive(Default)]
-struct Entries {
     /// By conversation id, least recently read first.
-    map: LinkedHashMap<Arc<str>, Entry>,
-    /// The sum of the entries' `cost`.
-    bytes: usize,
+    entries: BudgetMap<Vec<Parsed>>,
 }
 
-struct Entry {
-    items: Vec<Parsed>,
-    cost: usize,
+impl Default for ConversationMemo {
+    fn default() -> Self {
+        ConversationMemo {
+            entries: BudgetMap::new(BUDGET_BYTES),
+        }
+    }
 }
 
 impl ConversationMemo {
-    fn lock(&self) -> MutexGuard<'_, Entries> {
-        // Nothing panics while holding the lock; a poisoned one still holds whole entries.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The items kept for conversation `id`, taken out of the memo (the caller puts back
     /// what it read with [`ConversationMemo::keep`]).
     pub(crate) fn take(&self, id: &str) -> Vec<Parsed> {
-        let mut entries = self.lock();
-        if entries.map.is_empty() {
-            return Vec::new();
-        }
-        match entries.map.remove(id) {
-            Some(entry) => {
-                entries.bytes -= entry.cost;
-                entry.items
-            }
-            None => Vec::new(),
-        }
+        self.entries.remove(id).unwrap_or_default()
     }
 
     /// Keeps `items`, just read as conversation `id`'s, as the most recently read; the least
@@ -84,40 +66,13 @@ impl ConversationMemo {
         if cost < MIN_BYTES.saturating_mul(2) || cost > BUDGET_BYTES / 8 {
             return;
         }
-        // Dropped once the lock is released: dropping items is the costly part.
-        let mut evicted = Vec::new();
-        {
-            let mut entries = self.lock();
-            if let Some(old) = entries.map.insert(Arc::from(id), Entry { items, cost }) {
-                entries.bytes -= old.cost;
-                evicted.push(old);
-            }
-            entries.bytes += cost;
-            while entries.bytes > BUDGET_BYTES {
-                let Some((_, old)) = entries.map.pop_front() else {
-                    break;
-                };
-                entries.bytes -= old.cost;
-                evicted.push(old);
-            }
-        }
-        drop(evicted);
+        self.entries.insert(Arc::from(id), items, cost);
     }
 
     /// How many conversations and bytes (as counted against the budget) are kept.
+    #[cfg(test)]
     fn size(&self) -> (usize, usize) {
-        let entries = self.lock();
-        (entries.map.len(), entries.bytes)
-    }
-}
-
-impl std::fmt::Debug for ConversationMemo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (entries, bytes) = self.size();
-        f.debug_struct("ConversationMemo")
-            .field("entries", &entries)
-            .field("bytes", &bytes)
-            .finish()
+        self.entries.size()
     }
 }
 

@@ -19,10 +19,11 @@
 //! than [`MIN_BYTES`] is not kept (parsing it again costs less than keeping it), nor one
 //! larger than an eighth of the budget.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
-use hashlink::LinkedHashMap;
 use protocol::input::InputItem;
+
+use crate::budget_map::BudgetMap;
 
 /// The most the memo holds, counted as [`cost`].
 pub(crate) const BUDGET_BYTES: usize = 32 << 20;
@@ -31,17 +32,18 @@ pub(crate) const BUDGET_BYTES: usize = 32 << 20;
 pub(crate) const MIN_BYTES: usize = 2 << 10;
 
 /// See the module documentation. Shared by the clones of a store.
-#[derive(Default)]
+#[derive(Debug)]
 pub(crate) struct TranscriptMemo {
-    entries: Mutex<Entries>,
+    /// By response id, oldest first.
+    entries: BudgetMap<Entry>,
 }
 
-#[derive(Default)]
-struct Entries {
-    /// By response id, oldest first.
-    map: LinkedHashMap<Arc<str>, Entry>,
-    /// The sum of the entries' [`cost`].
-    bytes: usize,
+impl Default for TranscriptMemo {
+    fn default() -> Self {
+        TranscriptMemo {
+            entries: BudgetMap::new(BUDGET_BYTES),
+        }
+    }
 }
 
 struct Entry {
@@ -56,77 +58,34 @@ fn cost(json: &str) -> usize {
 }
 
 impl TranscriptMemo {
-    fn lock(&self) -> MutexGuard<'_, Entries> {
-        // Nothing panics while holding the lock; a poisoned one still holds whole entries.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Keeps `items`, just stored as `json` in the row of response `id`, replacing what was
     /// kept for `id`; the oldest entries go when the budget is full.
     pub(crate) fn remember(&self, id: &Arc<str>, json: &Arc<str>, items: &[InputItem]) {
         let cost = cost(json);
         if json.len() < MIN_BYTES || cost > BUDGET_BYTES / 8 {
             // Not kept; an entry of an earlier write of this row would only be missed.
-            drop(self.forget(id));
+            drop(self.entries.remove(id));
             return;
         }
         let entry = Entry {
             json: Arc::clone(json),
             items: items.to_vec(),
         };
-        // Dropped once the lock is released: dropping items is the costly part.
-        let mut evicted = Vec::new();
-        {
-            let mut entries = self.lock();
-            if let Some(old) = entries.map.insert(Arc::clone(id), entry) {
-                entries.bytes -= self::cost(&old.json);
-                evicted.push(old);
-            }
-            entries.bytes += cost;
-            while entries.bytes > BUDGET_BYTES {
-                let Some((_, old)) = entries.map.pop_front() else {
-                    break;
-                };
-                entries.bytes -= self::cost(&old.json);
-                evicted.push(old);
-            }
-        }
-        drop(evicted);
+        self.entries.insert(Arc::clone(id), entry, cost);
     }
 
     /// The items kept for response `id`, taken out of the memo, if they were written as
     /// `json` (the row's `transcript_json` as just read); `None` leaves the parse to the
     /// caller.
     pub(crate) fn take(&self, id: &str, json: &str) -> Option<Vec<InputItem>> {
-        let entry = self.forget(id)?;
+        let entry = self.entries.remove(id)?;
         (*entry.json == *json).then_some(entry.items)
     }
 
-    /// Removes what is kept for `id`.
-    fn forget(&self, id: &str) -> Option<Entry> {
-        let mut entries = self.lock();
-        if entries.map.is_empty() {
-            return None;
-        }
-        let entry = entries.map.remove(id)?;
-        entries.bytes -= cost(&entry.json);
-        Some(entry)
-    }
-
     /// How many entries and bytes (as counted against the budget) are kept.
+    #[cfg(test)]
     fn size(&self) -> (usize, usize) {
-        let entries = self.lock();
-        (entries.map.len(), entries.bytes)
-    }
-}
-
-impl std::fmt::Debug for TranscriptMemo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (entries, bytes) = self.size();
-        f.debug_struct("TranscriptMemo")
-            .field("entries", &entries)
-            .field("bytes", &bytes)
-            .finish()
+        self.entries.size()
     }
 }
 
