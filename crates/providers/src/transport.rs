@@ -19,7 +19,6 @@ use engine::model::ModelError;
 use futures::{Stream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{StatusCode, Url};
-use serde::Serialize;
 
 use crate::config::ClientOptions;
 use crate::h1_client::{H1Pool, SendFailure};
@@ -55,31 +54,19 @@ impl UpstreamRequest {
         self
     }
 
-    /// The request with `body` as its JSON body.
-    pub(crate) fn json<T: Serialize + ?Sized>(self, body: &T) -> Result<Self, ModelError> {
-        let json = serde_json::to_vec(body).map_err(|err| cannot_encode(&err))?;
-        Ok(self.json_bytes(Bytes::from(json)))
-    }
-
-    /// The request with `json`, written already (or the error writing it), as its JSON body.
+    /// The request with `json`, written already by the wire's `to_json` (or the error
+    /// writing it), as its JSON body.
     pub(crate) fn json_text(
-        self,
+        mut self,
         json: Result<String, serde_json::Error>,
     ) -> Result<Self, ModelError> {
-        let json = json.map_err(|err| cannot_encode(&err))?;
-        Ok(self.json_bytes(Bytes::from(json)))
-    }
-
-    fn json_bytes(mut self, json: Bytes) -> Self {
-        self.body = json;
+        let json = json
+            .map_err(|err| ModelError::Transport(format!("could not encode the request: {err}")))?;
+        self.body = Bytes::from(json);
         self.headers
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        self
+        Ok(self)
     }
-}
-
-fn cannot_encode(err: &serde_json::Error) -> ModelError {
-    ModelError::Transport(format!("could not encode the request: {err}"))
 }
 
 /// An upstream's answer head and body.

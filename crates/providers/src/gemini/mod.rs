@@ -82,7 +82,7 @@ impl ModelClient for GeminiClient {
         let post = self
             .upstream
             .post(url)
-            .json(&GenerateRequest::from(&request))?;
+            .json_text(GenerateRequest::from(&request).to_json())?;
         self.upstream
             .turn(
                 post,
