@@ -85,6 +85,23 @@ pub fn push_json<T: serde::Serialize + ?Sized>(
     json_string::push_serde(out, value)
 }
 
+/// Appends a JSON array of `items`, each written by `write`, a `,` between two.
+pub fn push_json_list<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut String, T) -> Result<(), serde_json::Error>,
+) -> Result<(), serde_json::Error> {
+    out.push('[');
+    for (n, item) in items.into_iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        write(out, item)?;
+    }
+    out.push(']');
+    Ok(())
+}
+
 /// Ends the JSON object being written in `out`, whose members so far stand before, with the
 /// members of `value` (which serde writes as an object): a `,` and its members, then the `}`;
 /// only the `}` when it has none. What serde writes for a struct whose last fields are

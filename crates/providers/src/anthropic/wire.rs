@@ -213,24 +213,16 @@ impl<'a> MessagesRequest<'a> {
             out.push_str(",\"system\":");
             protocol::push_json_string(&mut out, system)?;
         }
-        out.push_str(",\"messages\":[");
-        for (n, turn) in self.messages.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
+        out.push_str(",\"messages\":");
+        protocol::push_json_list(&mut out, &self.messages, |out, turn| {
             out.push_str(match turn.role {
-                Role::User => "{\"role\":\"user\",\"content\":[",
-                Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+                Role::User => "{\"role\":\"user\",\"content\":",
+                Role::Assistant => "{\"role\":\"assistant\",\"content\":",
             });
-            for (n, block) in turn.content.iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
-                }
-                block.write_json(&mut out)?;
-            }
-            out.push_str("]}");
-        }
-        out.push(']');
+            protocol::push_json_list(out, &turn.content, |out, block| block.write_json(out))?;
+            out.push('}');
+            Ok(())
+        })?;
         protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
     }

@@ -88,14 +88,10 @@ impl ChatRequest<'_> {
         let mut out = String::with_capacity(512 + self.model.len() + text);
         out.push_str("{\"model\":");
         protocol::push_json_string(&mut out, self.model)?;
-        out.push_str(",\"messages\":[");
-        for (n, message) in self.messages.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            message.write_json(&mut out)?;
-        }
-        out.push(']');
+        out.push_str(",\"messages\":");
+        protocol::push_json_list(&mut out, &self.messages, |out, message| {
+            message.write_json(out)
+        })?;
         protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
     }

@@ -166,23 +166,15 @@ impl GenerateRequest<'_> {
             .map(Part::json_size)
             .sum();
         let mut out = String::with_capacity(512 + text);
-        out.push_str("{\"contents\":[");
-        for (n, content) in self.contents.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
+        out.push_str("{\"contents\":");
+        protocol::push_json_list(&mut out, &self.contents, |out, content| {
             out.push_str("{\"role\":");
-            protocol::push_json_string(&mut out, content.role)?;
-            out.push_str(",\"parts\":[");
-            for (n, part) in content.parts.iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
-                }
-                part.write_json(&mut out)?;
-            }
-            out.push_str("]}");
-        }
-        out.push(']');
+            protocol::push_json_string(out, content.role)?;
+            out.push_str(",\"parts\":");
+            protocol::push_json_list(out, &content.parts, |out, part| part.write_json(out))?;
+            out.push('}');
+            Ok(())
+        })?;
         protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
     }

@@ -116,14 +116,8 @@ impl ResponsesRequest<'_> {
             out.push_str(",\"instructions\":");
             protocol::push_json_string(&mut out, instructions)?;
         }
-        out.push_str(",\"input\":[");
-        for (n, item) in self.input.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            item.write_json(&mut out)?;
-        }
-        out.push(']');
+        out.push_str(",\"input\":");
+        protocol::push_json_list(&mut out, &self.input, |out, item| item.write_json(out))?;
         protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
     }
