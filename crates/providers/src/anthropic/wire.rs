@@ -814,12 +814,7 @@ mod tests {
     /// The body as the client sends it (`to_json`), checked to be serde's bytes.
     fn body(request: &ModelRequest) -> serde_json::Value {
         let messages = MessagesRequest::new(request);
-        let written = messages.to_json().expect("written");
-        assert_eq!(
-            written,
-            serde_json::to_string(&messages).expect("serde writes it")
-        );
-        serde_json::from_str(&written).expect("JSON")
+        crate::wire_texts::checked(&messages, messages.to_json())
     }
 
     fn user(text: &str) -> ModelMessage {

@@ -584,12 +584,7 @@ mod tests {
     /// The body as the client sends it (`to_json`), checked to be serde's bytes.
     fn body(request: &ModelRequest) -> serde_json::Value {
         let chat = ChatRequest::from(request);
-        let written = chat.to_json().expect("written");
-        assert_eq!(
-            written,
-            serde_json::to_string(&chat).expect("serde writes it")
-        );
-        serde_json::from_str(&written).expect("JSON")
+        crate::wire_texts::checked(&chat, chat.to_json())
     }
 
     /// Every message kind and field form, each text in every form, with and without the

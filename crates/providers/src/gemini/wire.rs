@@ -794,12 +794,7 @@ mod tests {
     /// The body as the client sends it (`to_json`), checked to be serde's bytes.
     fn body(request: &ModelRequest) -> serde_json::Value {
         let generate = GenerateRequest::from(request);
-        let written = generate.to_json().expect("written");
-        assert_eq!(
-            written,
-            serde_json::to_string(&generate).expect("serde writes it")
-        );
-        serde_json::from_str(&written).expect("JSON")
+        crate::wire_texts::checked(&generate, generate.to_json())
     }
 
     fn user(text: &str) -> ModelMessage {

@@ -680,12 +680,7 @@ mod tests {
     /// The body as the client sends it (`to_json`), checked to be serde's bytes.
     fn body(request: &ModelRequest) -> serde_json::Value {
         let responses = ResponsesRequest::from(request);
-        let written = responses.to_json().expect("written");
-        assert_eq!(
-            written,
-            serde_json::to_string(&responses).expect("serde writes it")
-        );
-        serde_json::from_str(&written).expect("JSON")
+        crate::wire_texts::checked(&responses, responses.to_json())
     }
 
     /// Every item form the writer takes apart, each text in every form (escapes, control
