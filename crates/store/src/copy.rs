@@ -5,8 +5,9 @@
 //! version). Tables are copied in dependency order, in pages walked by SQLite's `rowid`, so
 //! rows keep their relative order (the order of items written in the same second included).
 //! Every insert is `ON CONFLICT DO NOTHING`: a copy interrupted half-way can simply be run
-//! again. Run it while no agentd serves the SQLite store. Event chunks and responses' JSON
-//! packed on SQLite (`event_pack.rs`) are copied unpacked: PostgreSQL stores them as TEXT.
+//! again. Run it while no agentd serves the SQLite store. Event chunks, responses' JSON and
+//! their transcripts packed on SQLite (`event_pack.rs`) are copied unpacked: PostgreSQL stores
+//! them as TEXT.
 
 use engine::store::StoreError;
 use sqlx::postgres::Postgres;
@@ -27,7 +28,7 @@ enum Column {
     Int(&'static str),
     NullInt(&'static str),
     Blob(&'static str),
-    /// An event chunk's lines or a response's JSON: TEXT, or packed in a BLOB on SQLite
+    /// An event chunk's lines, a response's JSON or its transcript: TEXT, or packed in a BLOB on SQLite
     /// (`event_pack.rs`); copied as the text (PostgreSQL stores it as TEXT).
     Packed(&'static str),
 }
@@ -56,7 +57,7 @@ enum Value {
 
 use Column::{Blob, Int, NullInt, NullText, Packed, Text};
 
-/// The tables of the schema (version 14), parents before children, with every column.
+/// The tables of the schema (version 17), parents before children, with every column.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -81,7 +82,7 @@ const TABLES: &[(&str, &[Column])] = &[
             Int("visible"),
             Text("status"),
             Packed("response_json"),
-            Text("transcript_json"),
+            Packed("transcript_json"),
             Int("updated_at"),
             NullText("conversation_id"),
             NullText("turns_json"),
@@ -317,7 +318,7 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
                     if value.type_info().name() == "BLOB" {
                         let packed: &[u8] = row.try_get(n).map_err(bad)?;
                         Value::Text(event_pack::unpack(packed).map_err(|e| {
-                            StoreError::Corrupt(format!("{table}: {} {e}", row_of(table, row)))
+                            StoreError::Corrupt(format!("{table}: {} {e}", row_of(table, n, row)))
                         })?)
                     } else {
                         Value::Text(row.try_get(n).map_err(bad)?)
@@ -328,12 +329,12 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
         .collect()
 }
 
-/// Which row a packed value that does not unpack is in, for an error: a response, or a chunk
-/// of `event_chunks`.
-fn row_of(table: &str, row: &SqliteRow) -> String {
+/// Which value a packed value that does not unpack is, for an error: a response's `column`,
+/// or a chunk of `event_chunks`.
+fn row_of(table: &str, column: &str, row: &SqliteRow) -> String {
     if table == "responses" {
         let id: String = row.try_get("id").unwrap_or_default();
-        return format!("the response_json of {id}:");
+        return format!("the {column} of {id}:");
     }
     let number = |column| row.try_get::<i64, _>(column).unwrap_or(-1);
     let response: String = row.try_get("response_id").unwrap_or_default();

@@ -90,6 +90,7 @@ mod script_run;
 mod sqlite;
 mod sqlite_reader;
 mod sqlite_writer;
+mod stored_json;
 mod transcript_memo;
 #[cfg(test)]
 mod upgrade_tests;

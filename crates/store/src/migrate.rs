@@ -96,6 +96,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "purge_by_event_log_keys",
         include_str!("../migrations/sqlite/0016_purge_by_event_log_keys.sql"),
     ),
+    (
+        17,
+        "packed_transcript_json",
+        include_str!("../migrations/sqlite/0017_packed_transcript_json.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.

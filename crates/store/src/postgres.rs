@@ -40,8 +40,8 @@ mod dialect {
     /// replica of an older version reads them during a rolling upgrade.
     pub(super) const PACK_EVENTS: bool = false;
 
-    /// Responses stay TEXT as well (TOAST; older replicas read them).
-    pub(super) const PACK_RESPONSES: bool = false;
+    /// Responses and their transcripts stay TEXT as well (TOAST; older replicas read them).
+    pub(super) const PACK_JSON: bool = false;
 
     /// Opens a write transaction: an ordinary one.
     pub(super) const WRITE_BEGIN: &str = "BEGIN";

@@ -64,9 +64,11 @@ mod dialect {
     /// against a fixed dictionary since 13, `event_pack.rs`): their lines fill pages of the WAL and of the database file.
     pub(super) const PACK_EVENTS: bool = true;
 
-    /// A response's JSON is stored packed too where that makes it smaller (schema version 14,
-    /// `event_pack.rs`): the row of a finished run then shares its page with two others.
-    pub(super) const PACK_RESPONSES: bool = true;
+    /// A response's JSON (schema version 14) and its transcript (version 17) are stored packed
+    /// too where that makes them smaller (`event_pack.rs`): the row of a finished run then
+    /// shares its page with two others, and a long conversation's response stores its
+    /// transcript in a fraction of the pages.
+    pub(super) const PACK_JSON: bool = true;
 
     /// The oldest claimable job and its state before the claim.
     pub(super) const SELECT_CLAIMABLE: &str = "\

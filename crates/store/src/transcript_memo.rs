@@ -9,21 +9,23 @@
 //! transcript, written at the run's end, until a continuation takes them.
 //!
 //! It is a memo of the parse and nothing more: [`TranscriptMemo::take`] hands its items over
-//! only when the row just read holds the very text they were written as, so what a
+//! only when the row just read holds the very value they were written as (the JSON text, or on
+//! SQLite the packed bytes: `stored_json.rs`), so what a
 //! continuation sees is always what the store holds (a response deleted, rewritten, or written
 //! by another replica in between is parsed from its row, or not found, as without the memo),
 //! and the row is read, with its project, as before.
 //!
-//! Bounded: [`BUDGET_BYTES`] of entries, each counted as twice its JSON (the text, and the
-//! items parsed from it, which take about as much); the oldest go first. A transcript shorter
-//! than [`MIN_BYTES`] is not kept (parsing it again costs less than keeping it), nor one
-//! larger than an eighth of the budget.
+//! Bounded: [`BUDGET_BYTES`] of entries, each counted as its JSON's length (the items parsed
+//! from it take about as much) plus the stored value's (the text again, or its packed bytes);
+//! the oldest go first. A transcript shorter than [`MIN_BYTES`] is not kept (parsing it again
+//! costs less than keeping it), nor one that counts for more than an eighth of the budget.
 
 use std::sync::Arc;
 
 use protocol::input::InputItem;
 
 use crate::budget_map::BudgetMap;
+use crate::stored_json::{StoredJson, StoredJsonRef};
 
 /// The most the memo holds, counted as [`cost`].
 pub(crate) const BUDGET_BYTES: usize = 32 << 20;
@@ -47,39 +49,47 @@ impl Default for TranscriptMemo {
 }
 
 struct Entry {
-    /// The `transcript_json` the items were written as.
-    json: Arc<str>,
+    /// The `transcript_json` the items were written as, in its stored form.
+    stored: StoredJson,
     items: Vec<InputItem>,
 }
 
-/// What an entry of `json` counts for against [`BUDGET_BYTES`].
-fn cost(json: &str) -> usize {
-    json.len().saturating_mul(2)
+/// What an entry counts for against [`BUDGET_BYTES`]: `stored`, of a JSON `json_len` bytes
+/// long.
+fn cost(stored: &StoredJson, json_len: usize) -> usize {
+    json_len.saturating_add(stored.stored_len())
 }
 
 impl TranscriptMemo {
-    /// Keeps `items`, just stored as `json` in the row of response `id`, replacing what was
-    /// kept for `id`; the oldest entries go when the budget is full.
-    pub(crate) fn remember(&self, id: &Arc<str>, json: &Arc<str>, items: &[InputItem]) {
-        let cost = cost(json);
-        if json.len() < MIN_BYTES || cost > BUDGET_BYTES / 8 {
+    /// Keeps `items`, just stored as `stored` (of a JSON `json_len` bytes long) in the row of
+    /// response `id`, replacing what was kept for `id`; the oldest entries go when the budget
+    /// is full.
+    pub(crate) fn remember(
+        &self,
+        id: &Arc<str>,
+        stored: &StoredJson,
+        json_len: usize,
+        items: &[InputItem],
+    ) {
+        let cost = cost(stored, json_len);
+        if json_len < MIN_BYTES || cost > BUDGET_BYTES / 8 {
             // Not kept; an entry of an earlier write of this row would only be missed.
             drop(self.entries.remove(id));
             return;
         }
         let entry = Entry {
-            json: Arc::clone(json),
+            stored: stored.clone(),
             items: items.to_vec(),
         };
         self.entries.insert(Arc::clone(id), entry, cost);
     }
 
     /// The items kept for response `id`, taken out of the memo, if they were written as
-    /// `json` (the row's `transcript_json` as just read); `None` leaves the parse to the
-    /// caller.
-    pub(crate) fn take(&self, id: &str, json: &str) -> Option<Vec<InputItem>> {
+    /// `stored` (the row's `transcript_json` as just read, in its stored form); `None` leaves
+    /// the parse to the caller.
+    pub(crate) fn take(&self, id: &str, stored: StoredJsonRef<'_>) -> Option<Vec<InputItem>> {
         let entry = self.entries.remove(id)?;
-        (*entry.json == *json).then_some(entry.items)
+        (entry.stored.as_ref() == stored).then_some(entry.items)
     }
 
     /// How many entries and bytes (as counted against the budget) are kept.
@@ -101,8 +111,13 @@ mod tests {
         .unwrap()
     }
 
-    fn json_of(items: &[InputItem]) -> Arc<str> {
-        Arc::from(InputItem::list_to_json(items).unwrap())
+    /// The items' JSON as the store writes it where it does not pack (PostgreSQL).
+    fn json_of(items: &[InputItem]) -> StoredJson {
+        StoredJson::Text(Arc::from(InputItem::list_to_json(items).unwrap()))
+    }
+
+    fn len(json: &StoredJson) -> usize {
+        json.stored_len()
     }
 
     fn long(tag: &str, bytes: usize) -> Vec<InputItem> {
@@ -115,16 +130,16 @@ mod tests {
         let id: Arc<str> = Arc::from("resp_1");
         let kept = long("a", 4096);
         let json = json_of(&kept);
-        memo.remember(&id, &json, &kept);
-        assert_eq!(memo.take("resp_2", &json), None, "another id");
-        assert_eq!(memo.take("resp_1", &json), Some(kept.clone()));
-        assert_eq!(memo.take("resp_1", &json), None, "taken already");
+        memo.remember(&id, &json, len(&json), &kept);
+        assert_eq!(memo.take("resp_2", json.as_ref()), None, "another id");
+        assert_eq!(memo.take("resp_1", json.as_ref()), Some(kept.clone()));
+        assert_eq!(memo.take("resp_1", json.as_ref()), None, "taken already");
         assert_eq!(memo.size(), (0, 0));
 
         // The row holds other text (rewritten, or by another replica): the caller parses it.
-        memo.remember(&id, &json, &kept);
+        memo.remember(&id, &json, len(&json), &kept);
         let other = json_of(&long("b", 4096));
-        assert_eq!(memo.take("resp_1", &other), None);
+        assert_eq!(memo.take("resp_1", other.as_ref()), None);
         assert_eq!(memo.size(), (0, 0), "a stale entry is dropped");
     }
 
@@ -134,18 +149,52 @@ mod tests {
         let id: Arc<str> = Arc::from("resp_1");
         let first = long("a", 4096);
         let second = long("b", 8192);
-        memo.remember(&id, &json_of(&first), &first);
-        memo.remember(&id, &json_of(&second), &second);
-        assert_eq!(memo.size(), (1, cost(&json_of(&second))));
-        assert_eq!(memo.take("resp_1", &json_of(&first)), None);
-        memo.remember(&id, &json_of(&second), &second);
-        assert_eq!(memo.take("resp_1", &json_of(&second)), Some(second));
+        memo.remember(&id, &json_of(&first), len(&json_of(&first)), &first);
+        memo.remember(&id, &json_of(&second), len(&json_of(&second)), &second);
+        assert_eq!(
+            memo.size(),
+            (1, cost(&json_of(&second), len(&json_of(&second))))
+        );
+        assert_eq!(memo.take("resp_1", json_of(&first).as_ref()), None);
+        memo.remember(&id, &json_of(&second), len(&json_of(&second)), &second);
+        assert_eq!(memo.take("resp_1", json_of(&second).as_ref()), Some(second));
 
         // A short rewrite is not kept, and forgets the longer one.
-        memo.remember(&id, &json_of(&first), &first);
+        memo.remember(&id, &json_of(&first), len(&json_of(&first)), &first);
         let short = items("hello");
-        memo.remember(&id, &json_of(&short), &short);
+        memo.remember(&id, &json_of(&short), len(&json_of(&short)), &short);
         assert_eq!(memo.size(), (0, 0));
+    }
+
+    #[test]
+    fn a_packed_transcript_is_handed_over_for_its_packed_bytes_and_counts_them() {
+        let memo = TranscriptMemo::default();
+        let id: Arc<str> = Arc::from("resp_1");
+        let kept = long("a", 16 << 10);
+        let text = json_of(&kept);
+        let StoredJson::Text(json) = &text else {
+            unreachable!()
+        };
+        let packed = StoredJson::new(Arc::clone(json), true, crate::event_pack::pack_transcript);
+        assert!(matches!(packed, StoredJson::Packed(_)), "{packed:?}");
+        memo.remember(&id, &packed, json.len(), &kept);
+        assert_eq!(memo.size(), (1, json.len() + packed.stored_len()));
+        assert!(memo.size().1 < json.len() + json.len() / 2);
+        assert_eq!(memo.take("resp_1", packed.as_ref()), Some(kept.clone()));
+
+        // The same JSON stored as text (an older row rewritten) is not the value kept: parsed.
+        memo.remember(&id, &packed, json.len(), &kept);
+        assert_eq!(memo.take("resp_1", text.as_ref()), None);
+        // Nor other packed bytes.
+        memo.remember(&id, &packed, json.len(), &kept);
+        let StoredJson::Packed(bytes) = &packed else {
+            unreachable!()
+        };
+        let mut other = bytes.to_vec();
+        if let Some(last) = other.last_mut() {
+            *last ^= 1;
+        }
+        assert_eq!(memo.take("resp_1", StoredJsonRef::Packed(&other)), None);
     }
 
     #[test]
@@ -153,12 +202,17 @@ mod tests {
         let memo = TranscriptMemo::default();
         let short = items("hello");
         let json = json_of(&short);
-        assert!(json.len() < MIN_BYTES);
-        memo.remember(&Arc::from("resp_short"), &json, &short);
+        assert!(len(&json) < MIN_BYTES);
+        memo.remember(&Arc::from("resp_short"), &json, len(&json), &short);
         let huge = long("h", BUDGET_BYTES / 16 + 1);
-        memo.remember(&Arc::from("resp_huge"), &json_of(&huge), &huge);
+        memo.remember(
+            &Arc::from("resp_huge"),
+            &json_of(&huge),
+            len(&json_of(&huge)),
+            &huge,
+        );
         assert_eq!(memo.size(), (0, 0));
-        assert_eq!(memo.take("resp_short", &json), None);
+        assert_eq!(memo.take("resp_short", json.as_ref()), None);
     }
 
     #[test]
@@ -166,17 +220,24 @@ mod tests {
         let memo = TranscriptMemo::default();
         let each = long("e", 1 << 19);
         let json = json_of(&each);
-        let fit = BUDGET_BYTES / cost(&json);
+        let fit = BUDGET_BYTES / cost(&json, len(&json));
         assert!(fit >= 4, "{fit}");
         for n in 0..fit + 3 {
-            memo.remember(&Arc::from(format!("resp_{n}")), &json, &each);
+            memo.remember(&Arc::from(format!("resp_{n}")), &json, len(&json), &each);
         }
         let (count, bytes) = memo.size();
         assert_eq!(count, fit);
         assert!(bytes <= BUDGET_BYTES, "{bytes}");
         for n in 0..3 {
-            assert_eq!(memo.take(&format!("resp_{n}"), &json), None, "resp_{n}");
+            assert_eq!(
+                memo.take(&format!("resp_{n}"), json.as_ref()),
+                None,
+                "resp_{n}"
+            );
         }
-        assert_eq!(memo.take(&format!("resp_{}", fit + 2), &json), Some(each));
+        assert_eq!(
+            memo.take(&format!("resp_{}", fit + 2), json.as_ref()),
+            Some(each)
+        );
     }
 }

@@ -88,7 +88,7 @@ async fn sqlite_event_logs_of_version_10_read_back_after_the_upgrade() -> TestRe
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
         .fetch_one(store.pool())
         .await?;
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let result = logs_read_back(&store).await;
     store.close().await;
     std::fs::remove_dir_all(&dir).ok();
@@ -364,6 +364,76 @@ async fn sqlite_version_16_purges_by_the_event_logs_keys() -> TestResult {
             [("resp_unknown".to_owned(), 1), ("resp_young".to_owned(), 4)]
         );
         Ok(())
+    }
+    .await;
+    store.close().await;
+    std::fs::remove_dir_all(&dir).ok();
+    result
+}
+
+/// A store of version 16 (transcripts as TEXT) opened by version 17 (which packs them): a
+/// continuation of a response stored before reads its transcript; the same response written
+/// again is stored packed, and reads the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_text_transcripts_of_version_16_read_with_packed_ones() -> TestResult {
+    use engine::store::ResponseStore;
+    use protocol::input::InputItem;
+    let transcript: Vec<InputItem> = serde_json::from_value(serde_json::Value::Array(
+        // Past the length from which transcripts are packed (16 KiB).
+        (0..300)
+            .map(|n| {
+                serde_json::json!({"role": "user",
+                    "content": format!("question {n}: what follows from the answer before?")})
+            })
+            .collect(),
+    ))?;
+    let json = InputItem::list_to_json(&transcript)?;
+    let response = serde_json::json!({
+        "id": "resp_a", "object": "response", "created_at": 1, "completed_at": 2,
+        "status": "completed", "model": "fake/model", "output": [], "usage": null,
+        "error": null, "incomplete_details": null, "instructions": null,
+        "max_output_tokens": null, "max_tool_calls": null, "max_steps": null,
+        "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto", "tools": [],
+        "parallel_tool_calls": true, "truncation": "disabled", "background": false,
+        "store": true, "service_tier": "default", "text": {"format": {"type": "text"}},
+        "metadata": {}, "previous_response_id": null, "prompt_cache_key": null,
+        "reasoning": null, "safety_identifier": null, "frequency_penalty": 0.0,
+        "presence_penalty": 0.0, "top_logprobs": 0
+    });
+    let dir = sqlite_store_before(
+        17,
+        format!(
+            "INSERT INTO responses (id, project_id, created_at, visible, status, response_json, \
+             transcript_json, updated_at) VALUES ('resp_a', 'proj', 1, 1, 'completed', \
+             '{response}', '{json}', 1);"
+        ),
+    )
+    .await?;
+    let store = SqliteStore::open(&dir).await?;
+    let result = async {
+        let kind = || async {
+            sqlx::query_scalar::<_, String>("SELECT typeof(transcript_json) FROM responses")
+                .fetch_one(store.pool())
+                .await
+        };
+        let read = || async {
+            store
+                .continuation_source("proj", "resp_a")
+                .await?
+                .ok_or("resp_a not found")
+                .map_err(Box::<dyn Error>::from)
+        };
+        assert_eq!(kind().await?, "text");
+        assert_eq!(read().await?.transcript, transcript);
+        let record = store
+            .get_response("proj", "resp_a")
+            .await?
+            .ok_or("resp_a not found")?;
+        assert_eq!(record.transcript, transcript);
+        store.put_response(&record).await?;
+        assert_eq!(kind().await?, "blob");
+        assert_eq!(read().await?.transcript, transcript);
+        Ok::<_, Box<dyn Error>>(())
     }
     .await;
     store.close().await;

@@ -392,7 +392,8 @@ async fn a_continuation_reads_what_the_whole_record_gives(db: &TestDb) -> TestRe
 async fn a_continuation_reads_the_transcript_the_row_holds_now(db: &TestDb) -> TestResult {
     let long = |word: &str| -> Result<Vec<InputItem>, serde_json::Error> {
         let mut items = transcript()?;
-        for n in 0..40 {
+        // Kept by the memo (2 KiB), and on SQLite packed (16 KiB).
+        for n in 0..250 {
             items.push(serde_json::from_value(json!({
                 "role": "user",
                 "content": format!("{word} question {n}: what follows from the answer before?"),
@@ -643,6 +644,109 @@ async fn response_json_reads_back_packed_or_as_text(db: &TestDb) -> TestResult {
                 return Err(format!("a damaged response read as {read:?}").into());
             };
             assert!(message.contains("resp_1"), "{message}");
+        }
+        assert!(store.get_response("proj_a", "resp_2").await?.is_some());
+    }
+    Ok(())
+}
+
+/// On SQLite a long transcript is stored packed (schema version 17: a BLOB a fraction of its
+/// JSON); a TEXT one, as version 16 and PostgreSQL store it, reads the same, by the lookup and
+/// by a continuation. A packed one that does not unpack is a corrupt error naming the response
+/// and the column.
+async fn a_long_transcript_reads_back_packed_or_as_text(db: &TestDb) -> TestResult {
+    let long = || -> Result<Vec<InputItem>, serde_json::Error> {
+        let mut items = Vec::new();
+        // Past the length from which transcripts are packed (16 KiB).
+        for n in 0..60 {
+            items.extend(transcript()?);
+            items.push(serde_json::from_value(json!({
+                "role": "user", "content": format!("question {n}: and then? é\u{1F600}\"\\"),
+            }))?);
+        }
+        Ok(items)
+    };
+    let store = db.open().await?;
+    let mut packed = record("resp_1", "proj_a", true)?;
+    packed.transcript = long()?;
+    let mut text = record("resp_2", "proj_a", true)?;
+    text.transcript = long()?;
+    store.put_response(&packed).await?;
+    store.put_response(&text).await?;
+    let json = InputItem::list_to_json(&text.transcript)?;
+    let kinds = match db.backend {
+        common::Backend::Sqlite => {
+            let length: i64 = db
+                .text(
+                    "SELECT CAST(length(transcript_json) AS TEXT) FROM responses \
+                     WHERE id = 'resp_1'",
+                )
+                .await?
+                .parse()?;
+            assert!(
+                length * 4 < json.len() as i64,
+                "{length} of {} bytes",
+                json.len()
+            );
+            db.text(
+                "SELECT group_concat(typeof(transcript_json), ',') FROM \
+                 (SELECT transcript_json FROM responses ORDER BY id)",
+            )
+            .await?
+        }
+        common::Backend::Postgres => {
+            db.text(
+                "SELECT string_agg(pg_typeof(transcript_json)::text, ',') FROM \
+                 (SELECT transcript_json FROM responses ORDER BY id) AS r",
+            )
+            .await?
+        }
+    };
+    let expected = match db.backend {
+        common::Backend::Sqlite => "blob,blob",
+        common::Backend::Postgres => "text,text",
+    };
+    assert_eq!(kinds, expected);
+    store.close().await;
+    // resp_2 as an older version (or PostgreSQL) wrote it: the JSON as TEXT.
+    db.execute(&format!(
+        "UPDATE responses SET transcript_json = '{}' WHERE id = 'resp_2'",
+        json.replace('\'', "''")
+    ))
+    .await?;
+    let store = db.open().await?;
+    for expected in [&packed, &text] {
+        assert_eq!(
+            store.get_response("proj_a", &expected.id).await?.as_ref(),
+            Some(expected)
+        );
+        let source = store
+            .continuation_source("proj_a", &expected.id)
+            .await?
+            .ok_or("missing")?;
+        assert_eq!(source.transcript, expected.transcript, "{}", expected.id);
+    }
+    store.close().await;
+    if db.backend == common::Backend::Sqlite {
+        // The format byte of a packed transcript and a length, then a block that is not LZ4.
+        db.execute(
+            "UPDATE responses SET transcript_json = x'0140000000ffffffffffffffff' \
+             WHERE id = 'resp_1'",
+        )
+        .await?;
+        let store = db.open().await?;
+        for read in [
+            store.get_response("proj_a", "resp_1").await.map(|_| ()),
+            store
+                .continuation_source("proj_a", "resp_1")
+                .await
+                .map(|_| ()),
+        ] {
+            let Err(StoreError::Corrupt(message)) = read else {
+                return Err(format!("a damaged transcript read as {read:?}").into());
+            };
+            assert!(message.contains("resp_1"), "{message}");
+            assert!(message.contains("transcript_json"), "{message}");
         }
         assert!(store.get_response("proj_a", "resp_2").await?.is_some());
     }
@@ -1125,6 +1229,7 @@ matrix!(
     key_of_unknown_project_is_refused,
     corrupt_response_json_is_a_corrupt_error,
     response_json_reads_back_packed_or_as_text,
+    a_long_transcript_reads_back_packed_or_as_text,
     corrupt_transcript_is_a_corrupt_error,
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,

@@ -144,7 +144,12 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         created_at: 1_700_000_000,
         visible: true,
         response,
-        transcript: Vec::new(),
+        // Long enough that SQLite packs it (schema version 17: 16 KiB).
+        transcript: serde_json::from_value(serde_json::Value::Array(
+            (0..300)
+                .map(|n| json!({"role": "user", "content": format!("question {n}: and then?")}))
+                .collect(),
+        ))?,
         conversation_id: Some("resp_1".to_owned()),
         items: vec![item.clone()],
         append_to: None,
@@ -173,6 +178,11 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     assert_eq!(stored, "blob");
     // The response's JSON too (schema version 14), copied as its text.
     let stored: String = sqlx::query_scalar("SELECT typeof(response_json) FROM responses")
+        .fetch_one(from.pool())
+        .await?;
+    assert_eq!(stored, "blob");
+    // And its transcript (schema version 17), copied as its text.
+    let stored: String = sqlx::query_scalar("SELECT typeof(transcript_json) FROM responses")
         .fetch_one(from.pool())
         .await?;
     assert_eq!(stored, "blob");
@@ -234,6 +244,11 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
             .fetch_one(to.pool())
             .await?;
     assert!(copied.starts_with(r#"{"id":"resp_1""#), "{copied}");
+    let copied: String =
+        sqlx::query_scalar("SELECT transcript_json FROM responses WHERE id = 'resp_1'")
+            .fetch_one(to.pool())
+            .await?;
+    assert!(copied.starts_with(r#"[{"type":"message""#), "{copied}");
     assert_eq!(
         to.events_after("resp_old", None).await?,
         vec![

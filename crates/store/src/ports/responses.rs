@@ -1,8 +1,9 @@
 //! [`ResponseStore`]: response records with their continuation transcript.
 //!
-//! On SQLite (schema version 14) a response's JSON is stored packed, a BLOB (`event_pack.rs`,
-//! format 3), when that makes it smaller; a TEXT `response_json` is the JSON as it is (rows
-//! written before, and PostgreSQL). Every reader takes either ([`response_json`]).
+//! On SQLite a response's JSON (schema version 14) and its transcript (version 17) are stored
+//! packed, a BLOB (`event_pack.rs`, formats 3 and 1), when that makes them smaller; a TEXT
+//! value is the JSON as it is (rows written before, and PostgreSQL). Every reader takes either
+//! ([`json_column`], [`stored_json`]).
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use sqlx::{TypeInfo, ValueRef};
 
 use super::{DbRow, Store, dialect};
 use crate::script::Script;
+use crate::stored_json::{StoredJson, StoredJsonRef};
 use crate::transcript_memo::TranscriptMemo;
 use crate::{error, event_pack, now_secs};
 
@@ -71,8 +73,10 @@ struct Encoded {
     status: &'static str,
     /// The response's JSON as stored: packed, or as it is (shared with the engine when it
     /// serialized the response already).
-    response_json: Json,
-    transcript_json: Arc<str>,
+    response_json: StoredJson,
+    /// The transcript as stored, and the length of its JSON.
+    transcript_json: StoredJson,
+    transcript_len: usize,
     conversation_id: Option<Arc<str>>,
     /// The model turns (`None` when there are none).
     turns_json: Option<Arc<str>>,
@@ -83,18 +87,28 @@ impl Encoded {
         let encode = |e: serde_json::Error| {
             StoreError::Backend(format!("cannot encode response {}: {e}", record.id))
         };
+        let transcript: Arc<str> = Arc::from(
+            protocol::input::InputItem::list_to_json(&record.transcript).map_err(encode)?,
+        );
         Ok(Encoded {
             id: Arc::from(record.id.as_str()),
             project_id: Arc::from(record.project_id.as_str()),
             created_at: record.created_at,
             visible: record.visible,
             status: record.response.status.as_str(),
-            response_json: Json::encode(match &record.response_json {
-                Some(json) => Arc::clone(json),
-                None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
-            }),
-            transcript_json: Arc::from(
-                protocol::input::InputItem::list_to_json(&record.transcript).map_err(encode)?,
+            response_json: StoredJson::new(
+                match &record.response_json {
+                    Some(json) => Arc::clone(json),
+                    None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
+                },
+                dialect::PACK_JSON,
+                event_pack::pack_response,
+            ),
+            transcript_len: transcript.len(),
+            transcript_json: StoredJson::new(
+                transcript,
+                dialect::PACK_JSON,
+                event_pack::pack_transcript,
             ),
             conversation_id: record.conversation_id.as_deref().map(Arc::from),
             turns_json: if record.turns.is_empty() {
@@ -116,12 +130,13 @@ impl Encoded {
             .bind(self.created_at)
             .bind(i64::from(self.visible))
             .bind(self.status);
-        match &self.response_json {
-            Json::Text(json) => statement.bind(json),
-            Json::Packed(packed) => statement.bind(packed),
-        };
+        for json in [&self.response_json, &self.transcript_json] {
+            match json {
+                StoredJson::Text(json) => statement.bind(json),
+                StoredJson::Packed(packed) => statement.bind(packed),
+            };
+        }
         statement
-            .bind(&self.transcript_json)
             .bind(now_secs())
             .bind(self.conversation_id.clone())
             .bind(self.turns_json.clone())
@@ -133,36 +148,41 @@ impl Encoded {
     }
 }
 
-/// A response's JSON in its stored form.
-enum Json {
-    Text(Arc<str>),
-    /// Packed (`event_pack.rs`), on a back end that stores it so, when that is smaller.
-    Packed(Arc<[u8]>),
+/// The JSON `column` (`response_json` or `transcript_json`) of a row of `responses` as stored:
+/// TEXT, or packed (a BLOB: SQLite reports each value's own storage class); `what` names the
+/// response for an error.
+fn stored_json<'r>(
+    row: &'r DbRow,
+    column: &str,
+    what: &str,
+) -> Result<StoredJsonRef<'r>, StoreError> {
+    let bad = |e| error::bad_column(what, column, e);
+    let raw = row.try_get_raw(column).map_err(bad)?;
+    Ok(if raw.type_info().name() == "BLOB" {
+        StoredJsonRef::Packed(row.try_get(column).map_err(bad)?)
+    } else {
+        StoredJsonRef::Text(row.try_get(column).map_err(bad)?)
+    })
 }
 
-impl Json {
-    fn encode(json: Arc<str>) -> Json {
-        if !dialect::PACK_RESPONSES {
-            return Json::Text(json);
-        }
-        match event_pack::pack_response(&json) {
-            Some(packed) => Json::Packed(packed),
-            None => Json::Text(json),
-        }
-    }
+/// The JSON `column` of a row of `responses` as JSON text, unpacked if it is packed.
+pub(super) fn json_column<'r>(
+    row: &'r DbRow,
+    column: &str,
+    what: &str,
+) -> Result<std::borrow::Cow<'r, str>, StoreError> {
+    json_text(stored_json(row, column, what)?, column, what)
 }
 
-/// The `response_json` of a row of `responses`, TEXT or packed (a BLOB: SQLite reports each
-/// value's own storage class), as JSON text; `what` names the response for an error.
-pub(super) fn response_json(row: &DbRow, what: &str) -> Result<String, StoreError> {
-    let bad = |e| error::bad_column(what, "response_json", e);
-    let raw = row.try_get_raw("response_json").map_err(bad)?;
-    if raw.type_info().name() != "BLOB" {
-        return row.try_get("response_json").map_err(bad);
-    }
-    let packed: &[u8] = row.try_get("response_json").map_err(bad)?;
-    event_pack::unpack(packed)
-        .map_err(|e| StoreError::Corrupt(format!("{what}: its response_json: {e}")))
+/// `stored`, the value of `column`, as JSON text: unpacked if it is packed.
+fn json_text<'r>(
+    stored: StoredJsonRef<'r>,
+    column: &str,
+    what: &str,
+) -> Result<std::borrow::Cow<'r, str>, StoreError> {
+    stored
+        .text()
+        .map_err(|e| StoreError::Corrupt(format!("{what}: its {column}: {e}")))
 }
 
 /// Everything `end_run` writes, encoded.
@@ -227,8 +247,12 @@ impl ResponseStore for Store {
         self.write(&record.id, ending.script()).await?;
         if likely_continued(record) {
             let row = &ending.row;
-            self.transcripts
-                .remember(&row.id, &row.transcript_json, &record.transcript);
+            self.transcripts.remember(
+                &row.id,
+                &row.transcript_json,
+                row.transcript_len,
+                &record.transcript,
+            );
         }
         Ok(())
     }
@@ -302,7 +326,7 @@ fn decode_continuation(
     memo: &TranscriptMemo,
 ) -> Result<ContinuationSource, StoreError> {
     let what = format!("response {id}");
-    let response_json = response_json(row, &what)?;
+    let response_json = json_column(row, "response_json", &what)?;
     let bad_response = |e: serde_json::Error| error::bad_json(&what, "response_json", &e);
     let head: ResponseHead<'_> = serde_json::from_str(&response_json).map_err(bad_response)?;
     let mut mcp_tools = Vec::new();
@@ -314,12 +338,10 @@ fn decode_continuation(
             mcp_tools.push(mcp);
         }
     }
-    let transcript_json: &str = row
-        .try_get("transcript_json")
-        .map_err(|e| error::bad_column(&what, "transcript_json", e))?;
-    let transcript = match memo.take(id, transcript_json) {
+    let stored = stored_json(row, "transcript_json", &what)?;
+    let transcript = match memo.take(id, stored) {
         Some(items) => items,
-        None => serde_json::from_str(transcript_json)
+        None => serde_json::from_str(&json_text(stored, "transcript_json", &what)?)
             .map_err(|e| error::bad_json(&what, "transcript_json", &e))?,
     };
     let conversation_id: Option<String> = row
@@ -345,8 +367,8 @@ fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
     let visible: i64 = row
         .try_get("visible")
         .map_err(|e| error::bad_column(&what, "visible", e))?;
-    let response_json = response_json(row, &what)?;
-    let transcript_json = column("transcript_json")?;
+    let response_json = json_column(row, "response_json", &what)?;
+    let transcript_json = json_column(row, "transcript_json", &what)?;
     let turns = match row
         .try_get::<Option<String>, _>("turns_json")
         .map_err(|e| error::bad_column(&what, "turns_json", e))?

@@ -1,0 +1,88 @@
+//! A JSON column in its stored form: the text as it is, or packed (`event_pack.rs`) in a BLOB,
+//! which SQLite does for a response's JSON (schema version 14) and its transcript (version 17)
+//! when that makes them smaller. PostgreSQL keeps both as TEXT, which TOAST compresses.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// A JSON value as written to its column.
+#[derive(Debug, Clone)]
+pub(crate) enum StoredJson {
+    Text(Arc<str>),
+    Packed(Arc<[u8]>),
+}
+
+impl StoredJson {
+    /// `json` packed by `pack` when `packs` (the back end stores packed values) and packing
+    /// makes it smaller; as it is otherwise.
+    pub(crate) fn new(
+        json: Arc<str>,
+        packs: bool,
+        pack: fn(&str) -> Option<Arc<[u8]>>,
+    ) -> StoredJson {
+        if !packs {
+            return StoredJson::Text(json);
+        }
+        match pack(&json) {
+            Some(packed) => StoredJson::Packed(packed),
+            None => StoredJson::Text(json),
+        }
+    }
+
+    pub(crate) fn as_ref(&self) -> StoredJsonRef<'_> {
+        match self {
+            StoredJson::Text(text) => StoredJsonRef::Text(text),
+            StoredJson::Packed(packed) => StoredJsonRef::Packed(packed),
+        }
+    }
+
+    /// The bytes it takes in its column.
+    pub(crate) fn stored_len(&self) -> usize {
+        match self {
+            StoredJson::Text(text) => text.len(),
+            StoredJson::Packed(packed) => packed.len(),
+        }
+    }
+}
+
+/// A JSON value as read from its column (SQLite reports each value's own storage class: a
+/// BLOB is packed, TEXT is the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoredJsonRef<'a> {
+    Text(&'a str),
+    Packed(&'a [u8]),
+}
+
+impl<'a> StoredJsonRef<'a> {
+    /// The JSON text; `Err` says what is wrong with a packed value.
+    pub(crate) fn text(self) -> Result<Cow<'a, str>, String> {
+        match self {
+            StoredJsonRef::Text(text) => Ok(Cow::Borrowed(text)),
+            StoredJsonRef::Packed(packed) => crate::event_pack::unpack(packed).map(Cow::Owned),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_pack;
+
+    #[test]
+    fn packed_only_where_the_back_end_packs_and_it_is_smaller() {
+        let long: Arc<str> = Arc::from(format!("[{}]", r#"{"a":"bcd"},"#.repeat(2000)).as_str());
+        let stored = StoredJson::new(Arc::clone(&long), true, event_pack::pack_transcript);
+        let StoredJsonRef::Packed(packed) = stored.as_ref() else {
+            panic!("not packed: {stored:?}");
+        };
+        assert!(stored.stored_len() < long.len());
+        assert_eq!(StoredJsonRef::Packed(packed).text().unwrap(), &*long);
+        let text = StoredJson::new(Arc::clone(&long), false, event_pack::pack_transcript);
+        assert_eq!(text.as_ref(), StoredJsonRef::Text(&long));
+        assert_eq!(text.stored_len(), long.len());
+        let short = StoredJson::new(Arc::from("[]"), true, event_pack::pack_transcript);
+        assert_eq!(short.as_ref(), StoredJsonRef::Text("[]"));
+        assert_eq!(short.as_ref().text().unwrap(), "[]");
+        assert!(StoredJsonRef::Packed(&[3, 1, 0]).text().is_err());
+    }
+}
