@@ -33,18 +33,15 @@
 //! third of them for this one) is most of the cost of a 1.5 KB input (docs/benchmarks.md,
 //! "Issue 18, ninth pass").
 //!
-//! Since version 17 a `responses.transcript_json` is packed too ([`pack_transcript`]), as an
-//! [`LZ4`] block without a dictionary: a response keeps its conversation's whole transcript,
-//! so a chat of many turns stores the early turns again with every response; packed (the
-//! field names and punctuation of its items, and the words of its text, recur), such a store
-//! is about half the size (docs/benchmarks.md, "Issue 18, thirtieth pass"). A dictionary
-//! would only help short transcripts, which stay as they are ([`MIN_PACKED_TRANSCRIPT`]).
+//! Since version 17 a `responses.transcript_json` is packed too, in pieces of format
+//! [`transcript_pack::PIECES`] (`transcript_pack.rs`), which [`unpack`] reads as well.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-/// The format byte of an LZ4 block without a dictionary (event lines written by schema
-/// version 12; transcripts since version 17).
+use crate::transcript_pack;
+
+/// The format byte of an LZ4 block without a dictionary (written by schema version 12).
 const LZ4: u8 = 1;
 
 /// The format byte of an LZ4 block compressed against [`DICTIONARY`] (version 13 on).
@@ -111,25 +108,6 @@ pub(crate) fn pack_response(json: &str) -> Option<Arc<[u8]>> {
     pack_as(json, Format::Response)
 }
 
-/// Transcripts shorter than this are stored as they are. Packing costs ~15 instructions a
-/// byte of JSON whose text does not repeat itself (prose), which for a transcript of a few
-/// pages the pages it saves do not pay back: the 8.7 KB agent request and its continuation
-/// took 12% more instructions packed, and no less CPU. It pays for long conversations, whose
-/// every response stores the whole conversation again: past ~100 turns the packed store is
-/// half the size, at the same CPU per request (docs/benchmarks.md, "Issue 18, thirtieth
-/// pass").
-pub(crate) const MIN_PACKED_TRANSCRIPT: usize = 16 << 10;
-
-/// A response's continuation transcript (a JSON array of input items) packed (format
-/// [`LZ4`]), or `None` when it is better stored as it is (shorter than
-/// [`MIN_PACKED_TRANSCRIPT`], or not smaller packed).
-pub(crate) fn pack_transcript(json: &str) -> Option<Arc<[u8]>> {
-    if json.len() < MIN_PACKED_TRANSCRIPT {
-        return None;
-    }
-    pack_as(json, Format::Transcript)
-}
-
 /// What is packed, which decides the format byte and the dictionary.
 #[derive(Clone, Copy)]
 enum Format {
@@ -137,16 +115,13 @@ enum Format {
     Events,
     /// A response's JSON: [`LZ4_RESPONSE`].
     Response,
-    /// A response's transcript: [`LZ4`], no dictionary.
-    Transcript,
 }
 
 impl Format {
-    fn byte_and_dictionary(self) -> (u8, Option<&'static [u8]>) {
+    fn byte_and_dictionary(self) -> (u8, &'static [u8]) {
         match self {
-            Format::Events => (LZ4_DICTIONARY, Some(DICTIONARY)),
-            Format::Response => (LZ4_RESPONSE, Some(RESPONSE_DICTIONARY)),
-            Format::Transcript => (LZ4, None),
+            Format::Events => (LZ4_DICTIONARY, DICTIONARY),
+            Format::Response => (LZ4_RESPONSE, RESPONSE_DICTIONARY),
         }
     }
 }
@@ -173,14 +148,11 @@ fn pack_with(lines: &str, buffer: &mut Vec<u8>, format: Format) -> Option<Arc<[u
     let (byte, dictionary) = format.byte_and_dictionary();
     output[0] = byte;
     output[1..HEADER].copy_from_slice(&length.to_le_bytes());
-    let block = match dictionary {
-        Some(dictionary) => lz4_flex::block::compress_into_with_dict(
-            lines.as_bytes(),
-            &mut output[HEADER..],
-            dictionary,
-        ),
-        None => lz4_flex::block::compress_into(lines.as_bytes(), &mut output[HEADER..]),
-    }
+    let block = lz4_flex::block::compress_into_with_dict(
+        lines.as_bytes(),
+        &mut output[HEADER..],
+        dictionary,
+    )
     .ok()?;
     let packed = &output[..HEADER + block];
     (packed.len() < lines.len()).then(|| Arc::from(packed))
@@ -194,6 +166,7 @@ pub(crate) fn unpack(packed: &[u8]) -> Result<String, String> {
         LZ4 => None,
         LZ4_DICTIONARY => Some(DICTIONARY),
         LZ4_RESPONSE => Some(RESPONSE_DICTIONARY),
+        transcript_pack::PIECES => return transcript_pack::unpack(packed),
         _ => return Err(format!("a packed chunk of unknown format {format}")),
     };
     let (length, block) = rest
@@ -336,53 +309,6 @@ mod tests {
         // Non-ASCII and escapes, byte for byte.
         let json = response_json(3).replace("tok1", "é\\\"\u{1F600}");
         assert_eq!(unpack(&pack_response(&json).unwrap()).unwrap(), json);
-    }
-
-    /// A conversation's transcript of `turns` turns as the store writes it: a question and an
-    /// answer of 64 words a turn.
-    fn transcript_json(turns: usize) -> String {
-        let items: Vec<String> = (0..turns)
-            .flat_map(|n| {
-                let answer: String = (0..64).map(|w| format!(" w{}", (n * 64 + w) * 7919 % 1000)).collect();
-                [
-                    format!(
-                        r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"question {n}?"}}]}}"#
-                    ),
-                    format!(
-                        r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{answer}","annotations":[]}}],"id":"msg_{n:08}","status":"completed"}}"#
-                    ),
-                ]
-            })
-            .collect();
-        format!("[{}]", items.join(","))
-    }
-
-    #[test]
-    fn a_transcript_packs_as_a_block_without_dictionary_and_round_trips() {
-        // 40 turns (~20 KB, in the thread's kept buffer) and 200 (~100 KB, in a buffer of its
-        // own).
-        for turns in [40, 200] {
-            let json = transcript_json(turns);
-            assert!(json.len() >= MIN_PACKED_TRANSCRIPT);
-            let packed = pack_transcript(&json).unwrap();
-            assert_eq!(packed[0], LZ4);
-            assert_eq!(&*packed, packed_by_version_12(&json).as_slice());
-            assert_eq!(unpack(&packed).unwrap(), json);
-            // Several times smaller (its words recur).
-            assert!(
-                packed.len() * 3 < json.len(),
-                "{} of {}",
-                packed.len(),
-                json.len()
-            );
-        }
-        let json = transcript_json(40).replace("question 0?", "é\\\"\u{1F600}");
-        assert_eq!(unpack(&pack_transcript(&json).unwrap()).unwrap(), json);
-        // A shorter one stays as it is, though it would pack smaller.
-        let json = transcript_json(20);
-        assert!(json.len() < MIN_PACKED_TRANSCRIPT, "{}", json.len());
-        assert!(pack_with(&json, &mut Vec::new(), Format::Transcript).is_some());
-        assert_eq!(pack_transcript(&json), None);
     }
 
     #[test]

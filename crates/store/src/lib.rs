@@ -45,6 +45,9 @@
 //!   which answers open mode's per-request "any key?" without a read while it is unchanged;
 //!   `sqlite_reader.rs`: that read, when it runs, on the caller's thread.
 //! - `event_pack.rs`: event chunks compressed (LZ4, against a fixed dictionary) for SQLite, and unpacked for every reader.
+//!   A response's JSON is packed the same way; its transcript in pieces (`transcript_pack.rs`),
+//!   the next transcript of a conversation after the last one packed (`packed_transcripts.rs`);
+//!   `stored_json.rs`: such a column's value as stored, packed or text.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
@@ -84,6 +87,7 @@ mod event_pack;
 mod group_commit;
 mod key_marker;
 mod migrate;
+mod packed_transcripts;
 mod postgres;
 mod script;
 mod script_run;
@@ -92,6 +96,7 @@ mod sqlite_reader;
 mod sqlite_writer;
 mod stored_json;
 mod transcript_memo;
+mod transcript_pack;
 #[cfg(test)]
 mod upgrade_tests;
 mod wal_write_out;

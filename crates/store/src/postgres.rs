@@ -14,6 +14,7 @@ use engine::store::StoreError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use crate::conversation_memo::ConversationMemo;
+use crate::packed_transcripts::PackedTranscripts;
 use crate::transcript_memo::TranscriptMemo;
 use crate::write_lanes::WriteLanes;
 use crate::{error, migrate};
@@ -125,6 +126,9 @@ pub struct PgStore {
     /// The transcripts of runs that just ended, parsed, for their continuations
     /// (`transcript_memo.rs`).
     transcripts: Arc<TranscriptMemo>,
+    /// The transcript packed last for each conversation (`packed_transcripts.rs`): empty here,
+    /// where transcripts stay TEXT (`dialect::PACK_JSON`).
+    packed_transcripts: Arc<PackedTranscripts>,
     /// The items of the conversations runs read last, parsed, for their next runs
     /// (`conversation_memo.rs`).
     conversations: Arc<ConversationMemo>,
@@ -161,6 +165,7 @@ impl PgStore {
             writer: pool.clone(),
             reader: pool,
             transcripts: Arc::default(),
+            packed_transcripts: Arc::default(),
             conversations: Arc::default(),
         })
     }

@@ -17,6 +17,7 @@ use crate::checkpoint_thread::CheckpointThreads;
 use crate::conversation_memo::ConversationMemo;
 use crate::group_commit::GroupWriter;
 use crate::key_marker::KeyMarker;
+use crate::packed_transcripts::PackedTranscripts;
 use crate::sqlite_reader::InlineReader;
 use crate::transcript_memo::TranscriptMemo;
 use crate::wal_write_out::{self, WriteOut};
@@ -137,6 +138,9 @@ pub struct SqliteStore {
     /// The transcripts of runs that just ended, parsed, for their continuations
     /// (`transcript_memo.rs`).
     transcripts: Arc<TranscriptMemo>,
+    /// The transcript packed last for each conversation, which the next is packed after
+    /// (`packed_transcripts.rs`).
+    packed_transcripts: Arc<PackedTranscripts>,
     /// The items of the conversations runs read last, parsed, for their next runs
     /// (`conversation_memo.rs`).
     conversations: Arc<ConversationMemo>,
@@ -301,6 +305,7 @@ impl SqliteStore {
             inline: Some(Arc::new(inline)),
             key_marker: Some(Arc::new(key_marker)),
             transcripts: Arc::default(),
+            packed_transcripts: Arc::default(),
             conversations: Arc::default(),
         })
     }
@@ -331,6 +336,7 @@ impl SqliteStore {
             inline: None,
             key_marker: None,
             transcripts: Arc::default(),
+            packed_transcripts: Arc::default(),
             conversations: Arc::default(),
         })
     }

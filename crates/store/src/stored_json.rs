@@ -13,12 +13,12 @@ pub(crate) enum StoredJson {
 }
 
 impl StoredJson {
-    /// `json` packed by `pack` when `packs` (the back end stores packed values) and packing
-    /// makes it smaller; as it is otherwise.
+    /// `json` packed by `pack` when `packs` (the back end stores packed values) and `pack`
+    /// finds that worth it; as it is otherwise.
     pub(crate) fn new(
         json: Arc<str>,
         packs: bool,
-        pack: fn(&str) -> Option<Arc<[u8]>>,
+        pack: impl FnOnce(&Arc<str>) -> Option<Arc<[u8]>>,
     ) -> StoredJson {
         if !packs {
             return StoredJson::Text(json);
@@ -66,21 +66,26 @@ impl<'a> StoredJsonRef<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_pack;
 
     #[test]
     fn packed_only_where_the_back_end_packs_and_it_is_smaller() {
         let long: Arc<str> = Arc::from(format!("[{}]", r#"{"a":"bcd"},"#.repeat(2000)).as_str());
-        let stored = StoredJson::new(Arc::clone(&long), true, event_pack::pack_transcript);
+        let stored = StoredJson::new(Arc::clone(&long), true, |json| {
+            crate::transcript_pack::pack(json)
+        });
         let StoredJsonRef::Packed(packed) = stored.as_ref() else {
             panic!("not packed: {stored:?}");
         };
         assert!(stored.stored_len() < long.len());
         assert_eq!(StoredJsonRef::Packed(packed).text().unwrap(), &*long);
-        let text = StoredJson::new(Arc::clone(&long), false, event_pack::pack_transcript);
+        let text = StoredJson::new(Arc::clone(&long), false, |json| {
+            crate::transcript_pack::pack(json)
+        });
         assert_eq!(text.as_ref(), StoredJsonRef::Text(&long));
         assert_eq!(text.stored_len(), long.len());
-        let short = StoredJson::new(Arc::from("[]"), true, event_pack::pack_transcript);
+        let short = StoredJson::new(Arc::from("[]"), true, |json| {
+            crate::transcript_pack::pack(json)
+        });
         assert_eq!(short.as_ref(), StoredJsonRef::Text("[]"));
         assert_eq!(short.as_ref().text().unwrap(), "[]");
         assert!(StoredJsonRef::Packed(&[3, 1, 0]).text().is_err());

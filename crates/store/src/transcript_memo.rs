@@ -175,7 +175,9 @@ mod tests {
         let StoredJson::Text(json) = &text else {
             unreachable!()
         };
-        let packed = StoredJson::new(Arc::clone(json), true, crate::event_pack::pack_transcript);
+        let packed = StoredJson::new(Arc::clone(json), true, |json| {
+            crate::transcript_pack::pack(json)
+        });
         assert!(matches!(packed, StoredJson::Packed(_)), "{packed:?}");
         memo.remember(&id, &packed, json.len(), &kept);
         assert_eq!(memo.size(), (1, json.len() + packed.stored_len()));

@@ -753,6 +753,76 @@ async fn a_long_transcript_reads_back_packed_or_as_text(db: &TestDb) -> TestResu
     Ok(())
 }
 
+/// A conversation's responses written turn by turn, each transcript the one before and one more
+/// turn (on SQLite each packed after the one before: `packed_transcripts.rs`), and a branch
+/// off an earlier turn: every response reads back its own transcript, by the lookup and by a
+/// continuation, and (SQLite) the transcripts take well under half their text.
+async fn a_conversations_transcripts_read_back_turn_by_turn_and_branched(
+    db: &TestDb,
+) -> TestResult {
+    let turn = |n: usize, tag: &str| -> Result<Vec<InputItem>, serde_json::Error> {
+        serde_json::from_value(json!([
+            {"role": "user", "content": format!("{tag} question {n}: and what follows from it?")},
+            {"type": "message", "role": "assistant", "id": format!("msg_{tag}{n}"),
+             "status": "completed", "content": [{"type": "output_text",
+             "text": format!("{tag} answer {n}: it follows, é\u{1F600}\"\\."), "annotations": []}]}
+        ]))
+    };
+    let store = db.open().await?;
+    let mut transcript = Vec::new();
+    let mut written = Vec::new();
+    for n in 0..150 {
+        transcript.extend(turn(n, "a")?);
+        let mut ended = record(&format!("resp_{n:03}"), "proj_a", true)?;
+        ended.created_at += i64::try_from(n)?;
+        ended.conversation_id = (n > 0).then(|| "resp_000".to_owned());
+        ended.response.previous_response_id = (n > 0).then(|| format!("resp_{:03}", n - 1));
+        ended.transcript = transcript.clone();
+        store.end_run(&ended, &[]).await?;
+        written.push(ended);
+    }
+    // A branch off turn 99, written after the conversation went on past it.
+    let mut branch = record("resp_branch", "proj_a", true)?;
+    branch.conversation_id = Some("resp_000".to_owned());
+    branch.response.previous_response_id = Some("resp_099".to_owned());
+    branch.transcript = written[99].transcript.clone();
+    branch.transcript.extend(turn(100, "b")?);
+    store.end_run(&branch, &[]).await?;
+    written.push(branch);
+    // And the conversation goes on from its last turn.
+    let mut last = record("resp_150", "proj_a", true)?;
+    last.conversation_id = Some("resp_000".to_owned());
+    transcript.extend(turn(150, "a")?);
+    last.transcript = transcript;
+    store.end_run(&last, &[]).await?;
+    written.push(last);
+
+    for expected in &written {
+        let read = store
+            .get_response("proj_a", &expected.id)
+            .await?
+            .ok_or("missing")?;
+        assert_eq!(read.transcript, expected.transcript, "{}", expected.id);
+        let source = store
+            .continuation_source("proj_a", &expected.id)
+            .await?
+            .ok_or("missing")?;
+        assert_eq!(source.transcript, expected.transcript, "{}", expected.id);
+    }
+    if db.backend == common::Backend::Sqlite {
+        let text: usize = written
+            .iter()
+            .map(|r| InputItem::list_to_json(&r.transcript).map(|j| j.len()))
+            .sum::<Result<usize, _>>()?;
+        let stored: usize = db
+            .text("SELECT CAST(sum(length(transcript_json)) AS TEXT) FROM responses")
+            .await?
+            .parse()?;
+        assert!(stored * 2 < text, "{stored} of {text} bytes");
+    }
+    Ok(())
+}
+
 async fn corrupt_transcript_is_a_corrupt_error(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     store
@@ -1230,6 +1300,7 @@ matrix!(
     corrupt_response_json_is_a_corrupt_error,
     response_json_reads_back_packed_or_as_text,
     a_long_transcript_reads_back_packed_or_as_text,
+    a_conversations_transcripts_read_back_turn_by_turn_and_branched,
     corrupt_transcript_is_a_corrupt_error,
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,

@@ -1,13 +1,12 @@
 -- agentd schema, version 17: a `responses.transcript_json` may be a BLOB, the transcript's
--- JSON packed as an LZ4 block without a dictionary (format byte 1, the format event chunks
--- took in version 12; crates/store/src/event_pack.rs). Every response keeps its
--- conversation's whole transcript, so a chat of many turns stores its early turns again with
--- each response: packed, a long conversation's store is about half the size (more when its
--- turns repeat themselves). TEXT values (rows written before this version, transcripts under
--- 16 KiB, whose few pages do not pay for the packing, or too random to gain) still read; no
--- table changes. As for versions 12 to 14, the version is what counts: an agentd of version
--- 16, which would fail to read a packed transcript, refuses to open a store migrated to this
--- one.
+-- JSON packed in LZ4 pieces (format byte 4; crates/store/src/transcript_pack.rs): every
+-- response keeps its conversation's whole transcript, so a chat of many turns stores its
+-- early turns again with each response; packed, a long conversation's store is about half the
+-- size, and a response's transcript keeps the pieces of the one before it and packs only what
+-- it adds. TEXT values (rows written before this version, transcripts under 16 KiB, whose
+-- few pages do not pay for the packing, or too random to gain) still read; no table changes.
+-- As for versions 12 to 14, the version is what counts: an agentd of version 16, which would
+-- fail to read a packed transcript, refuses to open a store migrated to this one.
 --
 -- PostgreSQL stays at version 16: its transcripts stay TEXT, which TOAST compresses.
 SELECT 1;

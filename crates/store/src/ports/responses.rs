@@ -21,6 +21,7 @@ use sqlx::error::ErrorKind;
 use sqlx::{TypeInfo, ValueRef};
 
 use super::{DbRow, Store, dialect};
+use crate::packed_transcripts::PackedTranscripts;
 use crate::script::Script;
 use crate::stored_json::{StoredJson, StoredJsonRef};
 use crate::transcript_memo::TranscriptMemo;
@@ -83,7 +84,9 @@ struct Encoded {
 }
 
 impl Encoded {
-    fn encode(record: &ResponseRecord) -> Result<Encoded, StoreError> {
+    /// `record` encoded; its transcript packed, where the back end packs, after the one packed
+    /// last for its conversation when it goes on from it (`packs`).
+    fn encode(record: &ResponseRecord, packs: &PackedTranscripts) -> Result<Encoded, StoreError> {
         let encode = |e: serde_json::Error| {
             StoreError::Backend(format!("cannot encode response {}: {e}", record.id))
         };
@@ -102,14 +105,12 @@ impl Encoded {
                     None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
                 },
                 dialect::PACK_JSON,
-                event_pack::pack_response,
+                |json| event_pack::pack_response(json),
             ),
             transcript_len: transcript.len(),
-            transcript_json: StoredJson::new(
-                transcript,
-                dialect::PACK_JSON,
-                event_pack::pack_transcript,
-            ),
+            transcript_json: StoredJson::new(transcript, dialect::PACK_JSON, |json| {
+                packs.pack(transcript_conversation(record), json)
+            }),
             conversation_id: record.conversation_id.as_deref().map(Arc::from),
             turns_json: if record.turns.is_empty() {
                 None
@@ -146,6 +147,15 @@ impl Encoded {
                 format!("response {} belongs to another project", self.id),
             );
     }
+}
+
+/// The conversation whose transcripts the record's goes on from: the OpenAI conversation it is
+/// appended to, or its `previous_response_id` chain.
+fn transcript_conversation(record: &ResponseRecord) -> &str {
+    record
+        .append_to
+        .as_deref()
+        .unwrap_or_else(|| record.conversation())
 }
 
 /// The JSON `column` (`response_json` or `transcript_json`) of a row of `responses` as stored:
@@ -216,13 +226,13 @@ impl Ending {
 impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
         let mut script = Script::new();
-        Encoded::encode(record)?.upsert(&mut script);
+        Encoded::encode(record, &self.packed_transcripts)?.upsert(&mut script);
         self.write(&record.id, script).await
     }
 
     async fn start_run(&self, record: &ResponseRecord, job: &JobRecord) -> Result<(), StoreError> {
         let mut script = Script::new();
-        Encoded::encode(record)?.upsert(&mut script);
+        Encoded::encode(record, &self.packed_transcripts)?.upsert(&mut script);
         super::jobs::insert_in(&mut script, job);
         self.write(&record.id, script).await
     }
@@ -239,7 +249,7 @@ impl ResponseStore for Store {
             )
         });
         let ending = Ending {
-            row: Encoded::encode(record)?,
+            row: Encoded::encode(record, &self.packed_transcripts)?,
             events: super::events::encode(&record.id, events)?,
             items: super::items::encode_index(&record.items),
             append,

@@ -1,0 +1,346 @@
+//! A response's transcript packed for SQLite (schema version 17): LZ4 in pieces, so that the
+//! next response of its conversation packs only what it adds.
+//!
+//! Every response keeps its conversation's whole transcript, so a chat of many turns stores its
+//! early turns again with every response; packed (the field names and punctuation of its items
+//! and the words of its text recur), such a store is about half the size. Packing the whole
+//! transcript again at every turn would cost ~15 instructions a byte of prose-like JSON, a
+//! quarter of a turn's instructions past a hundred turns (docs/benchmarks.md, "Issue 18,
+//! thirtieth pass"); but a turn's transcript is the previous one's with the turn's items
+//! added, so [`pack_after`] copies the previous packed pieces as they are and packs only the
+//! new items, against the few KiB of text before them ([`WINDOW`]).
+//!
+//! The format: the format byte [`PIECES`], the length of the JSON (u32, little endian), then
+//! pieces, each the length of its text (u32), the length of its block (u32) and an LZ4 block of
+//! that text compressed against up to [`WINDOW`] bytes of the text before it. The last piece
+//! is always the JSON's closing bracket alone: the pieces before it are then exactly the
+//! transcript's text up to where a longer transcript of the same conversation goes on.
+//!
+//! Reading takes lz4_flex's safe decoder (the rows come from disk); a value whose pieces do not
+//! add up to its length, or whose blocks do not unpack, is an error, never a panic.
+
+use std::sync::Arc;
+
+/// The format byte (after `event_pack.rs`'s 1 to 3).
+pub(crate) const PIECES: u8 = 4;
+
+/// Transcripts shorter than this are stored as they are: for a transcript of a few pages the
+/// pages saved do not pay for the packing (the 8.7 KB agent request and its continuation took
+/// 12% more instructions packed, and no less CPU).
+pub(crate) const MIN_PACKED: usize = 16 << 10;
+
+/// How much of the text before a piece its block is compressed against: the field names, the
+/// shapes and the words of the items before it. A conversation of 130 turns of prose (209 KB)
+/// packs to 79 KB whole, and turn by turn to 94 KB with a window of 4 KiB, 85 KB with this one,
+/// 81 KB with 64 KiB, whose hashing (every third position) costs ~4 times this one's.
+const WINDOW: usize = 16 << 10;
+
+/// Bytes before the first piece: the format byte and the length.
+const HEADER: usize = 5;
+
+/// Bytes before a piece's block: the two lengths.
+const PIECE_HEADER: usize = 8;
+
+/// The most bytes LZ4 expands one byte of a block into: a value claiming more is corrupt,
+/// refused before anything is allocated for it.
+const MAX_RATIO: usize = 255;
+
+/// `json` (a transcript: a JSON array) packed in two pieces, or `None` when it is better stored
+/// as it is (shorter than [`MIN_PACKED`], or not smaller packed).
+pub(crate) fn pack(json: &str) -> Option<Arc<[u8]>> {
+    if json.len() < MIN_PACKED {
+        return None;
+    }
+    let text = json.as_bytes();
+    let last = text.len().checked_sub(1)?;
+    let mut packed = Vec::with_capacity(HEADER + 2 * PIECE_HEADER + max_block(text.len()) + 2);
+    packed.push(PIECES);
+    packed.extend_from_slice(&u32::try_from(text.len()).ok()?.to_le_bytes());
+    push_piece(&mut packed, text, 0, last)?;
+    push_piece(&mut packed, text, last, text.len())?;
+    (packed.len() < text.len()).then(|| Arc::from(packed))
+}
+
+/// `json` packed as the pieces of `before_packed` (which packs `before`) and pieces for the
+/// rest: `None` unless `json` goes on from `before` (the same text up to `before`'s closing
+/// bracket, then more) and `before_packed` is `before` in pieces, or when `json` is better
+/// stored as it is. The caller packs it whole then.
+pub(crate) fn pack_after(json: &str, before: &str, before_packed: &[u8]) -> Option<Arc<[u8]>> {
+    let (text, kept) = (json.as_bytes(), before.len().checked_sub(1)?);
+    if text.len() < MIN_PACKED
+        || text.len() <= before.len()
+        || text[..kept] != before.as_bytes()[..kept]
+    {
+        return None;
+    }
+    let pieces_end = last_piece(before_packed, before.len())?;
+    let last = text.len() - 1;
+    let mut packed =
+        Vec::with_capacity(pieces_end + 2 * PIECE_HEADER + max_block(text.len() - kept) + 2);
+    packed.push(PIECES);
+    packed.extend_from_slice(&u32::try_from(text.len()).ok()?.to_le_bytes());
+    packed.extend_from_slice(before_packed.get(HEADER..pieces_end)?);
+    push_piece(&mut packed, text, kept, last)?;
+    push_piece(&mut packed, text, last, text.len())?;
+    (packed.len() < text.len()).then(|| Arc::from(packed))
+}
+
+fn max_block(len: usize) -> usize {
+    lz4_flex::block::get_maximum_output_size(len)
+}
+
+/// Appends the piece of `text[start..end]`, compressed against up to [`WINDOW`] bytes of the
+/// text before it.
+fn push_piece(packed: &mut Vec<u8>, text: &[u8], start: usize, end: usize) -> Option<()> {
+    let piece = text.get(start..end)?;
+    let window = &text[start.saturating_sub(WINDOW)..start];
+    let at = packed.len();
+    packed.resize(at + PIECE_HEADER + max_block(piece.len()), 0);
+    let written =
+        lz4_flex::block::compress_into_with_dict(piece, &mut packed[at + PIECE_HEADER..], window)
+            .ok()?;
+    packed.truncate(at + PIECE_HEADER + written);
+    packed[at..at + 4].copy_from_slice(&u32::try_from(piece.len()).ok()?.to_le_bytes());
+    packed[at + 4..at + PIECE_HEADER].copy_from_slice(&u32::try_from(written).ok()?.to_le_bytes());
+    Some(())
+}
+
+/// One piece read from a packed value.
+struct Piece<'a> {
+    /// Where its header starts in the packed value.
+    offset: usize,
+    /// The length of its text.
+    len: usize,
+    block: &'a [u8],
+}
+
+/// The pieces of `packed` (a [`PIECES`] value), with the length its header claims; `Err`
+/// says what is wrong with it.
+fn pieces(packed: &[u8]) -> Result<(usize, Vec<Piece<'_>>), String> {
+    let (&format, rest) = packed.split_first().ok_or("an empty packed transcript")?;
+    if format != PIECES {
+        return Err(format!(
+            "a packed transcript of format {format}, not {PIECES}"
+        ));
+    }
+    let (length, mut rest) = rest
+        .split_first_chunk::<4>()
+        .ok_or("a packed transcript cut short")?;
+    let length = read_len(*length)?;
+    let mut pieces = Vec::new();
+    let mut offset = HEADER;
+    while !rest.is_empty() {
+        let (header, after) = rest
+            .split_first_chunk::<PIECE_HEADER>()
+            .ok_or("a packed transcript's piece cut short")?;
+        let (len, block_len) = header.split_at(4);
+        let len = read_len(len.try_into().map_err(|_| "a piece's header")?)?;
+        let block_len = read_len(block_len.try_into().map_err(|_| "a piece's header")?)?;
+        if block_len > after.len() {
+            return Err(format!(
+                "a packed transcript's piece of {block_len} bytes where {} are left",
+                after.len()
+            ));
+        }
+        let (block, next) = after.split_at(block_len);
+        pieces.push(Piece { offset, len, block });
+        offset += PIECE_HEADER + block_len;
+        rest = next;
+    }
+    Ok((length, pieces))
+}
+
+fn read_len(bytes: [u8; 4]) -> Result<usize, String> {
+    usize::try_from(u32::from_le_bytes(bytes))
+        .map_err(|_| "a packed transcript too long for this machine".to_owned())
+}
+
+/// Where the last piece of `packed` starts, if `packed` is `text_len` bytes of text in pieces
+/// whose last is one byte (the closing bracket).
+fn last_piece(packed: &[u8], text_len: usize) -> Option<usize> {
+    let (length, pieces) = pieces(packed).ok()?;
+    let total: usize = pieces.iter().map(|p| p.len).sum();
+    let last = pieces.last()?;
+    (length == text_len && total == text_len && last.len == 1).then_some(last.offset)
+}
+
+/// The JSON of a [`PIECES`] value; `Err` says what is wrong with it.
+pub(crate) fn unpack(packed: &[u8]) -> Result<String, String> {
+    let (length, pieces) = pieces(packed)?;
+    if length > packed.len().saturating_mul(MAX_RATIO) {
+        return Err(format!(
+            "a packed transcript of {} bytes claiming {length} bytes of text",
+            packed.len()
+        ));
+    }
+    let mut text = vec![0; length];
+    let mut at: usize = 0;
+    for piece in pieces {
+        let end = at
+            .checked_add(piece.len)
+            .filter(|&end| end <= length)
+            .ok_or_else(|| {
+                format!("a packed transcript's pieces longer than its {length} bytes")
+            })?;
+        let (before, rest) = text.split_at_mut(at);
+        let window = &before[at.saturating_sub(WINDOW)..];
+        let written =
+            lz4_flex::block::decompress_into_with_dict(piece.block, &mut rest[..piece.len], window)
+                .map_err(|e| format!("a packed transcript's piece that does not unpack: {e}"))?;
+        if written != piece.len {
+            return Err(format!(
+                "a packed transcript's piece of {written} bytes, not the {} it claims",
+                piece.len
+            ));
+        }
+        at = end;
+    }
+    if at != length {
+        return Err(format!(
+            "a packed transcript of {at} bytes of pieces, not the {length} it claims"
+        ));
+    }
+    String::from_utf8(text).map_err(|_| "a packed transcript that is not UTF-8".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A conversation's transcript of `turns` turns as the store writes it: a question and an
+    /// answer of 64 words a turn, in words that recur as prose's do.
+    fn transcript_json(turns: usize) -> String {
+        let items: Vec<String> = (0..turns)
+            .flat_map(|n| {
+                let answer: String = (0..64)
+                    .map(|w| format!(" w{}", (n * 64 + w) * 7919 % 1000))
+                    .collect();
+                [
+                    format!(
+                        r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"question {n}? é\\\"😀"}}]}}"#
+                    ),
+                    format!(
+                        r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{answer}","annotations":[]}}],"id":"msg_{n:08}","status":"completed"}}"#
+                    ),
+                ]
+            })
+            .collect();
+        format!("[{}]", items.join(","))
+    }
+
+    #[test]
+    fn a_transcript_packs_in_two_pieces_and_round_trips() {
+        // 40 turns (~22 KB) and 400 (~220 KB: matches beyond the window as well).
+        for turns in [40, 400] {
+            let json = transcript_json(turns);
+            assert!(json.len() >= MIN_PACKED);
+            let packed = pack(&json).unwrap();
+            assert_eq!(packed[0], PIECES);
+            let (length, read) = pieces(&packed).unwrap();
+            assert_eq!(length, json.len());
+            assert_eq!(
+                read.iter().map(|p| p.len).collect::<Vec<_>>(),
+                [json.len() - 1, 1]
+            );
+            assert_eq!(unpack(&packed).unwrap(), json);
+            assert!(
+                packed.len() * 3 < json.len(),
+                "{} of {}",
+                packed.len(),
+                json.len()
+            );
+        }
+        // A shorter one stays as it is.
+        let json = transcript_json(20);
+        assert!(json.len() < MIN_PACKED, "{}", json.len());
+        assert_eq!(pack(&json), None);
+    }
+
+    #[test]
+    fn a_longer_transcript_of_the_conversation_keeps_the_pieces_before_it() {
+        let mut before = transcript_json(40);
+        let mut packed = pack(&before).unwrap();
+        for turns in 41..=60 {
+            let json = transcript_json(turns);
+            let next = pack_after(&json, &before, &packed).unwrap();
+            // The earlier pieces as they were, byte for byte, then the new ones.
+            let kept = last_piece(&packed, before.len()).unwrap();
+            assert_eq!(next[HEADER..kept], packed[HEADER..kept]);
+            assert_eq!(unpack(&next).unwrap(), json, "turn {turns}");
+            assert_eq!(pieces(&next).unwrap().1.len(), 2 + (turns - 40));
+            (before, packed) = (json, next);
+        }
+        // Packed turn by turn, still well under half the text (a little larger than packed
+        // whole: a piece's matches reach back [`WINDOW`] bytes only).
+        let whole = pack(&before).unwrap();
+        assert!(
+            packed.len() * 2 < before.len() && whole.len() < packed.len(),
+            "{} and {} of {}",
+            packed.len(),
+            whole.len(),
+            before.len()
+        );
+    }
+
+    #[test]
+    fn a_transcript_that_does_not_go_on_from_the_one_before_is_packed_whole() {
+        let before = transcript_json(40);
+        let packed = pack(&before).unwrap();
+        let mut changed = transcript_json(41);
+        changed.replace_range(10..11, "X");
+        let shorter = transcript_json(39);
+        // The earlier items the same but not the pieces: another transcript's.
+        let other_packed = pack(&transcript_json(45)).unwrap();
+        for (json, before, before_packed) in [
+            (changed.as_str(), before.as_str(), &packed),
+            (shorter.as_str(), before.as_str(), &packed),
+            (before.as_str(), before.as_str(), &packed),
+            (transcript_json(41).as_str(), before.as_str(), &other_packed),
+        ] {
+            assert_eq!(pack_after(json, before, before_packed), None);
+        }
+    }
+
+    #[test]
+    fn a_corrupt_packed_transcript_is_an_error_not_a_panic() {
+        let json = transcript_json(41);
+        let good = pack_after(
+            &json,
+            &transcript_json(40),
+            &pack(&transcript_json(40)).unwrap(),
+        )
+        .unwrap()
+        .to_vec();
+        let mut huge = good.clone();
+        huge[1..HEADER].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut longer = good.clone();
+        longer[1..HEADER].copy_from_slice(&u32::try_from(json.len() + 1).unwrap().to_le_bytes());
+        let mut bad_block = good.clone();
+        let first = pieces(&good).unwrap().1[0].block.len();
+        for byte in &mut bad_block[HEADER + PIECE_HEADER..HEADER + PIECE_HEADER + first] {
+            *byte = 0xff;
+        }
+        let mut piece_too_long = good.clone();
+        piece_too_long[HEADER..HEADER + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        // One piece of three literal bytes that are not UTF-8.
+        let not_utf8 = [
+            PIECES, 3, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0x30, 0xff, 0xfe, 0xfd,
+        ];
+        let cases: [(&[u8], &str); 7] = [
+            (&[], "empty"),
+            (&[1, 1, 0, 0, 0], "format 1"),
+            (&huge, "claiming 4294967295"),
+            (&longer, "not the"),
+            (&bad_block, "unpack"),
+            (&piece_too_long, "longer than"),
+            (&not_utf8, "not UTF-8"),
+        ];
+        for (packed, says) in cases {
+            let err = unpack(packed).unwrap_err();
+            assert!(err.contains(says), "{says}: {err}");
+        }
+        for end in 0..good.len() {
+            assert!(unpack(&good[..end]).is_err(), "cut at {end}");
+        }
+    }
+}
