@@ -578,8 +578,10 @@ async fn a_long_chain_sends_every_turn_so_far_each_time() {
     let mut history: Vec<Value> = Vec::new();
     let mut previous: Option<String> = None;
     for turn in 0..4 {
-        let question = format!("question {turn}: {}", "why? ".repeat(150));
-        let answer = format!("answer {turn}: {}", "because. ".repeat(150));
+        // Long enough that from the third turn the store packs the transcript, in pieces
+        // each turn adds to (16 KiB: store/src/transcript_pack.rs).
+        let question = format!("question {turn}: {}", "why? ".repeat(600));
+        let answer = format!("answer {turn}: {}", "because. ".repeat(400));
         app.fake.push(Reply::text(&answer));
         let mut body = json!({"model": MODEL, "input": question});
         if let Some(id) = &previous {

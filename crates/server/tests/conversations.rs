@@ -306,8 +306,10 @@ async fn a_long_conversations_runs_send_what_it_holds_at_each_run() {
     let id = conversation["id"].as_str().unwrap();
     let mut history: Vec<String> = Vec::new();
     for turn in 0..4 {
-        let question = format!("question {turn}: {}", "why? ".repeat(150));
-        let answer = format!("answer {turn}: {}", "because. ".repeat(150));
+        // Long enough that from the third turn the store packs the transcript, in pieces
+        // each turn adds to (16 KiB: store/src/transcript_pack.rs).
+        let question = format!("question {turn}: {}", "why? ".repeat(600));
+        let answer = format!("answer {turn}: {}", "because. ".repeat(400));
         app.fake.push(Reply::text(&answer));
         let (status, response) = app
             .post(

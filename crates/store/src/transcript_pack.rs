@@ -35,6 +35,10 @@ pub(crate) const MIN_PACKED: usize = 16 << 10;
 /// 81 KB with 64 KiB, whose hashing (every third position) costs ~4 times this one's.
 const WINDOW: usize = 16 << 10;
 
+/// The least text a transcript must share with the one before it, when it shares no piece,
+/// to be packed in pieces split where the two part (less is packed whole).
+const MIN_SHARED: usize = 1 << 10;
+
 /// Bytes before the first piece: the format byte and the length.
 const HEADER: usize = 5;
 
@@ -61,28 +65,70 @@ pub(crate) fn pack(json: &str) -> Option<Arc<[u8]>> {
     (packed.len() < text.len()).then(|| Arc::from(packed))
 }
 
-/// `json` packed as the pieces of `before_packed` (which packs `before`) and pieces for the
-/// rest: `None` unless `json` goes on from `before` (the same text up to `before`'s closing
-/// bracket, then more) and `before_packed` is `before` in pieces, or when `json` is better
-/// stored as it is. The caller packs it whole then.
+/// `json` packed as the pieces of `before_packed` (which packs `before`) that hold text `json`
+/// begins with, then a piece for the rest of what it shares with `before`, one for the rest
+/// but the closing bracket, and the bracket: `None` when the two share less than
+/// [`MIN_SHARED`] bytes and no piece, when `before_packed` is not `before` in pieces, or when
+/// `json` is better stored as it is. The caller packs it whole then.
+///
+/// A chained turn's transcript is the one before it without its closing bracket, then the
+/// turn's items: every piece but the bracket is kept, and the turn's items packed. A turn of an
+/// OpenAI conversation writes the previous turn's output again as the conversation's items
+/// replay it (another form of the same message): the pieces up to where the previous turn's
+/// output began are kept, and the two turns' items packed.
 pub(crate) fn pack_after(json: &str, before: &str, before_packed: &[u8]) -> Option<Arc<[u8]>> {
-    let (text, kept) = (json.as_bytes(), before.len().checked_sub(1)?);
-    if text.len() < MIN_PACKED
-        || text.len() <= before.len()
-        || text[..kept] != before.as_bytes()[..kept]
-    {
+    let text = json.as_bytes();
+    let last = text.len().checked_sub(1)?;
+    if text.len() < MIN_PACKED {
         return None;
     }
-    let pieces_end = last_piece(before_packed, before.len())?;
-    let last = text.len() - 1;
+    let same = common_prefix(text, before.as_bytes()).min(last);
+    let (length, pieces) = pieces(before_packed).ok()?;
+    if length != before.len() || pieces.iter().map(|p| p.len).sum::<usize>() != length {
+        return None;
+    }
+    // The pieces that end within the text the two have in common.
+    let (mut kept_text, mut kept_end) = (0, HEADER);
+    for piece in &pieces {
+        if kept_text + piece.len > same {
+            break;
+        }
+        kept_text += piece.len;
+        kept_end = piece.offset + PIECE_HEADER + piece.block.len();
+    }
+    if kept_text == 0 && same < MIN_SHARED {
+        return None;
+    }
     let mut packed =
-        Vec::with_capacity(pieces_end + 2 * PIECE_HEADER + max_block(text.len() - kept) + 2);
+        Vec::with_capacity(kept_end + 3 * PIECE_HEADER + max_block(text.len() - kept_text) + 2);
     packed.push(PIECES);
     packed.extend_from_slice(&u32::try_from(text.len()).ok()?.to_le_bytes());
-    packed.extend_from_slice(before_packed.get(HEADER..pieces_end)?);
-    push_piece(&mut packed, text, kept, last)?;
+    packed.extend_from_slice(before_packed.get(HEADER..kept_end)?);
+    // What the two share beyond the pieces kept, apart: the next transcript of an OpenAI
+    // conversation goes on from it, and keeps it.
+    if kept_text < same {
+        push_piece(&mut packed, text, kept_text, same)?;
+    }
+    if same < last {
+        push_piece(&mut packed, text, same, last)?;
+    }
     push_piece(&mut packed, text, last, text.len())?;
     (packed.len() < text.len()).then(|| Arc::from(packed))
+}
+
+/// How many bytes `a` and `b` begin with in common (compared a few KiB at a time: a memcmp).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const STEP: usize = 4 << 10;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while at + STEP <= len && a[at..at + STEP] == b[at..at + STEP] {
+        at += STEP;
+    }
+    at + a[at..len]
+        .iter()
+        .zip(&b[at..len])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn max_block(len: usize) -> usize {
@@ -153,15 +199,6 @@ fn pieces(packed: &[u8]) -> Result<(usize, Vec<Piece<'_>>), String> {
 fn read_len(bytes: [u8; 4]) -> Result<usize, String> {
     usize::try_from(u32::from_le_bytes(bytes))
         .map_err(|_| "a packed transcript too long for this machine".to_owned())
-}
-
-/// Where the last piece of `packed` starts, if `packed` is `text_len` bytes of text in pieces
-/// whose last is one byte (the closing bracket).
-fn last_piece(packed: &[u8], text_len: usize) -> Option<usize> {
-    let (length, pieces) = pieces(packed).ok()?;
-    let total: usize = pieces.iter().map(|p| p.len).sum();
-    let last = pieces.last()?;
-    (length == text_len && total == text_len && last.len == 1).then_some(last.offset)
 }
 
 /// The JSON of a [`PIECES`] value; `Err` says what is wrong with it.
@@ -263,9 +300,9 @@ mod tests {
         for turns in 41..=60 {
             let json = transcript_json(turns);
             let next = pack_after(&json, &before, &packed).unwrap();
-            // The earlier pieces as they were, byte for byte, then the new ones.
-            let kept = last_piece(&packed, before.len()).unwrap();
-            assert_eq!(next[HEADER..kept], packed[HEADER..kept]);
+            // The earlier pieces but the bracket as they were, byte for byte, then the new ones.
+            let bracket = pieces(&packed).unwrap().1.last().unwrap().offset;
+            assert_eq!(next[HEADER..bracket], packed[HEADER..bracket]);
             assert_eq!(unpack(&next).unwrap(), json, "turn {turns}");
             assert_eq!(pieces(&next).unwrap().1.len(), 2 + (turns - 40));
             (before, packed) = (json, next);
@@ -282,8 +319,44 @@ mod tests {
         );
     }
 
+    /// `turns` turns as an OpenAI conversation's runs write them: the last turn's answer in
+    /// the run's own form, the earlier ones as the conversation's items replay them.
+    fn conversation_json(turns: usize) -> String {
+        let json = transcript_json(turns);
+        let replayed = format!(r#"],"id":"msg_{:08}","status":"completed"}}]"#, turns - 1);
+        let end = json.strip_suffix(&replayed).unwrap();
+        let at = end.rfind(r#"[{"type":"output_text","text":"#).unwrap();
+        let text = &end[at + r#"[{"type":"output_text","text":"#.len()..];
+        let text = text.strip_suffix(r#","annotations":[]}"#).unwrap();
+        format!(r#"{}{text},"phase":"final_answer"}}]"#, &end[..at])
+    }
+
     #[test]
-    fn a_transcript_that_does_not_go_on_from_the_one_before_is_packed_whole() {
+    fn a_conversations_turn_keeps_the_pieces_before_the_turn_it_writes_again() {
+        let mut before = conversation_json(40);
+        let mut packed = pack(&before).unwrap();
+        for turns in 41..=60 {
+            let json = conversation_json(turns);
+            let next = pack_after(&json, &before, &packed).unwrap();
+            assert_eq!(unpack(&next).unwrap(), json, "turn {turns}");
+            let (kept, now) = (pieces(&packed).unwrap().1, pieces(&next).unwrap().1);
+            if turns == 41 {
+                // Split where the two part, the bracket apart.
+                assert_eq!(now.len(), 3);
+            } else {
+                // Every piece but the one that went on past the last turn's question, and
+                // the bracket, kept; then the two turns' items, apart where the two part.
+                let until = kept[kept.len() - 2].offset;
+                assert_eq!(next[HEADER..until], packed[HEADER..until], "turn {turns}");
+                assert_eq!(now.len(), kept.len() + 1, "turn {turns}");
+            }
+            (before, packed) = (json, next);
+        }
+        assert!(packed.len() * 2 < before.len());
+    }
+
+    #[test]
+    fn a_transcript_that_shares_no_piece_with_the_one_before_is_packed_whole() {
         let before = transcript_json(40);
         let packed = pack(&before).unwrap();
         let mut changed = transcript_json(41);
@@ -293,12 +366,27 @@ mod tests {
         let other_packed = pack(&transcript_json(45)).unwrap();
         for (json, before, before_packed) in [
             (changed.as_str(), before.as_str(), &packed),
-            (shorter.as_str(), before.as_str(), &packed),
-            (before.as_str(), before.as_str(), &packed),
             (transcript_json(41).as_str(), before.as_str(), &other_packed),
         ] {
             assert_eq!(pack_after(json, before, before_packed), None);
         }
+        // A shorter one shares all it holds but its bracket, and none of the pieces: packed as
+        // it is whole. The same transcript again: the same pieces.
+        assert_eq!(pack_after(&shorter, &before, &packed), pack(&shorter));
+        assert_eq!(pack_after(&before, &before, &packed), Some(packed));
+    }
+
+    #[test]
+    fn the_common_prefix_is_found_across_and_within_the_steps() {
+        let a = vec![7u8; 10_000];
+        for at in [0, 1, 4095, 4096, 4097, 9_999] {
+            let mut b = a.clone();
+            b[at] = 8;
+            assert_eq!(common_prefix(&a, &b), at);
+        }
+        assert_eq!(common_prefix(&a, &a[..5000]), 5000);
+        assert_eq!(common_prefix(&a, &a), 10_000);
+        assert_eq!(common_prefix(&a, &[]), 0);
     }
 
     #[test]

@@ -796,6 +796,28 @@ async fn a_conversations_transcripts_read_back_turn_by_turn_and_branched(
     last.transcript = transcript;
     store.end_run(&last, &[]).await?;
     written.push(last);
+    // An OpenAI conversation's runs: each writes the previous run's answer again as the
+    // conversation's items replay it, in another form of the same message.
+    let mut replayed = Vec::new();
+    for n in 0..100 {
+        let mut ended = record(&format!("resp_c{n:03}"), "proj_a", true)?;
+        ended.created_at += 1000 + i64::try_from(n)?;
+        ended.append_to = Some("conv_1".to_owned());
+        let [question, answer] =
+            <[InputItem; 2]>::try_from(turn(n, "c")?).map_err(|_| "a turn is two items")?;
+        let InputItem::Message(mut own) = answer.clone() else {
+            return Err("an answer is a message".into());
+        };
+        own.id = None;
+        own.status = None;
+        own.content = protocol::input::MessageContent::Text(format!("c answer {n}"));
+        replayed.push(question);
+        ended.transcript = replayed.clone();
+        ended.transcript.push(InputItem::Message(own));
+        replayed.push(answer);
+        store.end_run(&ended, &[]).await?;
+        written.push(ended);
+    }
 
     for expected in &written {
         let read = store
