@@ -6,15 +6,19 @@
 //! and the words of its text recur), such a store is about half the size. Packing the whole
 //! transcript again at every turn would cost ~15 instructions a byte of prose-like JSON, a
 //! quarter of a turn's instructions past a hundred turns (docs/benchmarks.md, "Issue 18,
-//! thirtieth pass"); but a turn's transcript is the previous one's with the turn's items
-//! added, so [`pack_after`] copies the previous packed pieces as they are and packs only the
-//! new items, against the few KiB of text before them ([`WINDOW`]).
+//! thirtieth pass"); but a turn's transcript is mostly the previous one's, so [`pack_after`]
+//! copies the packed pieces of the text the two share as they are and packs only the rest,
+//! against the 16 KiB of text before it ([`WINDOW`]).
 //!
 //! The format: the format byte [`PIECES`], the length of the JSON (u32, little endian), then
 //! pieces, each the length of its text (u32), the length of its block (u32) and an LZ4 block of
 //! that text compressed against up to [`WINDOW`] bytes of the text before it. The last piece
 //! is always the JSON's closing bracket alone: the pieces before it are then exactly the
-//! transcript's text up to where a longer transcript of the same conversation goes on.
+//! transcript's text up to where a longer transcript of the same conversation goes on. The
+//! text two transcripts share beyond the pieces kept is a piece of its own too: an OpenAI
+//! conversation's run writes the previous run's answer again, in the form the conversation's
+//! items replay it, so the next transcript parts from this one where that answer begins, and
+//! keeps the pieces before it.
 //!
 //! Reading takes lz4_flex's safe decoder (the rows come from disk); a value whose pieces do not
 //! add up to its length, or whose blocks do not unpack, is an error, never a panic.
