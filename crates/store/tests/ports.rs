@@ -568,6 +568,43 @@ async fn list_all(
     }
 }
 
+/// The length in bytes of `column` of response `id` as stored (on SQLite, packed or not).
+async fn stored_length(
+    db: &TestDb,
+    column: &str,
+    id: &str,
+) -> Result<usize, Box<dyn std::error::Error>> {
+    let sql = format!("SELECT CAST(length({column}) AS TEXT) FROM responses WHERE id = '{id}'");
+    Ok(db.text(&sql).await?.parse()?)
+}
+
+/// The `rows` responses' `column` is stored packed on SQLite (a BLOB) and as TEXT on
+/// PostgreSQL.
+async fn assert_stored_packed(db: &TestDb, column: &str, rows: usize) -> TestResult {
+    let (kind, expected) = match db.backend {
+        common::Backend::Sqlite => (format!("typeof({column})"), "blob"),
+        common::Backend::Postgres => (format!("pg_typeof({column})::text"), "text"),
+    };
+    let kinds = db
+        .text(&format!(
+            "SELECT COALESCE(string_agg({kind}, ','), '') FROM \
+             (SELECT {column} FROM responses ORDER BY id) AS r"
+        ))
+        .await?;
+    assert_eq!(kinds, vec![expected; rows].join(","), "{column}");
+    Ok(())
+}
+
+/// Response `id`'s `column` rewritten as the TEXT `json`, as an older version (or PostgreSQL)
+/// stores it.
+async fn store_as_text(db: &TestDb, column: &str, id: &str, json: &str) -> TestResult {
+    db.execute(&format!(
+        "UPDATE responses SET {column} = '{}' WHERE id = '{id}'",
+        json.replace('\'', "''")
+    ))
+    .await
+}
+
 /// On SQLite a response's JSON is stored packed (schema version 14: a BLOB well under the
 /// JSON's size); a TEXT one, as version 13 and PostgreSQL store it, reads the same; both read
 /// back through the lookup and the listing. A packed one that does not unpack is a corrupt
@@ -580,41 +617,14 @@ async fn response_json_reads_back_packed_or_as_text(db: &TestDb) -> TestResult {
     store.put_response(&packed).await?;
     store.put_response(&text).await?;
     let json = serde_json::to_string(&text.response)?;
-    let kind = match db.backend {
-        common::Backend::Sqlite => {
-            let length: i64 = db
-                .text(
-                    "SELECT CAST(length(response_json) AS TEXT) FROM responses WHERE id = 'resp_1'",
-                )
-                .await?
-                .parse()?;
-            assert!(
-                length * 2 < json.len() as i64,
-                "{length} of {} bytes",
-                json.len()
-            );
-            "typeof(response_json)"
-        }
-        common::Backend::Postgres => "'text'",
-    };
-    let kinds = db
-        .text(&format!(
-            "SELECT COALESCE(string_agg({kind}, ','), '') FROM \
-             (SELECT response_json FROM responses ORDER BY id) AS r"
-        ))
-        .await?;
-    let expected = match db.backend {
-        common::Backend::Sqlite => "blob,blob",
-        common::Backend::Postgres => "text,text",
-    };
-    assert_eq!(kinds, expected);
+    if db.backend == common::Backend::Sqlite {
+        let length = stored_length(db, "response_json", "resp_1").await?;
+        assert!(length * 2 < json.len(), "{length} of {} bytes", json.len());
+    }
+    assert_stored_packed(db, "response_json", 2).await?;
     store.close().await;
     // resp_2 as an older version wrote it: the JSON as TEXT.
-    db.execute(&format!(
-        "UPDATE responses SET response_json = '{}' WHERE id = 'resp_2'",
-        json.replace('\'', "''")
-    ))
-    .await?;
+    store_as_text(db, "response_json", "resp_2", &json).await?;
     let store = db.open().await?;
     assert_eq!(
         store.get_response("proj_a", "resp_1").await?,
@@ -674,46 +684,14 @@ async fn a_long_transcript_reads_back_packed_or_as_text(db: &TestDb) -> TestResu
     store.put_response(&packed).await?;
     store.put_response(&text).await?;
     let json = InputItem::list_to_json(&text.transcript)?;
-    let kinds = match db.backend {
-        common::Backend::Sqlite => {
-            let length: i64 = db
-                .text(
-                    "SELECT CAST(length(transcript_json) AS TEXT) FROM responses \
-                     WHERE id = 'resp_1'",
-                )
-                .await?
-                .parse()?;
-            assert!(
-                length * 4 < json.len() as i64,
-                "{length} of {} bytes",
-                json.len()
-            );
-            db.text(
-                "SELECT group_concat(typeof(transcript_json), ',') FROM \
-                 (SELECT transcript_json FROM responses ORDER BY id)",
-            )
-            .await?
-        }
-        common::Backend::Postgres => {
-            db.text(
-                "SELECT string_agg(pg_typeof(transcript_json)::text, ',') FROM \
-                 (SELECT transcript_json FROM responses ORDER BY id) AS r",
-            )
-            .await?
-        }
-    };
-    let expected = match db.backend {
-        common::Backend::Sqlite => "blob,blob",
-        common::Backend::Postgres => "text,text",
-    };
-    assert_eq!(kinds, expected);
+    if db.backend == common::Backend::Sqlite {
+        let length = stored_length(db, "transcript_json", "resp_1").await?;
+        assert!(length * 4 < json.len(), "{length} of {} bytes", json.len());
+    }
+    assert_stored_packed(db, "transcript_json", 2).await?;
     store.close().await;
     // resp_2 as an older version (or PostgreSQL) wrote it: the JSON as TEXT.
-    db.execute(&format!(
-        "UPDATE responses SET transcript_json = '{}' WHERE id = 'resp_2'",
-        json.replace('\'', "''")
-    ))
-    .await?;
+    store_as_text(db, "transcript_json", "resp_2", &json).await?;
     let store = db.open().await?;
     for expected in [&packed, &text] {
         assert_eq!(
