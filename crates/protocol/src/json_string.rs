@@ -1,8 +1,11 @@
 //! A JSON string written straight into a `String`, as `serde_json` writes it. Most text a model
-//! streams needs no escape: it is checked eight bytes at a time and copied between quotes. Text
-//! that holds a quote, a backslash or a control character is written by `serde_json` itself, so
-//! the escapes are serde_json's by construction. The event lines and the response's writer use
-//! it, and [`push_serde`] for what serde writes.
+//! streams needs no escape: it is checked eight bytes at a time and copied between quotes. A
+//! short text that holds a quote, a backslash or a control character is written by
+//! `serde_json` itself; a longer one (a conversation's messages of markdown, written again into
+//! every model request and stored transcript) is escaped here, the runs between its escapes
+//! found eight bytes at a time and copied whole, each escape as serde_json writes it (the tests
+//! check every byte against serde_json). The event lines and the response's writer use it, and
+//! [`push_serde`] for what serde writes.
 
 use std::cell::RefCell;
 
@@ -10,14 +13,71 @@ use serde::Serialize;
 
 /// Appends `value` as a quoted JSON string. Fails only where `serde_json::to_string` would.
 pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_json::Error> {
-    if needs_escape(value.as_bytes()) {
-        return push_serde(out, value);
+    match first_escape(value.as_bytes(), 0) {
+        None => {
+            out.reserve(value.len() + 2);
+            out.push('"');
+            out.push_str(value);
+            out.push('"');
+            Ok(())
+        }
+        Some(_) if value.len() < ESCAPED_HERE => push_serde(out, value),
+        Some(first) => {
+            let before = out.len();
+            if push_escaped(out, value, first).is_none() {
+                // Not reached (an escape is an ASCII byte, so every run ends on a character
+                // boundary); serde_json writes it then.
+                out.truncate(before);
+                return push_serde(out, value);
+            }
+            Ok(())
+        }
     }
-    out.reserve(value.len() + 2);
+}
+
+/// Text at least this long that needs an escape is escaped by [`push_escaped`]; shorter text
+/// by serde_json, whose byte loop costs no more over a few bytes (docs/benchmarks.md, "Issue
+/// 18, twenty-seventh pass" and "thirtieth pass").
+const ESCAPED_HERE: usize = 64;
+
+/// `value` quoted, its first escape at byte `first`: the runs between escapes copied whole,
+/// each escape as serde_json writes it. `None` (not reached) if a run does not end on a
+/// character boundary; `out` may then hold part of it.
+fn push_escaped(out: &mut String, value: &str, first: usize) -> Option<()> {
+    let bytes = value.as_bytes();
+    out.reserve(value.len() + value.len() / 8 + 2);
     out.push('"');
-    out.push_str(value);
+    let (mut start, mut at) = (0, first);
+    loop {
+        out.push_str(value.get(start..at)?);
+        push_escape(out, *bytes.get(at)?);
+        start = at + 1;
+        match first_escape(bytes, start) {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    out.push_str(value.get(start..)?);
     out.push('"');
-    Ok(())
+    Some(())
+}
+
+/// The escape serde_json writes for `byte` (a control character, `"` or `\`).
+fn push_escape(out: &mut String, byte: u8) {
+    match byte {
+        b'"' => out.push_str("\\\""),
+        b'\\' => out.push_str("\\\\"),
+        b'\n' => out.push_str("\\n"),
+        b'\r' => out.push_str("\\r"),
+        b'\t' => out.push_str("\\t"),
+        0x08 => out.push_str("\\b"),
+        0x0c => out.push_str("\\f"),
+        _ => {
+            out.push_str("\\u00");
+            out.extend(char::from_digit(u32::from(byte >> 4), 16));
+            out.extend(char::from_digit(u32::from(byte & 0xf), 16));
+        }
+    }
 }
 
 /// The largest buffer [`push_serde`] keeps for the next value (a larger one, for one large
@@ -69,37 +129,52 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 /// Each byte's high bit.
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether `bytes` hold a control character, `"` or `\`: eight bytes at a time (the bytes of
-/// a short remainder padded with a letter).
+/// Whether `bytes` hold a control character, `"` or `\`.
 pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
-    let mut words = bytes.chunks_exact(8);
+    first_escape(bytes, 0).is_some()
+}
+
+/// Where the first control character, `"` or `\` of `bytes` at or after `from` is: eight bytes
+/// at a time (the bytes of a short remainder padded with a letter).
+fn first_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    let mut words = rest.chunks_exact(8);
+    let mut at = from;
     for chunk in &mut words {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        if word_needs_escape(u64::from_le_bytes(word)) {
-            return true;
+        let found = escapes_in(u64::from_le_bytes(word));
+        if found != 0 {
+            return Some(at + lowest_lane(found));
         }
+        at += 8;
     }
     let rest = words.remainder();
     if rest.is_empty() {
-        return false;
+        return None;
     }
     let mut word = [b'a'; 8];
     word[..rest.len()].copy_from_slice(rest);
-    word_needs_escape(u64::from_le_bytes(word))
+    let found = escapes_in(u64::from_le_bytes(word));
+    (found != 0).then(|| at + lowest_lane(found))
 }
 
-/// Whether one of the eight bytes of `word` is below 0x20, `"` or `\`. `(x - n·ONES) & !x &
-/// HIGHS` is non-zero exactly when some byte of `x` is below `n` (for `n` ≤ 0x80; a borrow
-/// can only mark bytes above one that is below `n`, so "any" is exact); a byte equal to `c`
-/// is a zero byte of `x ^ c·ONES`.
-fn word_needs_escape(word: u64) -> bool {
+/// The lane (0–7, the first byte in memory first) of the lowest high bit set in `found`.
+fn lowest_lane(found: u64) -> usize {
+    (found.trailing_zeros() / 8) as usize
+}
+
+/// The high bits of the bytes of `word` (eight bytes, little endian) that are below 0x20, `"`
+/// or `\`, or above such a byte. `(x - n·ONES) & !x & HIGHS` marks every byte of `x` below `n`
+/// (for `n` ≤ 0x80), and a borrow can only mark a byte above one that is: so the lowest mark
+/// is exact. A byte equal to `c` is a zero byte of `x ^ c·ONES`.
+fn escapes_in(word: u64) -> u64 {
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let found = (word.wrapping_sub(ONES * 0x20) & !word)
         | (quote.wrapping_sub(ONES) & !quote)
         | (backslash.wrapping_sub(ONES) & !backslash);
-    found & HIGHS != 0
+    found & HIGHS
 }
 
 #[cfg(test)]
@@ -142,11 +217,49 @@ mod tests {
         assert_eq!(out, "{\"first\":1");
     }
 
+    /// `value` written as serde_json writes it, alone (short: by serde_json) and in a text long
+    /// enough to be escaped here, at its start, its end and repeated.
     fn check(value: &str) {
-        let mut out = String::from("x");
-        push_quoted(&mut out, value).expect("writes");
-        let expected = serde_json::to_string(value).unwrap_or_default();
-        assert_eq!(&out[1..], expected, "{value:?}");
+        let pad = "p".repeat(ESCAPED_HERE);
+        for text in [
+            value.to_owned(),
+            format!("{pad}{value}"),
+            format!("{value}{pad}"),
+            value.repeat(ESCAPED_HERE + 1),
+        ] {
+            let mut out = String::from("x");
+            push_quoted(&mut out, &text).expect("writes");
+            let expected = serde_json::to_string(&text).unwrap_or_default();
+            assert_eq!(&out[1..], expected, "{text:?}");
+        }
+    }
+
+    /// Long texts of random characters (dense in escapes, multi-byte characters between
+    /// them), written as serde_json writes them.
+    #[test]
+    fn long_random_texts_are_escaped_as_serde_json_escapes_them() {
+        let alphabet: Vec<char> = (0u8..0x80)
+            .map(char::from)
+            .chain(['é', '日', '🎉', '\u{7ff}', '\u{10ffff}'])
+            .collect();
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        for len in [ESCAPED_HERE, 100, 1000, 10_000] {
+            let text: String = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    alphabet[(state % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            check(&text);
+            // And sparse: one escape in a long run of prose.
+            check(&format!(
+                "{}\n{}",
+                "word ".repeat(len / 5),
+                "é".repeat(len / 7)
+            ));
+        }
     }
 
     /// What serde writes through the buffer is what it writes into a `String` of its own:
