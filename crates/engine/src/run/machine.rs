@@ -85,7 +85,9 @@ impl Machine {
                     };
                 }
                 Input::ModelDone => self.turn_done(attempt, *turn),
-                Input::ModelFailed(err) => self.turn_failed(attempt, *request, *turn, err),
+                Input::ModelFailed(err) => {
+                    self.turn_failed(attempt, request.map(|r| *r), *turn, err);
+                }
                 _ => self.unexpected(),
             },
             (Phase::Calling(mut calls), Input::McpDone(results)) => {
@@ -211,12 +213,17 @@ impl Machine {
             self.unexpected();
             return;
         };
-        let mut upstream = request.clone();
-        upstream.model = model.upstream_model.clone();
         let client = model.client.clone();
+        let upstream_model = model.upstream_model.clone();
+        let (mut upstream, kept) = if attempt + 1 < self.plan.models.len() {
+            (request.clone(), Some(Box::new(request)))
+        } else {
+            (request, None)
+        };
+        upstream.model = upstream_model;
         self.phase = Phase::Asking {
             attempt,
-            request: Box::new(request),
+            request: kept,
             turn: Box::new(TurnState {
                 started_ms: self.clock.now_ms(),
                 ..TurnState::default()
@@ -250,7 +257,7 @@ impl Machine {
     fn turn_failed(
         &mut self,
         attempt: usize,
-        request: ModelRequest,
+        request: Option<ModelRequest>,
         turn: TurnState,
         err: ModelError,
     ) {
@@ -260,7 +267,9 @@ impl Machine {
             ModelTurnStatus::Failed,
             Some(err.to_string()),
         );
-        if !turn.produced_output() && attempt + 1 < self.plan.models.len() {
+        if !turn.produced_output()
+            && let Some(request) = request
+        {
             if let Some((id, _)) = self.plan.models.get(attempt) {
                 tracing::warn!(response_id = %self.response.id, model = %id, error = %err, "model failed before answering; trying the next model of the chain");
             }
