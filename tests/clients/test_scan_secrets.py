@@ -1,6 +1,7 @@
 """scripts/scan-secrets, the secrets scan scripts/test runs over everything the suites left: it
 must find a planted secret wherever agentd could leave one (a log, base64 in a log, a row only
-in a store's WAL, a value split over SQLite overflow pages, an answer in the recordings), skip
+in a store's WAL, a value split over SQLite overflow pages, a value agentd stores LZ4-packed, an
+answer in the recordings), skip
 what the test's own peers were meant to receive, and refuse to call an empty scan clean."""
 
 from __future__ import annotations
@@ -114,3 +115,72 @@ def test_tool_side_files_and_recorded_requests_are_not_leaks(tmp_path: Path) -> 
     result = scan(tmp_path, "--tool-side", "mcp-*-*.jsonl", "--recordings", str(recordings), str(root))
     assert result.returncode == 1
     assert "recordings.jsonl line 2" in result.stderr, result.stderr
+
+
+DICTIONARY = REPO_ROOT / "crates" / "store" / "src" / "event_pack_dictionary.jsonl"
+
+
+def packed(form: int, text: bytes) -> bytes:
+    """`text` packed as agentd packs it in format `form` (crates/store/src/event_pack.rs,
+    transcript_pack.rs): 1 without a dictionary, 2 against the event lines' dictionary, 3
+    against its last line, 4 in two pieces, the second against the text before it."""
+    import lz4.block
+
+    def block(data: bytes, dictionary: bytes) -> bytes:
+        if dictionary:
+            return lz4.block.compress(data, store_size=False, dict=dictionary)
+        return lz4.block.compress(data, store_size=False)
+
+    header = bytes([form]) + len(text).to_bytes(4, "little")
+    if form == 4:
+        cut = len(text) - 1
+        pieces = b""
+        for start, end in ((0, cut), (cut, len(text))):
+            data = block(text[start:end], text[max(0, start - 16384) : start])
+            pieces += (end - start).to_bytes(4, "little") + len(data).to_bytes(4, "little") + data
+        return header + pieces
+    dictionary = DICTIONARY.read_bytes()
+    dictionaries = {1: b"", 2: dictionary, 3: dictionary.rstrip(b"\n").rsplit(b"\n", 1)[-1]}
+    return header + block(text, dictionaries[form])
+
+
+def test_a_secret_in_a_packed_value(tmp_path: Path) -> None:
+    # The secret's halves first: packed, the whole secret is then written as references to
+    # them, and its bytes are in no run of the value.
+    text = json.dumps(
+        [{"role": "user", "content": f"{SECRET[:20]} and {SECRET[15:]}, then {SECRET}"}] * 3
+    ).encode()
+    for column, form in [
+        ("transcript_json", 4),
+        ("transcript_json", 1),
+        ("response_json", 3),
+        ("data", 2),
+    ]:
+        table = "event_chunks" if column == "data" else "responses"
+        root = tmp_path / f"{table}-{form}"
+        (root / "agentd-data").mkdir(parents=True)
+        value = packed(form, text)
+        assert SECRET.encode() not in value
+        connection = sqlite3.connect(root / "agentd-data" / "agentd.db")
+        connection.execute(f"CREATE TABLE {table} ({column} BLOB)")
+        connection.execute(f"INSERT INTO {table} VALUES (?)", (value,))
+        connection.commit()
+        connection.close()
+        result = scan(tmp_path, "--expect-store", str(root))
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"{table}.{column} (unpacked)" in result.stderr, result.stderr
+
+
+def test_a_packed_value_that_cannot_be_read_proves_nothing(tmp_path: Path) -> None:
+    root = artifacts(tmp_path)
+    connection = sqlite3.connect(root / "agentd-data" / "agentd.db")
+    connection.execute("CREATE TABLE responses (transcript_json BLOB)")
+    # Format 4 claiming 64 bytes, one piece whose block is not LZ4.
+    bad = bytes([4]) + (64).to_bytes(4, "little") + (64).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"\xff" * 4
+    connection.execute("INSERT INTO responses VALUES (?)", (bad,))
+    connection.commit()
+    connection.close()
+    result = scan(tmp_path, "--expect-store", str(root))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "responses.transcript_json" in result.stderr and "could not be read" in result.stderr
+
