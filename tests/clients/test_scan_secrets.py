@@ -172,6 +172,48 @@ def test_a_secret_in_a_packed_value(tmp_path: Path) -> None:
         assert f"{table}.{column} (unpacked)" in result.stderr, result.stderr
 
 
+def linked_pair(first: bytes, then: bytes) -> tuple[bytes, bytes]:
+    """A transcript `first` (a JSON array) packed in pieces (format 4), and the transcript that
+    goes on from it with `then` stored linked to it (format 5, crates/store/src/transcript_link.rs):
+    its own pieces only, compressed against the text before them."""
+    import lz4.block
+
+    base = packed(4, first)
+    text = first[:-1] + then + b"]"
+    own = b""
+    for start, end in ((len(first) - 1, len(text) - 1), (len(text) - 1, len(text))):
+        data = lz4.block.compress(text[start:end], store_size=False, dict=text[max(0, start - 16384) : start])
+        own += (end - start).to_bytes(4, "little") + len(data).to_bytes(4, "little") + data
+    return base, bytes([5]) + len(text).to_bytes(4, "little") + (1).to_bytes(4, "little") + own
+
+
+def test_a_secret_in_a_linked_transcript(tmp_path: Path) -> None:
+    # The secret's halves in the base, the whole secret only in what the linked one adds: its
+    # own pieces write it as references to the base's text.
+    first = json.dumps([{"role": "user", "content": f"{SECRET[:20]} and {SECRET[15:]}"}] * 3).encode()
+    then = json.dumps({"role": "user", "content": f"then {SECRET}"}).encode().join([b",", b""])
+    base, linked = linked_pair(first, then)
+    assert SECRET.encode() not in base + linked
+    for rows, code, says in [
+        ([("resp_1", base, None), ("resp_2", linked, "resp_1")], 1, "responses.transcript_json (unpacked)"),
+        ([("resp_2", linked, "resp_1")], 2, "could not be read"),
+    ]:
+        root = tmp_path / f"linked-{code}"
+        (root / "agentd-data").mkdir(parents=True)
+        connection = sqlite3.connect(root / "agentd-data" / "agentd.db")
+        connection.execute("CREATE TABLE responses (id TEXT, transcript_json BLOB, transcript_base TEXT)")
+        connection.executemany("INSERT INTO responses VALUES (?, ?, ?)", rows)
+        connection.commit()
+        connection.close()
+        try:
+            result = scan(tmp_path, "--expect-store", str(root))
+        finally:
+            # scripts/test scans the suite's temporary directories last: the second would fail it.
+            shutil.rmtree(root)
+        assert result.returncode == code, result.stdout + result.stderr
+        assert says in result.stderr, result.stderr
+
+
 def test_a_packed_value_that_cannot_be_read_proves_nothing(tmp_path: Path) -> None:
     root = artifacts(tmp_path)
     connection = sqlite3.connect(root / "agentd-data" / "agentd.db")

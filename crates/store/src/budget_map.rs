@@ -72,6 +72,20 @@ impl<V> BudgetMap<V> {
         Some(value)
     }
 
+    /// Changes the entry of `key` in place (its cost and place stay as they are).
+    pub(crate) fn update(&self, key: &str, change: impl FnOnce(&mut V)) {
+        if let Some((value, _)) = self.lock().map.get_mut(key) {
+            change(value);
+        }
+    }
+
+    /// Changes every entry in place.
+    pub(crate) fn update_all(&self, mut change: impl FnMut(&mut V)) {
+        for (_, (value, _)) in self.lock().map.iter_mut() {
+            change(value);
+        }
+    }
+
     /// How many entries and bytes are kept.
     pub(crate) fn size(&self) -> (usize, usize) {
         let entries = self.lock();

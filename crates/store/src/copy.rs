@@ -15,7 +15,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, TypeInfo, ValueRef};
 
 use crate::{PgStore, SqliteStore};
-use crate::{error, event_pack};
+use crate::{error, event_pack, transcript_link};
 
 /// Rows read and written per statement.
 const PAGE: i64 = 200;
@@ -31,6 +31,8 @@ enum Column {
     /// An event chunk's lines, a response's JSON or its transcript: TEXT, or packed in a BLOB on SQLite
     /// (`event_pack.rs`); copied as the text (PostgreSQL stores it as TEXT).
     Packed(&'static str),
+    /// `responses.transcript_base`: copied as NULL, the transcript being copied whole.
+    Unlinked(&'static str),
 }
 
 impl Column {
@@ -41,7 +43,8 @@ impl Column {
             | Column::Int(n)
             | Column::NullInt(n)
             | Column::Blob(n)
-            | Column::Packed(n) => n,
+            | Column::Packed(n)
+            | Column::Unlinked(n) => n,
         }
     }
 }
@@ -53,11 +56,19 @@ enum Value {
     Int(i64),
     NullInt(Option<i64>),
     Blob(Vec<u8>),
+    /// The transcript of response `id` of `project`, stored linked to another response's:
+    /// read whole before it is bound.
+    Linked {
+        project: String,
+        id: String,
+    },
 }
 
-use Column::{Blob, Int, NullInt, NullText, Packed, Text};
+use Column::{Blob, Int, NullInt, NullText, Packed, Text, Unlinked};
 
-/// The tables of the schema (version 17), parents before children, with every column.
+/// The tables of the schema (version 18), parents before children, with every column. A
+/// transcript linked to another (`transcript_link.rs`) is copied whole, as PostgreSQL stores
+/// it, without a base.
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (
@@ -86,6 +97,7 @@ const TABLES: &[(&str, &[Column])] = &[
             Int("updated_at"),
             NullText("conversation_id"),
             NullText("turns_json"),
+            Unlinked("transcript_base"),
         ],
     ),
     (
@@ -274,10 +286,15 @@ async fn copy_table(
         after = last
             .try_get("copy_rowid")
             .map_err(|e| error::bad_column(table, "rowid", e))?;
-        let values = rows
+        let mut values = rows
             .iter()
             .map(|row| decode(row, table, columns))
             .collect::<Result<Vec<_>, _>>()?;
+        for value in values.iter_mut().flatten() {
+            if let Value::Linked { project, id } = value {
+                *value = Value::Text(from.linked_transcript_json(project, id).await?);
+            }
+        }
         let mut insert =
             QueryBuilder::<Postgres>::new(format!("INSERT INTO {table} ({}) ", names.join(", ")));
         insert.push_values(values, |mut row, values| {
@@ -288,6 +305,8 @@ async fn copy_table(
                     Value::Int(v) => row.push_bind(v),
                     Value::NullInt(v) => row.push_bind(v),
                     Value::Blob(v) => row.push_bind(v),
+                    // Read whole above.
+                    Value::Linked { .. } => row.push_bind(None::<String>),
                 };
             }
         });
@@ -313,10 +332,17 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
                 Int(n) => Value::Int(row.try_get(n).map_err(bad)?),
                 NullInt(n) => Value::NullInt(row.try_get(n).map_err(bad)?),
                 Blob(n) => Value::Blob(row.try_get(n).map_err(bad)?),
+                Unlinked(_) => Value::NullText(None),
                 Packed(n) => {
                     let value = row.try_get_raw(n).map_err(bad)?;
                     if value.type_info().name() == "BLOB" {
                         let packed: &[u8] = row.try_get(n).map_err(bad)?;
+                        if transcript_link::is_linked(packed) {
+                            return Ok(Value::Linked {
+                                project: row.try_get("project_id").map_err(bad)?,
+                                id: row.try_get("id").map_err(bad)?,
+                            });
+                        }
                         Value::Text(event_pack::unpack(packed).map_err(|e| {
                             StoreError::Corrupt(format!("{table}: {} {e}", row_of(table, n, row)))
                         })?)

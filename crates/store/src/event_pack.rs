@@ -34,7 +34,9 @@
 //! "Issue 18, ninth pass").
 //!
 //! Since version 17 a `responses.transcript_json` is packed too, in pieces of format
-//! [`transcript_pack::PIECES`] (`transcript_pack.rs`), which [`unpack`] reads as well.
+//! [`transcript_pack::PIECES`] (`transcript_pack.rs`), which [`unpack`] reads as well; since
+//! version 18 it may be linked to another response's (`transcript_link.rs`), which
+//! `ports/responses.rs` puts back together into that format before it is unpacked.
 
 use std::cell::RefCell;
 use std::sync::Arc;

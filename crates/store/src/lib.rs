@@ -46,7 +46,8 @@
 //!   `sqlite_reader.rs`: that read, when it runs, on the caller's thread.
 //! - `event_pack.rs`: event chunks compressed (LZ4, against a fixed dictionary) for SQLite, and unpacked for every reader.
 //!   A response's JSON is packed the same way; its transcript in pieces (`transcript_pack.rs`),
-//!   the next transcript of a conversation after the last one packed (`packed_transcripts.rs`);
+//!   the next transcript of a conversation after the last one packed (`packed_transcripts.rs`),
+//!   stored linked to the previous response's, only its own pieces (`transcript_link.rs`);
 //!   `stored_json.rs`: such a column's value as stored, packed or text.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
@@ -95,6 +96,7 @@ mod sqlite;
 mod sqlite_reader;
 mod sqlite_writer;
 mod stored_json;
+mod transcript_link;
 mod transcript_memo;
 mod transcript_pack;
 #[cfg(test)]

@@ -101,6 +101,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "packed_transcript_json",
         include_str!("../migrations/sqlite/0017_packed_transcript_json.sql"),
     ),
+    (
+        18,
+        "linked_transcripts",
+        include_str!("../migrations/sqlite/0018_linked_transcripts.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -159,6 +164,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         16,
         "purge_by_event_log_keys",
         include_str!("../migrations/postgres/0016_purge_by_event_log_keys.sql"),
+    ),
+    (
+        18,
+        "linked_transcripts",
+        include_str!("../migrations/postgres/0018_linked_transcripts.sql"),
     ),
 ];
 

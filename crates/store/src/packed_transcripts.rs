@@ -1,5 +1,5 @@
 //! The transcript packed last for each conversation, with its text, so that the next response
-//! of the conversation packs only the items it adds (`transcript_pack.rs`, [`pack_after`]).
+//! of the conversation packs only the items it adds (`transcript_pack.rs`, [`pack_after_parts`]).
 //!
 //! A memo of the packing and nothing more: what it holds is used only when the new transcript
 //! goes on from the text kept, byte for byte, so a transcript that does not (a branch of the
@@ -7,11 +7,18 @@
 //! Bounded: [`BUDGET_BYTES`] of entries, each counted as its text and its packed bytes; the
 //! oldest go first.
 //!
-//! [`pack_after`]: crate::transcript_pack::pack_after
+//! Once the response whose transcript an entry holds is stored for good (its run ended, the
+//! write committed: [`PackedTranscripts::stored`]), the next transcript of its conversation is
+//! stored linked to it (`transcript_link.rs`): only its own pieces. Never before that write
+//! (a row that a later write of its run could change, or that a failed write never stored),
+//! and never once the response is deleted ([`PackedTranscripts::forget`]).
+//!
+//! [`pack_after_parts`]: crate::transcript_pack::pack_after_parts
 
 use std::sync::Arc;
 
 use crate::budget_map::BudgetMap;
+use crate::transcript_link::{self, MAX_DEPTH};
 use crate::transcript_pack;
 
 /// The most the memo holds.
@@ -33,31 +40,133 @@ impl Default for PackedTranscripts {
 }
 
 struct Entry {
+    /// The response it was packed for, and its project.
+    id: Arc<str>,
+    project: Arc<str>,
     json: Arc<str>,
+    /// `json` packed whole (in pieces), whether it is stored linked or not.
     packed: Arc<[u8]>,
+    /// How many links in a row its stored value is the end of (0: stored whole).
+    depth: u32,
+    /// Whether the response's write committed for good.
+    stored: bool,
+    /// The entry its value is linked to (without a base of its own): the response's next
+    /// write (the end of a run whose first flush wrote it) is linked to the same.
+    base: Option<Arc<Entry>>,
+}
+
+impl Entry {
+    /// The bytes it keeps.
+    fn cost(&self) -> usize {
+        let own = self.json.len().saturating_add(self.packed.len());
+        own.saturating_add(self.base.as_ref().map_or(0, |base| base.cost()))
+    }
+}
+
+/// A transcript as its column stores it: packed whole, or linked to another response's.
+#[derive(Debug, PartialEq)]
+pub(crate) struct PackedTranscript {
+    pub(crate) value: Arc<[u8]>,
+    /// The response whose transcript `value` is linked to.
+    pub(crate) base: Option<Arc<str>>,
 }
 
 impl PackedTranscripts {
-    /// `json`, the transcript of a response of `conversation`, packed: after the transcript
-    /// packed last for `conversation` when `json` goes on from it, whole otherwise; `None` when
-    /// it is better stored as it is. What is packed is kept as `conversation`'s last.
-    pub(crate) fn pack(&self, conversation: &str, json: &Arc<str>) -> Option<Arc<[u8]>> {
+    /// `json`, the transcript of response `id` of `project`, in `conversation`, packed: after
+    /// the transcript packed last for `conversation` when `json` goes on from it (linked to it
+    /// when that one is stored for good, in the same project, fewer than [`MAX_DEPTH`] links
+    /// deep), whole otherwise; `None` when it is better stored as it is. What is packed is
+    /// kept as `conversation`'s last. Written again for the same response, it is packed after
+    /// what its earlier write was linked to.
+    pub(crate) fn pack(
+        &self,
+        conversation: &str,
+        project: &str,
+        id: &str,
+        json: &Arc<str>,
+    ) -> Option<PackedTranscript> {
         if json.len() < transcript_pack::MIN_PACKED {
             return None;
         }
-        let before = self.entries.remove(conversation);
-        let packed = before
-            .and_then(|b| transcript_pack::pack_after(json, &b.json, &b.packed))
-            .or_else(|| transcript_pack::pack(json))?;
-        let cost = json.len().saturating_add(packed.len());
+        let before = self
+            .entries
+            .remove(conversation)
+            .map(|mut before| match before.base.take() {
+                Some(base) if *before.id == *id && !before.stored => base,
+                _ => Arc::new(before),
+            });
+        let after = before.and_then(|before| {
+            let after = transcript_pack::pack_after_parts(json, &before.json, &before.packed)?;
+            let linkable = before.stored
+                && before.depth < MAX_DEPTH
+                && *before.project == *project
+                && *before.id != *id;
+            let link = linkable
+                .then(|| transcript_link::linked(&after))
+                .flatten()
+                .map(|value| (value, before));
+            Some((after.packed, link))
+        });
+        let (packed, link) = match after {
+            Some(after) => after,
+            None => (transcript_pack::pack(json)?, None),
+        };
+        let (stored, depth, base) = match link {
+            Some((value, base)) => (
+                PackedTranscript {
+                    value: Arc::from(value),
+                    base: Some(Arc::clone(&base.id)),
+                },
+                base.depth + 1,
+                Some(base),
+            ),
+            None => (
+                PackedTranscript {
+                    value: Arc::clone(&packed),
+                    base: None,
+                },
+                0,
+                None,
+            ),
+        };
+        let entry = Entry {
+            id: Arc::from(id),
+            project: Arc::from(project),
+            json: Arc::clone(json),
+            packed,
+            depth,
+            stored: false,
+            base,
+        };
+        let cost = entry.cost();
         if cost <= BUDGET_BYTES / 8 {
-            let entry = Entry {
-                json: Arc::clone(json),
-                packed: Arc::clone(&packed),
-            };
             self.entries.insert(Arc::from(conversation), entry, cost);
         }
-        Some(packed)
+        Some(stored)
+    }
+
+    /// Response `id`'s write of `json`, its transcript as packed last for `conversation`,
+    /// committed, and no later write of its run will change it: the next transcript of the
+    /// conversation may be linked to it.
+    pub(crate) fn stored(&self, conversation: &str, id: &str, json: &Arc<str>) {
+        self.entries.update(conversation, |entry| {
+            if *entry.id == *id && Arc::ptr_eq(&entry.json, json) {
+                entry.stored = true;
+                entry.base = None;
+            }
+        });
+    }
+
+    /// Response `id` is being deleted: no transcript is linked to it any more.
+    pub(crate) fn forget(&self, id: &str) {
+        self.entries.update_all(|entry| {
+            if *entry.id == *id {
+                entry.stored = false;
+            }
+            if entry.base.as_ref().is_some_and(|base| *base.id == *id) {
+                entry.base = None;
+            }
+        });
     }
 
     /// How many entries and bytes are kept.
@@ -86,6 +195,17 @@ mod tests {
         Arc::from(format!("[{}]", items.join(",")))
     }
 
+    /// `json` packed for a response of `conversation` that is never stored for good.
+    fn pack_in(
+        packs: &PackedTranscripts,
+        conversation: &str,
+        json: &Arc<str>,
+    ) -> Option<Arc<[u8]>> {
+        let packed = packs.pack(conversation, "proj_a", "resp_unstored", json)?;
+        assert_eq!(packed.base, None);
+        Some(packed.value)
+    }
+
     fn pieces(packed: &[u8]) -> usize {
         // The pieces' count, from the packed transcript itself: its text reads back whole.
         let mut at = 5;
@@ -102,29 +222,29 @@ mod tests {
     fn a_conversations_next_transcript_is_packed_after_its_last() {
         let packs = PackedTranscripts::default();
         let first = transcript("a", 80);
-        let packed = packs.pack("conv_1", &first).unwrap();
+        let packed = pack_in(&packs, "conv_1", &first).unwrap();
         assert_eq!(pieces(&packed), 2);
         let second = transcript("a", 81);
-        let next = packs.pack("conv_1", &second).unwrap();
+        let next = pack_in(&packs, "conv_1", &second).unwrap();
         assert_eq!(pieces(&next), 3, "packed after the first");
         assert_eq!(transcript_pack::unpack(&next).unwrap(), *second);
         assert_eq!(packs.size(), (1, second.len() + next.len()));
 
         // Another conversation's is packed whole, and kept beside it.
-        let other = packs.pack("conv_2", &transcript("b", 90)).unwrap();
+        let other = pack_in(&packs, "conv_2", &transcript("b", 90)).unwrap();
         assert_eq!(pieces(&other), 2);
         assert_eq!(packs.size().0, 2);
 
         // A transcript that does not go on from the last (a branch): packed whole.
         let branch = transcript("c", 82);
-        let packed = packs.pack("conv_1", &branch).unwrap();
+        let packed = pack_in(&packs, "conv_1", &branch).unwrap();
         assert_eq!(pieces(&packed), 2);
         assert_eq!(transcript_pack::unpack(&packed).unwrap(), *branch);
 
         // A short one is not packed, and leaves the entry as it was.
-        assert_eq!(packs.pack("conv_1", &transcript("c", 2)), None);
+        assert_eq!(pack_in(&packs, "conv_1", &transcript("c", 2)), None);
         let longer = transcript("c", 83);
-        assert_eq!(pieces(&packs.pack("conv_1", &longer).unwrap()), 3);
+        assert_eq!(pieces(&pack_in(&packs, "conv_1", &longer).unwrap()), 3);
     }
 
     #[test]
@@ -133,17 +253,75 @@ mod tests {
         let each = transcript("e", 2000);
         let mut count = 0;
         while packs.size().1 + 2 * each.len() <= BUDGET_BYTES {
-            packs.pack(&format!("conv_{count}"), &each).unwrap();
+            pack_in(&packs, &format!("conv_{count}"), &each).unwrap();
             count += 1;
         }
         for n in count..count + 5 {
-            packs.pack(&format!("conv_{n}"), &each).unwrap();
+            pack_in(&packs, &format!("conv_{n}"), &each).unwrap();
         }
         let (kept, bytes) = packs.size();
         assert!(bytes <= BUDGET_BYTES, "{bytes}");
         assert!(kept < count + 5, "{kept}");
         // The first is gone: its next transcript is packed whole.
         let next = transcript("e", 2001);
-        assert_eq!(pieces(&packs.pack("conv_0", &next).unwrap()), 2);
+        assert_eq!(pieces(&pack_in(&packs, "conv_0", &next).unwrap()), 2);
+    }
+
+    #[test]
+    fn a_transcript_is_linked_to_the_last_one_stored_for_good() {
+        let packs = PackedTranscripts::default();
+        let turns = std::cell::Cell::new(80);
+        let pack = |id: &str, project: &str| {
+            turns.set(turns.get() + 1);
+            let json = transcript("a", turns.get());
+            let packed = packs.pack("conv_1", project, id, &json).unwrap();
+            (json, packed)
+        };
+        let (json, first) = pack("resp_1", "proj_a");
+        assert_eq!(first.base, None);
+        // Not stored yet: the next is packed whole, as pieces after the first.
+        let (_, second) = pack("resp_2", "proj_a");
+        assert_eq!((second.base, pieces(&second.value)), (None, 3));
+        // Stored, but the entry is another's since: nothing changes.
+        packs.stored("conv_1", "resp_1", &json);
+        let (json, third) = pack("resp_3", "proj_a");
+        assert_eq!(third.base, None);
+        packs.stored("conv_1", "resp_3", &json);
+        let (_, fourth) = pack("resp_4", "proj_a");
+        assert_eq!(fourth.base.as_deref(), Some("resp_3"));
+        assert_eq!(fourth.value[0], transcript_link::LINKED);
+        assert!(fourth.value.len() * 4 < third.value.len());
+        // Its run's end after its first flush, a longer transcript: linked to the same.
+        let json = transcript("a", turns.get() + 1);
+        let end = packs.pack("conv_1", "proj_a", "resp_4", &json).unwrap();
+        assert_eq!(end.base.as_deref(), Some("resp_3"));
+        assert!(end.value.len() > fourth.value.len());
+        // Stored for good, the same response written again is not linked to itself.
+        packs.stored("conv_1", "resp_4", &json);
+        turns.set(turns.get() + 1);
+        let again_json = transcript("a", turns.get());
+        let again = packs
+            .pack("conv_1", "proj_a", "resp_4", &again_json)
+            .unwrap();
+        assert_eq!(again.base, None);
+        // Nor to a response of another project, nor to a deleted one.
+        packs.stored("conv_1", "resp_4", &again_json);
+        let (json, other) = pack("resp_5", "proj_b");
+        assert_eq!(other.base, None);
+        packs.stored("conv_1", "resp_5", &json);
+        packs.forget("resp_5");
+        let (json, forgotten) = pack("resp_6", "proj_b");
+        assert_eq!(forgotten.base, None);
+        // At most MAX_DEPTH links in a row, then one stored whole.
+        packs.stored("conv_1", "resp_6", &json);
+        let mut bases = Vec::new();
+        for n in 7..7 + 2 * MAX_DEPTH {
+            let id = format!("resp_{n}");
+            let (json, packed) = pack(&id, "proj_b");
+            bases.push(packed.base);
+            packs.stored("conv_1", &id, &json);
+        }
+        let whole: Vec<usize> = (0..bases.len()).filter(|&n| bases[n].is_none()).collect();
+        assert_eq!(whole, [usize::try_from(MAX_DEPTH).unwrap()], "{bases:?}");
     }
 }

@@ -68,7 +68,8 @@ mod dialect {
     /// A response's JSON (schema version 14) and its transcript (version 17) are stored packed
     /// too where that makes them smaller (`event_pack.rs`): the row of a finished run then
     /// shares its page with two others, and a long conversation's response stores its
-    /// transcript in a fraction of the pages.
+    /// transcript in a fraction of the pages (since version 18 only what it adds to the
+    /// transcript of the response it continues: `transcript_link.rs`).
     pub(super) const PACK_JSON: bool = true;
 
     /// The oldest claimable job and its state before the claim.

@@ -6,7 +6,7 @@
 //! and the words of its text recur), such a store is about half the size. Packing the whole
 //! transcript again at every turn would cost ~15 instructions a byte of prose-like JSON, a
 //! quarter of a turn's instructions past a hundred turns (docs/benchmarks.md, "Issue 18,
-//! thirtieth pass"); but a turn's transcript is mostly the previous one's, so [`pack_after`]
+//! thirtieth pass"); but a turn's transcript is mostly the previous one's, so [`pack_after_parts`]
 //! copies the packed pieces of the text the two share as they are and packs only the rest,
 //! against the 16 KiB of text before it ([`WINDOW`]).
 //!
@@ -44,7 +44,7 @@ const WINDOW: usize = 16 << 10;
 const MIN_SHARED: usize = 1 << 10;
 
 /// Bytes before the first piece: the format byte and the length.
-const HEADER: usize = 5;
+pub(crate) const HEADER: usize = 5;
 
 /// Bytes before a piece's block: the two lengths.
 const PIECE_HEADER: usize = 8;
@@ -69,6 +69,22 @@ pub(crate) fn pack(json: &str) -> Option<Arc<[u8]>> {
     (packed.len() < text.len()).then(|| Arc::from(packed))
 }
 
+/// [`pack_after_parts`]' value alone.
+#[cfg(test)]
+pub(crate) fn pack_after(json: &str, before: &str, before_packed: &[u8]) -> Option<Arc<[u8]>> {
+    pack_after_parts(json, before, before_packed).map(|after| after.packed)
+}
+
+/// A transcript packed after another ([`pack_after_parts`]): the whole value, and how much of
+/// it is the other's, byte for byte.
+pub(crate) struct After {
+    pub(crate) packed: Arc<[u8]>,
+    /// How many of the other's pieces it begins with.
+    pub(crate) kept: usize,
+    /// Where its own pieces begin in `packed`.
+    pub(crate) own: usize,
+}
+
 /// `json` packed as the pieces of `before_packed` (which packs `before`) that hold text `json`
 /// begins with, then a piece for the rest of what it shares with `before`, one for the rest
 /// but the closing bracket, and the bracket: `None` when the two share less than
@@ -80,7 +96,10 @@ pub(crate) fn pack(json: &str) -> Option<Arc<[u8]>> {
 /// OpenAI conversation writes the previous turn's output again as the conversation's items
 /// replay it (another form of the same message): the pieces up to where the previous turn's
 /// output began are kept, and the two turns' items packed.
-pub(crate) fn pack_after(json: &str, before: &str, before_packed: &[u8]) -> Option<Arc<[u8]>> {
+///
+/// Says which of the pieces are `before_packed`'s (`transcript_link.rs` stores only the
+/// others).
+pub(crate) fn pack_after_parts(json: &str, before: &str, before_packed: &[u8]) -> Option<After> {
     let text = json.as_bytes();
     let last = text.len().checked_sub(1)?;
     if text.len() < MIN_PACKED {
@@ -92,11 +111,12 @@ pub(crate) fn pack_after(json: &str, before: &str, before_packed: &[u8]) -> Opti
         return None;
     }
     // The pieces that end within the text the two have in common.
-    let (mut kept_text, mut kept_end) = (0, HEADER);
+    let (mut kept, mut kept_text, mut kept_end) = (0, 0, HEADER);
     for piece in &pieces {
         if kept_text + piece.len > same {
             break;
         }
+        kept += 1;
         kept_text += piece.len;
         kept_end = piece.offset + PIECE_HEADER + piece.block.len();
     }
@@ -117,7 +137,11 @@ pub(crate) fn pack_after(json: &str, before: &str, before_packed: &[u8]) -> Opti
         push_piece(&mut packed, text, same, last)?;
     }
     push_piece(&mut packed, text, last, text.len())?;
-    (packed.len() < text.len()).then(|| Arc::from(packed))
+    (packed.len() < text.len()).then(|| After {
+        packed: Arc::from(packed),
+        kept,
+        own: kept_end,
+    })
 }
 
 /// How many bytes `a` and `b` begin with in common (compared a few KiB at a time: a memcmp).
@@ -198,6 +222,30 @@ fn pieces(packed: &[u8]) -> Result<(usize, Vec<Piece<'_>>), String> {
         rest = next;
     }
     Ok((length, pieces))
+}
+
+/// Where each piece of `records` (pieces as a [`PIECES`] value holds them after its header)
+/// ends in it; `Err` says what is wrong with them.
+pub(crate) fn piece_ends(records: &[u8]) -> Result<Vec<usize>, String> {
+    let mut ends = Vec::new();
+    let mut at = 0;
+    while at < records.len() {
+        let header = records
+            .get(at..at + PIECE_HEADER)
+            .ok_or("a packed transcript's piece cut short")?;
+        let block_len = read_len(header[4..].try_into().map_err(|_| "a piece's header")?)?;
+        at = at
+            .checked_add(PIECE_HEADER + block_len)
+            .filter(|&end| end <= records.len())
+            .ok_or_else(|| {
+                format!(
+                    "a packed transcript's piece of {block_len} bytes where {} are left",
+                    records.len() - at - PIECE_HEADER
+                )
+            })?;
+        ends.push(at);
+    }
+    Ok(ends)
 }
 
 fn read_len(bytes: [u8; 4]) -> Result<usize, String> {

@@ -823,6 +823,210 @@ async fn a_conversations_transcripts_read_back_turn_by_turn_and_branched(
     Ok(())
 }
 
+/// A long conversation on SQLite (schema version 18): each response's transcript stored linked
+/// to the one before it, only its own pieces, at most 32 links in a row, so that the store
+/// grows with the conversation, not with its square. Deleting responses others are linked to
+/// (one turn in the middle, the base of two branches, the first, the last) leaves every other
+/// response reading back the same, and the conversation goes on; a transcript whose base was
+/// deleted behind the store's back after it was packed is written whole. On PostgreSQL the same
+/// calls read back the same (every transcript whole).
+async fn a_long_conversation_is_stored_linked_and_outlives_deletions(db: &TestDb) -> TestResult {
+    let turn = |n: usize, tag: &str| -> Result<Vec<InputItem>, serde_json::Error> {
+        let words: String = (0..120)
+            .map(|w| format!(" {tag}{}", (n * 120 + w) * 7919 % 1009))
+            .collect();
+        serde_json::from_value(json!([
+            {"role": "user", "content": format!("{tag} question {n}:{words}?")},
+            {"type": "message", "role": "assistant", "id": format!("msg_{tag}{n}"),
+             "status": "completed", "content": [{"type": "output_text",
+             "text": format!("{tag} answer {n}:{words}."), "annotations": []}]}
+        ]))
+    };
+    let store = db.open().await?;
+    let mut written: Vec<ResponseRecord> = Vec::new();
+    let end = async |store: &common::TestStore,
+                     id: &str,
+                     previous: Option<&str>,
+                     transcript: Vec<InputItem>| {
+        let mut ended = record(id, "proj_a", true)?;
+        ended.conversation_id = Some("resp_000".to_owned());
+        ended.response.previous_response_id = previous.map(str::to_owned);
+        ended.transcript = transcript;
+        store.end_run(&ended, &[]).await?;
+        Ok::<_, Box<dyn std::error::Error>>(ended)
+    };
+    let mut transcript = Vec::new();
+    for n in 0..100 {
+        transcript.extend(turn(n, "a")?);
+        let previous = n.checked_sub(1).map(|p| format!("resp_{p:03}"));
+        written.push(
+            end(
+                &store,
+                &format!("resp_{n:03}"),
+                previous.as_deref(),
+                transcript.clone(),
+            )
+            .await?,
+        );
+    }
+    // Two branches off turn 60.
+    for tag in ["b", "c"] {
+        let mut branch = written[60].transcript.clone();
+        branch.extend(turn(61, tag)?);
+        written.push(end(&store, &format!("resp_{tag}61"), Some("resp_060"), branch).await?);
+    }
+    if db.backend == common::Backend::Sqlite {
+        let linked: usize = db
+            .text("SELECT CAST(count(*) AS TEXT) FROM responses WHERE transcript_base IS NOT NULL")
+            .await?
+            .parse()?;
+        let whole: usize = db
+            .text(
+                "SELECT CAST(count(*) AS TEXT) FROM responses \
+                 WHERE typeof(transcript_json) = 'blob' AND transcript_base IS NULL",
+            )
+            .await?
+            .parse()?;
+        // Packed from turn 8 on (16 KiB); one whole every 33 after that.
+        assert!(linked >= 85 && whole <= 4, "{linked} linked, {whole} whole");
+        // The last 50 turns: their transcripts' text grows with the square of the turns, what
+        // is stored with the turns.
+        let text: usize = written[50..100]
+            .iter()
+            .map(|r| InputItem::list_to_json(&r.transcript).map(|j| j.len()))
+            .sum::<Result<usize, _>>()?;
+        let stored: usize = db
+            .text(
+                "SELECT CAST(sum(length(transcript_json)) AS TEXT) FROM responses \
+                 WHERE id BETWEEN 'resp_050' AND 'resp_099'",
+            )
+            .await?
+            .parse()?;
+        assert!(stored * 25 < text, "{stored} of {text} bytes");
+    }
+    let check = async |store: &common::TestStore, written: &[ResponseRecord]| -> TestResult {
+        for expected in written {
+            let read = store
+                .get_response("proj_a", &expected.id)
+                .await?
+                .ok_or_else(|| format!("{} missing", expected.id))?;
+            assert_eq!(read.transcript, expected.transcript, "{}", expected.id);
+            let source = store
+                .continuation_source("proj_a", &expected.id)
+                .await?
+                .ok_or("missing")?;
+            assert_eq!(source.transcript, expected.transcript, "{}", expected.id);
+        }
+        Ok(())
+    };
+    check(&store, &written).await?;
+    for gone in [
+        "resp_060", "resp_061", "resp_030", "resp_000", "resp_099", "resp_062",
+    ] {
+        assert!(store.delete_response("proj_a", gone).await?, "{gone}");
+        written.retain(|r| r.id != gone);
+        check(&store, &written).await?;
+    }
+    // Read again from a store that remembers nothing.
+    store.close().await;
+    let store = db.open().await?;
+    check(&store, &written).await?;
+    // The conversation goes on from turn 98, and once more.
+    transcript = written
+        .iter()
+        .find(|r| r.id == "resp_098")
+        .ok_or("98")?
+        .transcript
+        .clone();
+    for (n, previous) in [(99, "resp_098"), (100, "resp_099b")] {
+        transcript.extend(turn(n, "a")?);
+        let id = format!("resp_{n:03}b");
+        written.push(end(&store, &id, Some(previous), transcript.clone()).await?);
+    }
+    check(&store, &written).await?;
+    if db.backend == common::Backend::Sqlite {
+        // resp_100b is linked to resp_099b; deleted behind the store's back (as a deletion
+        // that commits between a transcript's packing and its write), the next transcript,
+        // packed to be linked to it, is written whole.
+        let base = db
+            .text("SELECT transcript_base FROM responses WHERE id = 'resp_100b'")
+            .await?;
+        assert_eq!(base, "resp_099b");
+        db.execute("DELETE FROM responses WHERE id = 'resp_100b'")
+            .await?;
+        written.retain(|r| r.id != "resp_100b");
+        transcript.extend(turn(101, "a")?);
+        written.push(end(&store, "resp_101b", Some("resp_100b"), transcript.clone()).await?);
+        let stored = db
+            .text("SELECT typeof(transcript_json) || ' ' || COALESCE(transcript_base, 'none') FROM responses WHERE id = 'resp_101b'")
+            .await?;
+        assert_eq!(stored, "blob none");
+        check(&store, &written).await?;
+    }
+    store.close().await;
+    Ok(())
+}
+
+/// A linked transcript whose base is not stored, or whose links go round in a loop, is a
+/// corrupt error naming the response and the column, never a hang or a panic.
+async fn a_broken_link_is_a_corrupt_error(db: &TestDb) -> TestResult {
+    if db.backend != common::Backend::Sqlite {
+        return Ok(());
+    }
+    let store = db.open().await?;
+    let mut transcript = Vec::new();
+    for n in 0..40 {
+        transcript.push(serde_json::from_value::<InputItem>(json!({
+            "role": "user", "content": format!("question {n}: {}", "and then what? ".repeat(40)),
+        }))?);
+        let mut ended = record(&format!("resp_{n:02}"), "proj_a", true)?;
+        ended.conversation_id = Some("resp_00".to_owned());
+        ended.transcript = transcript.clone();
+        store.end_run(&ended, &[]).await?;
+    }
+    store.close().await;
+    let base = db
+        .text("SELECT transcript_base FROM responses WHERE id = 'resp_39'")
+        .await?;
+    assert_eq!(base, "resp_38");
+    for (sql, says) in [
+        (
+            "UPDATE responses SET transcript_base = 'resp_gone' WHERE id = 'resp_39'",
+            "not stored",
+        ),
+        (
+            "UPDATE responses SET transcript_base = 'resp_39' WHERE id = 'resp_38'; \
+             UPDATE responses SET transcript_base = 'resp_38' WHERE id = 'resp_39'",
+            "deep",
+        ),
+        (
+            "UPDATE responses SET transcript_base = NULL WHERE id = 'resp_39'",
+            "no base",
+        ),
+    ] {
+        db.execute(sql).await?;
+        let store = db.open().await?;
+        for read in [
+            store.get_response("proj_a", "resp_39").await.map(|_| ()),
+            store
+                .continuation_source("proj_a", "resp_39")
+                .await
+                .map(|_| ()),
+        ] {
+            let Err(StoreError::Corrupt(message)) = read else {
+                return Err(format!("{says}: a broken link read as {read:?}").into());
+            };
+            assert!(message.contains("resp_39"), "{message}");
+            assert!(
+                message.contains("transcript_json") && message.contains(says),
+                "{message}"
+            );
+        }
+        store.close().await;
+    }
+    Ok(())
+}
+
 async fn corrupt_transcript_is_a_corrupt_error(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     store
@@ -1301,6 +1505,8 @@ matrix!(
     response_json_reads_back_packed_or_as_text,
     a_long_transcript_reads_back_packed_or_as_text,
     a_conversations_transcripts_read_back_turn_by_turn_and_branched,
+    a_long_conversation_is_stored_linked_and_outlives_deletions,
+    a_broken_link_is_a_corrupt_error,
     corrupt_transcript_is_a_corrupt_error,
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,

@@ -186,6 +186,22 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         .fetch_one(from.pool())
         .await?;
     assert_eq!(stored, "blob");
+    // Its continuation's transcript is linked to it (schema version 18), copied whole.
+    let mut next = record.clone();
+    next.id = "resp_1b".to_owned();
+    next.response.id = "resp_1b".to_owned();
+    next.response.previous_response_id = Some("resp_1".to_owned());
+    next.items.clear();
+    next.turns.clear();
+    next.transcript.push(serde_json::from_value(
+        json!({"role": "user", "content": "and the next question?"}),
+    )?);
+    from.end_run(&next, &[]).await?;
+    let base: Option<String> =
+        sqlx::query_scalar("SELECT transcript_base FROM responses WHERE id = 'resp_1b'")
+            .fetch_one(from.pool())
+            .await?;
+    assert_eq!(base.as_deref(), Some("resp_1"));
     from.insert_job(&JobRecord {
         response_id: "resp_2".to_owned(),
         project_id: project.clone(),
@@ -218,9 +234,9 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     let to = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
     let report = agentd_store::copy(&from, &to).await?;
     let inserted: u64 = report.tables.iter().map(|(_, _, n)| n).sum();
-    // project, key, response, 2 old event rows, 1 event chunk (30 events), job, file, item,
-    // conversation, conversation item.
-    assert_eq!(inserted, 11, "{report:?}");
+    // project, key, 2 responses, 2 old event rows, 1 event chunk (30 events), job, file,
+    // item, conversation, conversation item.
+    assert_eq!(inserted, 12, "{report:?}");
     assert!(
         report.tables.contains(&("event_chunks".to_owned(), 1, 1)),
         "{report:?}"
@@ -233,6 +249,12 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
         expected.items.clear();
         Some(expected)
     });
+    assert_eq!(to.get_response(&project, "resp_1b").await?, Some(next));
+    let base: Option<String> =
+        sqlx::query_scalar("SELECT transcript_base FROM responses WHERE id = 'resp_1b'")
+            .fetch_one(to.pool())
+            .await?;
+    assert_eq!(base, None);
     assert_eq!(to.events_after("resp_1", None).await?, events(0..30));
     assert_eq!(to.events_after("resp_1", Some(0)).await?, events(1..30));
     let copied: String = sqlx::query_scalar("SELECT data FROM event_chunks")

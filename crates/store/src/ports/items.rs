@@ -270,11 +270,14 @@ impl ItemStore for Store {
     }
 
     async fn delete_response(&self, project_id: &str, id: &str) -> Result<bool, StoreError> {
+        // No transcript packed from now on is linked to it; those linked to it are rewritten.
+        self.packed_transcripts.forget(id);
         let mut tx = self
             .writer
             .begin_with(super::dialect::WRITE_BEGIN)
             .await
             .map_err(error::backend)?;
+        super::linked_transcripts::unlink(&mut tx, project_id, id).await?;
         let done = sqlx::query("DELETE FROM responses WHERE id = $1 AND project_id = $2")
             .bind(id)
             .bind(project_id)

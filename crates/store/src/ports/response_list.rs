@@ -66,7 +66,7 @@ fn decode(row: &DbRow) -> Result<ListedResponse, StoreError> {
         .try_get("id")
         .map_err(|e| error::bad_column("a listed response", "id", e))?;
     let what = format!("response {id}");
-    let json = super::responses::json_column(row, "response_json", &what)?;
+    let json = super::json_columns::json_column(row, "response_json", &what)?;
     let chain: Option<String> = row
         .try_get("conversation_id")
         .map_err(|e| error::bad_column(&what, "conversation_id", e))?;

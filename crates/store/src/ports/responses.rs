@@ -1,9 +1,11 @@
 //! [`ResponseStore`]: response records with their continuation transcript.
 //!
 //! On SQLite a response's JSON (schema version 14) and its transcript (version 17) are stored
-//! packed, a BLOB (`event_pack.rs`, formats 3 and 1), when that makes them smaller; a TEXT
-//! value is the JSON as it is (rows written before, and PostgreSQL). Every reader takes either
-//! ([`json_column`], [`stored_json`]).
+//! packed, a BLOB (`event_pack.rs` format 3, `transcript_pack.rs` format 4), when that makes
+//! them smaller; a TEXT value is the JSON as it is (rows written before, and PostgreSQL). Every
+//! reader takes either (`json_columns.rs`). Since version 18 a transcript may be stored linked
+//! to the one of the response its conversation went on from, once that one is stored for good
+//! (`packed_transcripts.rs`), and is read whole through its bases (`linked_transcripts.rs`).
 
 use std::sync::Arc;
 
@@ -18,13 +20,11 @@ use serde_json::value::RawValue;
 use sqlx::Row as _;
 use sqlx::error::ErrorKind;
 
-use sqlx::{TypeInfo, ValueRef};
-
+use super::json_columns::{json_column, json_text, stored_json};
 use super::{DbRow, Store, dialect};
 use crate::packed_transcripts::PackedTranscripts;
 use crate::script::Script;
 use crate::stored_json::{StoredJson, StoredJsonRef};
-use crate::transcript_memo::TranscriptMemo;
 use crate::{error, event_pack, now_secs};
 
 /// Insert, or replace the record with the same id if it belongs to the same project. A record
@@ -41,8 +41,8 @@ use crate::{error, event_pack, now_secs};
 const UPSERT: &str = "\
 INSERT INTO responses
     (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at,
-     conversation_id, turns_json)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     conversation_id, turns_json, transcript_base)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (id) DO UPDATE SET
     response_json = CASE WHEN responses.project_id = excluded.project_id
         THEN excluded.response_json END,
@@ -51,17 +51,26 @@ ON CONFLICT (id) DO UPDATE SET
     visible = excluded.visible,
     status = excluded.status,
     transcript_json = excluded.transcript_json,
+    transcript_base = excluded.transcript_base,
     updated_at = excluded.updated_at";
+
+/// Refuses a write whose transcript is linked to response `$1` of project `$2` when that
+/// response is not stored (deleted since the transcript was packed): an insert of a row
+/// without its NOT NULL columns, which runs only then.
+const BASE_STORED: &str = "\
+INSERT INTO responses (id)
+SELECT $1
+WHERE NOT EXISTS (SELECT 1 FROM responses WHERE id = $1 AND project_id = $2)";
 
 const SELECT: &str = "\
 SELECT id, project_id, created_at, visible, response_json, transcript_json, conversation_id,
-    turns_json
+    turns_json, transcript_base
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
 /// What a continuation reads of a response ([`decode_continuation`]).
 const SELECT_CONTINUATION: &str = "\
-SELECT response_json, transcript_json, conversation_id
+SELECT response_json, transcript_json, conversation_id, transcript_base
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
@@ -75,9 +84,10 @@ struct Encoded {
     /// The response's JSON as stored: packed, or as it is (shared with the engine when it
     /// serialized the response already).
     response_json: StoredJson,
-    /// The transcript as stored, and the length of its JSON.
+    /// The transcript's JSON, as stored, and the response it is linked to.
+    transcript: Arc<str>,
     transcript_json: StoredJson,
-    transcript_len: usize,
+    transcript_base: Option<Arc<str>>,
     conversation_id: Option<Arc<str>>,
     /// The model turns (`None` when there are none).
     turns_json: Option<Arc<str>>,
@@ -93,6 +103,20 @@ impl Encoded {
         let transcript: Arc<str> = Arc::from(
             protocol::input::InputItem::list_to_json(&record.transcript).map_err(encode)?,
         );
+        let packed = dialect::PACK_JSON
+            .then(|| {
+                packs.pack(
+                    transcript_conversation(record),
+                    &record.project_id,
+                    &record.id,
+                    &transcript,
+                )
+            })
+            .flatten();
+        let (transcript_json, transcript_base) = match packed {
+            Some(packed) => (StoredJson::Packed(packed.value), packed.base),
+            None => (StoredJson::Text(Arc::clone(&transcript)), None),
+        };
         Ok(Encoded {
             id: Arc::from(record.id.as_str()),
             project_id: Arc::from(record.project_id.as_str()),
@@ -107,10 +131,9 @@ impl Encoded {
                 dialect::PACK_JSON,
                 |json| event_pack::pack_response(json),
             ),
-            transcript_len: transcript.len(),
-            transcript_json: StoredJson::new(transcript, dialect::PACK_JSON, |json| {
-                packs.pack(transcript_conversation(record), json)
-            }),
+            transcript,
+            transcript_json,
+            transcript_base,
             conversation_id: record.conversation_id.as_deref().map(Arc::from),
             turns_json: if record.turns.is_empty() {
                 None
@@ -122,8 +145,16 @@ impl Encoded {
         })
     }
 
-    /// Inserts or replaces the record (refused when the id belongs to another project).
+    /// Inserts or replaces the record (refused when the id belongs to another project, or when
+    /// its transcript is linked to a response no longer stored).
     fn upsert(&self, script: &mut Script) {
+        if let Some(base) = &self.transcript_base {
+            script
+                .statement(BASE_STORED)
+                .bind(base)
+                .bind(&self.project_id)
+                .conflict_on(ErrorKind::NotNullViolation, base_gone(&self.id, base));
+        }
         let statement = script.statement(UPSERT);
         statement
             .bind(&self.id)
@@ -141,12 +172,18 @@ impl Encoded {
             .bind(now_secs())
             .bind(self.conversation_id.clone())
             .bind(self.turns_json.clone())
+            .bind(self.transcript_base.clone())
             // Never let one project overwrite another's response.
             .conflict_on(
                 ErrorKind::NotNullViolation,
                 format!("response {} belongs to another project", self.id),
             );
     }
+}
+
+/// The refusal of a write of response `id` whose transcript is linked to `base`, deleted since.
+fn base_gone(id: &str, base: &str) -> String {
+    format!("the transcript of response {id} is linked to response {base}, deleted since")
 }
 
 /// The conversation whose transcripts the record's goes on from: the OpenAI conversation it is
@@ -158,46 +195,8 @@ fn transcript_conversation(record: &ResponseRecord) -> &str {
         .unwrap_or_else(|| record.conversation())
 }
 
-/// The JSON `column` (`response_json` or `transcript_json`) of a row of `responses` as stored:
-/// TEXT, or packed (a BLOB: SQLite reports each value's own storage class); `what` names the
-/// response for an error.
-fn stored_json<'r>(
-    row: &'r DbRow,
-    column: &str,
-    what: &str,
-) -> Result<StoredJsonRef<'r>, StoreError> {
-    let bad = |e| error::bad_column(what, column, e);
-    let raw = row.try_get_raw(column).map_err(bad)?;
-    Ok(if raw.type_info().name() == "BLOB" {
-        StoredJsonRef::Packed(row.try_get(column).map_err(bad)?)
-    } else {
-        StoredJsonRef::Text(row.try_get(column).map_err(bad)?)
-    })
-}
-
-/// The JSON `column` of a row of `responses` as JSON text, unpacked if it is packed.
-pub(super) fn json_column<'r>(
-    row: &'r DbRow,
-    column: &str,
-    what: &str,
-) -> Result<std::borrow::Cow<'r, str>, StoreError> {
-    json_text(stored_json(row, column, what)?, column, what)
-}
-
-/// `stored`, the value of `column`, as JSON text: unpacked if it is packed.
-fn json_text<'r>(
-    stored: StoredJsonRef<'r>,
-    column: &str,
-    what: &str,
-) -> Result<std::borrow::Cow<'r, str>, StoreError> {
-    stored
-        .text()
-        .map_err(|e| StoreError::Corrupt(format!("{what}: its {column}: {e}")))
-}
-
-/// Everything `end_run` writes, encoded.
+/// Everything `end_run` writes but the row, encoded.
 struct Ending {
-    row: Encoded,
     events: super::events::EventRows,
     items: Vec<super::items::IndexRow>,
     /// The conversation to append the items to, with the items encoded for it.
@@ -205,10 +204,9 @@ struct Ending {
 }
 
 impl Ending {
-    /// The run's last events, its record, its items, the conversation's new items and the
-    /// removal of its job, in one script.
-    fn script(&self) -> Script {
-        let row = &self.row;
+    /// The run's last events, its record `row`, its items, the conversation's new items and
+    /// the removal of its job, in one script.
+    fn script(&self, row: &Encoded) -> Script {
         let mut script = Script::new();
         super::events::insert(&mut script, &row.id, &self.events);
         row.upsert(&mut script);
@@ -222,19 +220,55 @@ impl Ending {
     }
 }
 
+impl Store {
+    /// Writes the script `build` makes of `record`'s row; returns the row as written. A write
+    /// refused because the transcript's base was deleted after it was packed is encoded again,
+    /// no longer linked to it, and written once more.
+    async fn write_row(
+        &self,
+        record: &ResponseRecord,
+        build: impl Fn(&Encoded) -> Script,
+    ) -> Result<Encoded, StoreError> {
+        let row = Encoded::encode(record, &self.packed_transcripts)?;
+        match self.write(&record.id, build(&row)).await {
+            Err(StoreError::Conflict(message))
+                if row
+                    .transcript_base
+                    .as_deref()
+                    .is_some_and(|base| message == base_gone(&row.id, base)) =>
+            {
+                if let Some(base) = &row.transcript_base {
+                    self.packed_transcripts.forget(base);
+                }
+                let row = Encoded::encode(record, &self.packed_transcripts)?;
+                self.write(&record.id, build(&row)).await.map(|()| row)
+            }
+            written => written.map(|()| row),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
-        let mut script = Script::new();
-        Encoded::encode(record, &self.packed_transcripts)?.upsert(&mut script);
-        self.write(&record.id, script).await
+        self.write_row(record, |row| {
+            let mut script = Script::new();
+            row.upsert(&mut script);
+            script
+        })
+        .await
+        .map(drop)
     }
 
     async fn start_run(&self, record: &ResponseRecord, job: &JobRecord) -> Result<(), StoreError> {
-        let mut script = Script::new();
-        Encoded::encode(record, &self.packed_transcripts)?.upsert(&mut script);
-        super::jobs::insert_in(&mut script, job);
-        self.write(&record.id, script).await
+        self.write_row(record, |row| {
+            let mut script = Script::new();
+            row.upsert(&mut script);
+            super::jobs::insert_in(&mut script, job);
+            script
+        })
+        .await
+        .map(drop)
     }
 
     async fn end_run(
@@ -249,18 +283,26 @@ impl ResponseStore for Store {
             )
         });
         let ending = Ending {
-            row: Encoded::encode(record, &self.packed_transcripts)?,
             events: super::events::encode(&record.id, events)?,
             items: super::items::encode_index(&record.items),
             append,
         };
-        self.write(&record.id, ending.script()).await?;
+        let row = self.write_row(record, |row| ending.script(row)).await?;
+        if record.response.status.is_terminal()
+            && matches!(row.transcript_json, StoredJson::Packed(_))
+        {
+            // Stored for good: the conversation's next transcript may be linked to it.
+            self.packed_transcripts.stored(
+                transcript_conversation(record),
+                &row.id,
+                &row.transcript,
+            );
+        }
         if likely_continued(record) {
-            let row = &ending.row;
             self.transcripts.remember(
                 &row.id,
                 &row.transcript_json,
-                row.transcript_len,
+                row.transcript.len(),
                 &record.transcript,
             );
         }
@@ -278,7 +320,11 @@ impl ResponseStore for Store {
             .fetch_optional(&self.reader)
             .await
             .map_err(error::backend)?;
-        row.map(|row| decode(&row, id)).transpose()
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let whole = self.whole_transcript(project_id, id, &row).await?;
+        decode(&row, id, whole.as_deref()).map(Some)
     }
 
     async fn continuation_source(
@@ -292,15 +338,28 @@ impl ResponseStore for Store {
             .fetch_optional(&self.reader)
             .await
             .map_err(error::backend)?;
-        row.map(|row| decode_continuation(&row, id, &self.transcripts))
-            .transpose()
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let what = format!("response {id}");
+        let stored = stored_json(&row, "transcript_json", &what)?;
+        let transcript = match self.transcripts.take(id, stored) {
+            Some(items) => items,
+            None => {
+                let whole = self.whole_transcript(project_id, id, &row).await?;
+                let stored = whole.as_deref().map_or(stored, StoredJsonRef::Packed);
+                serde_json::from_str(&json_text(stored, "transcript_json", &what)?)
+                    .map_err(|e| error::bad_json(&what, "transcript_json", &e))?
+            }
+        };
+        decode_continuation(&row, id, transcript).map(Some)
     }
 }
 
 /// Whether a continuation of the run that ends with `record` is likely to come soon: it can
 /// be continued, and the client chains its requests (this run continued one) or the run waits
 /// on the client (its output ends with a function call or an approval request). Only then is
-/// its transcript kept parsed ([`TranscriptMemo`]): keeping it costs a copy of its items.
+/// its transcript kept parsed (`transcript_memo.rs`): keeping it costs a copy of its items.
 fn likely_continued(record: &ResponseRecord) -> bool {
     let response = &record.response;
     response.status.is_continuable()
@@ -328,12 +387,12 @@ struct ToolType<'a> {
     kind: std::borrow::Cow<'a, str>,
 }
 
-/// A row of [`SELECT_CONTINUATION`] as the continuation of response `id` takes it: what
-/// [`ContinuationSource::from`] takes of the whole record.
+/// A row of [`SELECT_CONTINUATION`] as the continuation of response `id` takes it, with its
+/// `transcript` read: what [`ContinuationSource::from`] takes of the whole record.
 fn decode_continuation(
     row: &DbRow,
     id: &str,
-    memo: &TranscriptMemo,
+    transcript: Vec<protocol::input::InputItem>,
 ) -> Result<ContinuationSource, StoreError> {
     let what = format!("response {id}");
     let response_json = json_column(row, "response_json", &what)?;
@@ -348,12 +407,6 @@ fn decode_continuation(
             mcp_tools.push(mcp);
         }
     }
-    let stored = stored_json(row, "transcript_json", &what)?;
-    let transcript = match memo.take(id, stored) {
-        Some(items) => items,
-        None => serde_json::from_str(&json_text(stored, "transcript_json", &what)?)
-            .map_err(|e| error::bad_json(&what, "transcript_json", &e))?,
-    };
     let conversation_id: Option<String> = row
         .try_get("conversation_id")
         .map_err(|e| error::bad_column(&what, "conversation_id", e))?;
@@ -365,7 +418,9 @@ fn decode_continuation(
     })
 }
 
-fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
+/// A row of [`SELECT`], response `id`; `whole`: its transcript's whole value when it is linked
+/// (`Store::whole_transcript`).
+fn decode(row: &DbRow, id: &str, whole: Option<&[u8]>) -> Result<ResponseRecord, StoreError> {
     let what = format!("response {id}");
     let column = |name: &str| -> Result<String, StoreError> {
         row.try_get::<String, _>(name)
@@ -378,7 +433,10 @@ fn decode(row: &DbRow, id: &str) -> Result<ResponseRecord, StoreError> {
         .try_get("visible")
         .map_err(|e| error::bad_column(&what, "visible", e))?;
     let response_json = json_column(row, "response_json", &what)?;
-    let transcript_json = json_column(row, "transcript_json", &what)?;
+    let transcript_json = match whole {
+        Some(whole) => json_text(StoredJsonRef::Packed(whole), "transcript_json", &what)?,
+        None => json_column(row, "transcript_json", &what)?,
+    };
     let turns = match row
         .try_get::<Option<String>, _>("turns_json")
         .map_err(|e| error::bad_column(&what, "turns_json", e))?

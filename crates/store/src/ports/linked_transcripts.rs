@@ -1,0 +1,183 @@
+//! Transcripts stored linked to another response's (`transcript_link.rs`, SQLite schema
+//! version 18): read whole by following their bases, and rewritten on their base's own base
+//! before a response they are linked to is deleted. PostgreSQL stores every transcript whole;
+//! these run there too and find nothing linked.
+
+use engine::store::StoreError;
+use sqlx::Row as _;
+
+use super::json_columns::{json_text, stored_json};
+use super::{DbRow, Store, dialect};
+use crate::stored_json::StoredJsonRef;
+use crate::{error, transcript_link};
+
+/// A linked transcript's base (`transcript_link.rs`).
+const SELECT_BASE: &str = "\
+SELECT transcript_json, transcript_base
+FROM responses
+WHERE project_id = $1 AND id = $2";
+
+/// The most links a read follows: more than a write makes ([`transcript_link::MAX_DEPTH`]),
+/// since a deletion splices at most as many; more is a loop, a corrupt store.
+const MAX_LINKS: usize = 2 * transcript_link::MAX_DEPTH as usize;
+
+impl Store {
+    /// The whole value of the transcript in `row` (a response's, `id`) when it is linked: its
+    /// bases read in turn, and each linked value put back together on the one before
+    /// (`transcript_link.rs`); `None` when it is not linked.
+    pub(super) async fn whole_transcript(
+        &self,
+        project_id: &str,
+        id: &str,
+        row: &DbRow,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let what = format!("response {id}");
+        let StoredJsonRef::Packed(value) = stored_json(row, "transcript_json", &what)? else {
+            return Ok(None);
+        };
+        if !transcript_link::is_linked(value) {
+            return Ok(None);
+        }
+        let corrupt = |e: String| StoreError::Corrupt(format!("{what}: its transcript_json: {e}"));
+        let mut base: Option<String> = row
+            .try_get("transcript_base")
+            .map_err(|e| error::bad_column(&what, "transcript_base", e))?;
+        let mut chain = vec![value.to_vec()];
+        let root = loop {
+            let Some(base_id) = base.take() else {
+                return Err(corrupt("linked, with no base named".to_owned()));
+            };
+            if chain.len() > MAX_LINKS {
+                return Err(corrupt(format!("linked more than {MAX_LINKS} deep")));
+            }
+            let row = sqlx::query(SELECT_BASE)
+                .bind(project_id)
+                .bind(&base_id)
+                .fetch_optional(&self.reader)
+                .await
+                .map_err(error::backend)?
+                .ok_or_else(|| {
+                    corrupt(format!("linked to response {base_id}, which is not stored"))
+                })?;
+            let base_what = format!("response {base_id}");
+            let value = match stored_json(&row, "transcript_json", &base_what)? {
+                StoredJsonRef::Packed(value) => value.to_vec(),
+                StoredJsonRef::Text(_) => {
+                    return Err(corrupt(format!(
+                        "linked to response {base_id}, whose transcript is not in pieces"
+                    )));
+                }
+            };
+            if !transcript_link::is_linked(&value) {
+                break value;
+            }
+            base = row
+                .try_get("transcript_base")
+                .map_err(|e| error::bad_column(&base_what, "transcript_base", e))?;
+            chain.push(value);
+        };
+        let mut whole = root;
+        for value in chain.iter().rev() {
+            whole = transcript_link::link(&whole, value).map_err(corrupt)?;
+        }
+        Ok(Some(whole))
+    }
+
+    /// The transcript JSON of response `id` of `project_id`, linked or not (`agentd store
+    /// copy`, which copies linked transcripts whole).
+    #[allow(
+        dead_code,
+        reason = "the copy reads SQLite's only; this folder is compiled for PostgreSQL too"
+    )]
+    pub(crate) async fn linked_transcript_json(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<String, StoreError> {
+        let what = format!("response {id}");
+        let row = sqlx::query(SELECT_BASE)
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(error::backend)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{what}: not stored")))?;
+        let whole = self.whole_transcript(project_id, id, &row).await?;
+        let stored = match &whole {
+            Some(whole) => StoredJsonRef::Packed(whole),
+            None => stored_json(&row, "transcript_json", &what)?,
+        };
+        json_text(stored, "transcript_json", &what).map(std::borrow::Cow::into_owned)
+    }
+}
+
+/// Before response `id` of `project_id` is deleted, in the same transaction (`conn`): every
+/// transcript linked to it rewritten on its base (`transcript_link::splice`), so that none
+/// needs it. Nothing to do where transcripts are not packed (PostgreSQL).
+pub(super) async fn unlink(
+    conn: &mut <super::Db as sqlx::Database>::Connection,
+    project_id: &str,
+    id: &str,
+) -> Result<(), StoreError> {
+    if !dialect::PACK_JSON {
+        return Ok(());
+    }
+    let dependents = sqlx::query(
+        "SELECT id, transcript_json FROM responses WHERE transcript_base = $1 AND project_id = $2",
+    )
+    .bind(id)
+    .bind(project_id)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(error::backend)?;
+    if dependents.is_empty() {
+        return Ok(());
+    }
+    let what = format!("response {id}");
+    let corrupt =
+        |what: &str, e: String| StoreError::Corrupt(format!("{what}: its transcript_json: {e}"));
+    let base = sqlx::query(SELECT_BASE)
+        .bind(project_id)
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(error::backend)?
+        .ok_or_else(|| StoreError::Corrupt(format!("{what}: linked to, but not stored")))?;
+    let StoredJsonRef::Packed(base_value) = stored_json(&base, "transcript_json", &what)? else {
+        return Err(corrupt(&what, "linked to, but not in pieces".to_owned()));
+    };
+    let base_base: Option<String> = if transcript_link::is_linked(base_value) {
+        base.try_get("transcript_base")
+            .map_err(|e| error::bad_column(&what, "transcript_base", e))?
+    } else {
+        None
+    };
+    for dependent in &dependents {
+        let dependent_id: String = dependent
+            .try_get("id")
+            .map_err(|e| error::bad_column(&what, "id", e))?;
+        let dependent_what = format!("response {dependent_id}");
+        let StoredJsonRef::Packed(value) =
+            stored_json(dependent, "transcript_json", &dependent_what)?
+        else {
+            return Err(corrupt(
+                &dependent_what,
+                "linked, but not packed".to_owned(),
+            ));
+        };
+        let spliced =
+            transcript_link::splice(base_value, value).map_err(|e| corrupt(&dependent_what, e))?;
+        sqlx::query(
+            "UPDATE responses SET transcript_json = $1, transcript_base = $2 \
+             WHERE id = $3 AND project_id = $4",
+        )
+        .bind(spliced)
+        .bind(base_base.as_deref())
+        .bind(&dependent_id)
+        .bind(project_id)
+        .execute(&mut *conn)
+        .await
+        .map_err(error::backend)?;
+    }
+    Ok(())
+}
