@@ -46,21 +46,21 @@ struct Entry {
     json: Arc<str>,
     /// `json` packed whole (in pieces), whether it is stored linked or not.
     packed: Arc<[u8]>,
+    /// How its stored value is linked, if it is.
+    link: Option<Link>,
     /// How many links in a row its stored value is the end of (0: stored whole).
     depth: u32,
     /// Whether the response's write committed for good.
     stored: bool,
-    /// The entry its value is linked to (without a base of its own): the response's next
-    /// write (the end of a run whose first flush wrote it) is linked to the same.
-    base: Option<Arc<Entry>>,
 }
 
-impl Entry {
-    /// The bytes it keeps.
-    fn cost(&self) -> usize {
-        let own = self.json.len().saturating_add(self.packed.len());
-        own.saturating_add(self.base.as_ref().map_or(0, |base| base.cost()))
-    }
+/// How a transcript is stored linked: to `base`, keeping its first `kept` pieces, which are
+/// also the first of `packed`, up to `own`.
+#[derive(Clone)]
+struct Link {
+    base: Arc<str>,
+    kept: usize,
+    own: usize,
 }
 
 /// A transcript as its column stores it: packed whole, or linked to another response's.
@@ -76,8 +76,9 @@ impl PackedTranscripts {
     /// the transcript packed last for `conversation` when `json` goes on from it (linked to it
     /// when that one is stored for good, in the same project, fewer than [`MAX_DEPTH`] links
     /// deep), whole otherwise; `None` when it is better stored as it is. What is packed is
-    /// kept as `conversation`'s last. Written again for the same response, it is packed after
-    /// what its earlier write was linked to.
+    /// kept as `conversation`'s last. Written again for the same response (the end of a run
+    /// whose first flush wrote it), it is linked as the earlier write was, while it still
+    /// keeps the pieces that write kept.
     pub(crate) fn pack(
         &self,
         conversation: &str,
@@ -88,58 +89,65 @@ impl PackedTranscripts {
         if json.len() < transcript_pack::MIN_PACKED {
             return None;
         }
-        let before = self
-            .entries
-            .remove(conversation)
-            .map(|mut before| match before.base.take() {
-                Some(base) if *before.id == *id && !before.stored => base,
-                _ => Arc::new(before),
-            });
-        let after = before.and_then(|before| {
+        let after = self.entries.remove(conversation).and_then(|before| {
             let after = transcript_pack::pack_after_parts(json, &before.json, &before.packed)?;
-            let linkable = before.stored
-                && before.depth < MAX_DEPTH
-                && *before.project == *project
-                && *before.id != *id;
-            let link = linkable
-                .then(|| transcript_link::linked(&after))
-                .flatten()
-                .map(|value| (value, before));
+            let link = if *before.id == *id {
+                before
+                    .link
+                    .filter(|link| !before.stored && after.kept >= link.kept)
+                    .map(|link| (link, before.depth))
+            } else if before.stored && before.depth < MAX_DEPTH && *before.project == *project {
+                let link = Link {
+                    base: Arc::clone(&before.id),
+                    kept: after.kept,
+                    own: after.own,
+                };
+                Some((link, before.depth + 1))
+            } else {
+                None
+            };
             Some((after.packed, link))
         });
         let (packed, link) = match after {
             Some(after) => after,
             None => (transcript_pack::pack(json)?, None),
         };
-        let (stored, depth, base) = match link {
-            Some((value, base)) => (
+        let linked = link.as_ref().and_then(|(link, _)| {
+            transcript_link::linked(&transcript_pack::After {
+                packed: Arc::clone(&packed),
+                kept: link.kept,
+                own: link.own,
+            })
+        });
+        let (stored, link, depth) = match (linked, link) {
+            (Some(value), Some((link, depth))) => (
                 PackedTranscript {
                     value: Arc::from(value),
-                    base: Some(Arc::clone(&base.id)),
+                    base: Some(Arc::clone(&link.base)),
                 },
-                base.depth + 1,
-                Some(base),
+                Some(link),
+                depth,
             ),
-            None => (
+            _ => (
                 PackedTranscript {
                     value: Arc::clone(&packed),
                     base: None,
                 },
-                0,
                 None,
+                0,
             ),
         };
-        let entry = Entry {
-            id: Arc::from(id),
-            project: Arc::from(project),
-            json: Arc::clone(json),
-            packed,
-            depth,
-            stored: false,
-            base,
-        };
-        let cost = entry.cost();
+        let cost = json.len().saturating_add(packed.len());
         if cost <= BUDGET_BYTES / 8 {
+            let entry = Entry {
+                id: Arc::from(id),
+                project: Arc::from(project),
+                json: Arc::clone(json),
+                packed,
+                link,
+                depth,
+                stored: false,
+            };
             self.entries.insert(Arc::from(conversation), entry, cost);
         }
         Some(stored)
@@ -152,7 +160,6 @@ impl PackedTranscripts {
         self.entries.update(conversation, |entry| {
             if *entry.id == *id && Arc::ptr_eq(&entry.json, json) {
                 entry.stored = true;
-                entry.base = None;
             }
         });
     }
@@ -163,8 +170,8 @@ impl PackedTranscripts {
             if *entry.id == *id {
                 entry.stored = false;
             }
-            if entry.base.as_ref().is_some_and(|base| *base.id == *id) {
-                entry.base = None;
+            if entry.link.as_ref().is_some_and(|link| *link.base == *id) {
+                entry.link = None;
             }
         });
     }
@@ -323,5 +330,26 @@ mod tests {
         }
         let whole: Vec<usize> = (0..bases.len()).filter(|&n| bases[n].is_none()).collect();
         assert_eq!(whole, [usize::try_from(MAX_DEPTH).unwrap()], "{bases:?}");
+    }
+
+    #[test]
+    fn a_long_conversation_stays_linked_turn_after_turn() {
+        // Transcripts of ~600 KB: what the memo keeps of each, its text and packed value, stays
+        // under an entry's cap (an eighth of the budget), turn after turn (with its base's too,
+        // it would not), and so does every turn's link.
+        let packs = PackedTranscripts::default();
+        let mut bases = Vec::new();
+        for turns in 2500..2506 {
+            let id = format!("resp_{turns}");
+            let json = transcript("a", turns);
+            let packed = packs.pack("conv_1", "proj_a", &id, &json).unwrap();
+            bases.push(packed.base);
+            packs.stored("conv_1", &id, &json);
+        }
+        assert!(transcript("a", 2500).len() > 560 << 10);
+        assert_eq!(bases[0], None);
+        for (n, base) in bases.iter().enumerate().skip(1) {
+            assert_eq!(base.as_deref(), Some(format!("resp_{}", 2499 + n).as_str()));
+        }
     }
 }
