@@ -79,6 +79,11 @@ impl<V> BudgetMap<V> {
         }
     }
 
+    /// What `read` makes of the entry of `key`, if any.
+    pub(crate) fn read<R>(&self, key: &str, read: impl FnOnce(Option<&V>) -> R) -> R {
+        read(self.lock().map.get(key).map(|(value, _)| value))
+    }
+
     /// Changes every entry in place.
     pub(crate) fn update_all(&self, mut change: impl FnMut(&mut V)) {
         for (_, (value, _)) in self.lock().map.iter_mut() {

@@ -11,7 +11,10 @@
 //! write committed: [`PackedTranscripts::stored`]), the next transcript of its conversation is
 //! stored linked to it (`transcript_link.rs`): only its own pieces. Never before that write
 //! (a row that a later write of its run could change, or that a failed write never stored),
-//! and never once the response is deleted ([`PackedTranscripts::forget`]).
+//! and never once the response is deleted ([`PackedTranscripts::forget`]). When the memo holds
+//! nothing to link a chained transcript to (the process restarted, the memo let the
+//! conversation go, or the transcript is longer than an entry may be), the store reads the
+//! previous response's transcript back and hands it in as a [`Seed`].
 //!
 //! [`pack_after_parts`]: crate::transcript_pack::pack_after_parts
 
@@ -63,6 +66,18 @@ struct Link {
     own: usize,
 }
 
+/// A response's transcript read back from the store ([`PackedTranscripts::needs_seed`]): the
+/// next transcript of its conversation is packed after it, and linked to it, as after an entry.
+pub(crate) struct Seed {
+    pub(crate) id: Arc<str>,
+    pub(crate) project: Arc<str>,
+    pub(crate) json: Arc<str>,
+    /// `json` packed whole (in pieces).
+    pub(crate) packed: Arc<[u8]>,
+    /// How many links in a row its stored value is the end of.
+    pub(crate) depth: u32,
+}
+
 /// A transcript as its column stores it: packed whole, or linked to another response's.
 #[derive(Debug, PartialEq)]
 pub(crate) struct PackedTranscript {
@@ -78,18 +93,33 @@ impl PackedTranscripts {
     /// deep), whole otherwise; `None` when it is better stored as it is. What is packed is
     /// kept as `conversation`'s last. Written again for the same response (the end of a run
     /// whose first flush wrote it), it is linked as the earlier write was, while it still
-    /// keeps the pieces that write kept.
+    /// keeps the pieces that write kept. With a `seed` (the transcript of the response it
+    /// continues, read back from the store), it is packed after that instead.
     pub(crate) fn pack(
         &self,
         conversation: &str,
         project: &str,
         id: &str,
         json: &Arc<str>,
+        seed: Option<Seed>,
     ) -> Option<PackedTranscript> {
         if json.len() < transcript_pack::MIN_PACKED {
             return None;
         }
-        let after = self.entries.remove(conversation).and_then(|before| {
+        let before = self.entries.remove(conversation);
+        let before = match seed {
+            Some(seed) => Some(Entry {
+                id: seed.id,
+                project: seed.project,
+                json: seed.json,
+                packed: seed.packed,
+                link: None,
+                depth: seed.depth,
+                stored: true,
+            }),
+            None => before,
+        };
+        let after = before.and_then(|before| {
             let after = transcript_pack::pack_after_parts(json, &before.json, &before.packed)?;
             let link = if *before.id == *id {
                 before
@@ -153,6 +183,19 @@ impl PackedTranscripts {
         Some(stored)
     }
 
+    /// Whether response `id`'s transcript, which continues response `previous` in
+    /// `conversation`, would be packed after something else than `previous`'s (or than what
+    /// its own earlier write was linked to): then `previous`'s, read back from the store, is
+    /// worth a [`Seed`].
+    pub(crate) fn needs_seed(&self, conversation: &str, id: &str, previous: &str) -> bool {
+        self.entries.read(conversation, |entry| {
+            !entry.is_some_and(|entry| {
+                (*entry.id == *previous && entry.stored)
+                    || (*entry.id == *id && entry.link.is_some())
+            })
+        })
+    }
+
     /// Response `id`'s write of `json`, its transcript as packed last for `conversation`,
     /// committed, and no later write of its run will change it: the next transcript of the
     /// conversation may be linked to it.
@@ -208,7 +251,7 @@ mod tests {
         conversation: &str,
         json: &Arc<str>,
     ) -> Option<Arc<[u8]>> {
-        let packed = packs.pack(conversation, "proj_a", "resp_unstored", json)?;
+        let packed = packs.pack(conversation, "proj_a", "resp_unstored", json, None)?;
         assert_eq!(packed.base, None);
         Some(packed.value)
     }
@@ -281,7 +324,7 @@ mod tests {
         let pack = |id: &str, project: &str| {
             turns.set(turns.get() + 1);
             let json = transcript("a", turns.get());
-            let packed = packs.pack("conv_1", project, id, &json).unwrap();
+            let packed = packs.pack("conv_1", project, id, &json, None).unwrap();
             (json, packed)
         };
         let (json, first) = pack("resp_1", "proj_a");
@@ -300,7 +343,9 @@ mod tests {
         assert!(fourth.value.len() * 4 < third.value.len());
         // Its run's end after its first flush, a longer transcript: linked to the same.
         let json = transcript("a", turns.get() + 1);
-        let end = packs.pack("conv_1", "proj_a", "resp_4", &json).unwrap();
+        let end = packs
+            .pack("conv_1", "proj_a", "resp_4", &json, None)
+            .unwrap();
         assert_eq!(end.base.as_deref(), Some("resp_3"));
         assert!(end.value.len() > fourth.value.len());
         // Stored for good, the same response written again is not linked to itself.
@@ -308,7 +353,7 @@ mod tests {
         turns.set(turns.get() + 1);
         let again_json = transcript("a", turns.get());
         let again = packs
-            .pack("conv_1", "proj_a", "resp_4", &again_json)
+            .pack("conv_1", "proj_a", "resp_4", &again_json, None)
             .unwrap();
         assert_eq!(again.base, None);
         // Nor to a response of another project, nor to a deleted one.
@@ -342,7 +387,7 @@ mod tests {
         for turns in 2500..2506 {
             let id = format!("resp_{turns}");
             let json = transcript("a", turns);
-            let packed = packs.pack("conv_1", "proj_a", &id, &json).unwrap();
+            let packed = packs.pack("conv_1", "proj_a", &id, &json, None).unwrap();
             bases.push(packed.base);
             packs.stored("conv_1", &id, &json);
         }
@@ -351,5 +396,49 @@ mod tests {
         for (n, base) in bases.iter().enumerate().skip(1) {
             assert_eq!(base.as_deref(), Some(format!("resp_{}", 2499 + n).as_str()));
         }
+    }
+
+    #[test]
+    fn a_seed_is_needed_only_when_the_memo_holds_nothing_to_link_to() {
+        let packs = PackedTranscripts::default();
+        assert!(packs.needs_seed("conv_1", "resp_2", "resp_1"));
+        let json = transcript("a", 80);
+        packs
+            .pack("conv_1", "proj_a", "resp_1", &json, None)
+            .unwrap();
+        // Packed, not stored yet (its run's end not written).
+        assert!(packs.needs_seed("conv_1", "resp_2", "resp_1"));
+        packs.stored("conv_1", "resp_1", &json);
+        assert!(!packs.needs_seed("conv_1", "resp_2", "resp_1"));
+        // A branch off another response: the memo's is not it.
+        assert!(packs.needs_seed("conv_1", "resp_3", "resp_0"));
+        // resp_2 written linked to resp_1: its next write links to the same, from the memo.
+        let next = transcript("a", 81);
+        let packed = packs
+            .pack("conv_1", "proj_a", "resp_2", &next, None)
+            .unwrap();
+        assert_eq!(packed.base.as_deref(), Some("resp_1"));
+        assert!(!packs.needs_seed("conv_1", "resp_2", "resp_1"));
+
+        // With a seed, packed after it and linked to it, whatever the memo holds.
+        let seeded = transcript("b", 90);
+        let seed = Seed {
+            id: Arc::from("resp_b"),
+            project: Arc::from("proj_a"),
+            json: Arc::clone(&seeded),
+            packed: transcript_pack::pack(&seeded).unwrap(),
+            depth: 3,
+        };
+        let packed = packs
+            .pack(
+                "conv_1",
+                "proj_a",
+                "resp_b2",
+                &transcript("b", 91),
+                Some(seed),
+            )
+            .unwrap();
+        assert_eq!(packed.base.as_deref(), Some("resp_b"));
+        assert_eq!(packed.value[0], transcript_link::LINKED);
     }
 }

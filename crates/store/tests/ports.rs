@@ -945,6 +945,12 @@ async fn a_long_conversation_is_stored_linked_and_outlives_deletions(db: &TestDb
     }
     check(&store, &written).await?;
     if db.backend == common::Backend::Sqlite {
+        // resp_099b, the first transcript written after the reopening (nothing in the memo),
+        // is linked to resp_098 all the same: read back from the store.
+        let base = db
+            .text("SELECT transcript_base FROM responses WHERE id = 'resp_099b'")
+            .await?;
+        assert_eq!(base, "resp_098");
         // resp_100b is linked to resp_099b; deleted behind the store's back (as a deletion
         // that commits between a transcript's packing and its write), the next transcript,
         // packed to be linked to it, is written whole.
@@ -962,6 +968,53 @@ async fn a_long_conversation_is_stored_linked_and_outlives_deletions(db: &TestDb
             .await?;
         assert_eq!(stored, "blob none");
         check(&store, &written).await?;
+    }
+    store.close().await;
+    Ok(())
+}
+
+/// A transcript too long for the memo of packed transcripts (over an eighth of its 8 MiB) is
+/// still stored linked to the one it goes on from, read back from the store, turn after turn.
+async fn a_transcript_too_long_for_the_memo_is_still_linked(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    let item = |n: u64| -> Result<InputItem, serde_json::Error> {
+        // ~40 KB of words that do not repeat much: packed, still ~20 KB.
+        let words: String = (0..6000u64)
+            .map(|w| format!(" w{}", (n * 6000 + w).wrapping_mul(2_654_435_761) % 100_003))
+            .collect();
+        serde_json::from_value(json!({"role": "user", "content": format!("{n}:{words}")}))
+    };
+    let mut transcript: Vec<InputItem> = (0..30).map(item).collect::<Result<_, _>>()?;
+    let mut written = Vec::new();
+    for n in 0..4u64 {
+        transcript.push(item(100 + n)?);
+        let mut ended = record(&format!("resp_{n}"), "proj_a", true)?;
+        ended.conversation_id = Some("resp_0".to_owned());
+        ended.response.previous_response_id = n.checked_sub(1).map(|p| format!("resp_{p}"));
+        ended.transcript = transcript.clone();
+        store.end_run(&ended, &[]).await?;
+        written.push(ended);
+    }
+    assert!(InputItem::list_to_json(&transcript)?.len() > 1 << 20);
+    if db.backend == common::Backend::Sqlite {
+        for n in 1..4 {
+            let id = format!("resp_{n}");
+            let base = db
+                .text(&format!(
+                    "SELECT transcript_base FROM responses WHERE id = '{id}'"
+                ))
+                .await?;
+            assert_eq!(base, format!("resp_{}", n - 1));
+            let length = stored_length(db, "transcript_json", &id).await?;
+            assert!(length < 60_000, "{id}: {length} bytes");
+        }
+    }
+    for expected in &written {
+        let read = store
+            .get_response("proj_a", &expected.id)
+            .await?
+            .ok_or("missing")?;
+        assert_eq!(read.transcript, expected.transcript, "{}", expected.id);
     }
     store.close().await;
     Ok(())
@@ -1507,6 +1560,7 @@ matrix!(
     a_conversations_transcripts_read_back_turn_by_turn_and_branched,
     a_long_conversation_is_stored_linked_and_outlives_deletions,
     a_broken_link_is_a_corrupt_error,
+    a_transcript_too_long_for_the_memo_is_still_linked,
     corrupt_transcript_is_a_corrupt_error,
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,

@@ -3,19 +3,28 @@
 //! before a response they are linked to is deleted. PostgreSQL stores every transcript whole;
 //! these run there too and find nothing linked.
 
+use std::sync::Arc;
+
 use engine::store::StoreError;
 use sqlx::Row as _;
 
 use super::json_columns::{json_text, stored_json};
 use super::{DbRow, Store, dialect};
+use crate::packed_transcripts::Seed;
 use crate::stored_json::StoredJsonRef;
-use crate::{error, transcript_link};
+use crate::{error, transcript_link, transcript_pack};
 
 /// A linked transcript's base (`transcript_link.rs`).
 const SELECT_BASE: &str = "\
 SELECT transcript_json, transcript_base
 FROM responses
 WHERE project_id = $1 AND id = $2";
+
+/// What [`Store::transcript_seed`] reads: a response whose run has ended.
+const SELECT_SEED: &str = "\
+SELECT transcript_json, transcript_base
+FROM responses
+WHERE project_id = $1 AND id = $2 AND status NOT IN ('queued', 'in_progress')";
 
 /// The most links a read follows: more than a write makes ([`transcript_link::MAX_DEPTH`]),
 /// since a deletion splices at most as many; more is a loop, a corrupt store.
@@ -31,6 +40,19 @@ impl Store {
         id: &str,
         row: &DbRow,
     ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .linked_whole(project_id, id, row)
+            .await?
+            .map(|(whole, _)| whole))
+    }
+
+    /// [`Store::whole_transcript`], with how many links it followed.
+    async fn linked_whole(
+        &self,
+        project_id: &str,
+        id: &str,
+        row: &DbRow,
+    ) -> Result<Option<(Vec<u8>, usize)>, StoreError> {
         let what = format!("response {id}");
         let StoredJsonRef::Packed(value) = stored_json(row, "transcript_json", &what)? else {
             return Ok(None);
@@ -80,7 +102,44 @@ impl Store {
         for value in chain.iter().rev() {
             whole = transcript_link::link(&whole, value).map_err(corrupt)?;
         }
-        Ok(Some(whole))
+        Ok(Some((whole, chain.len())))
+    }
+
+    /// Response `id`'s transcript as the next transcript of its conversation may be linked to
+    /// (`packed_transcripts.rs`, [`Seed`]): read back when the memo holds nothing for it (the
+    /// process restarted, the memo let it go, or it is too long for the memo). `None` when it
+    /// is not stored, its run has not ended, or its transcript is not packed.
+    pub(super) async fn transcript_seed(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<Seed>, StoreError> {
+        let what = format!("response {id}");
+        let Some(row) = sqlx::query(SELECT_SEED)
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(error::backend)?
+        else {
+            return Ok(None);
+        };
+        let StoredJsonRef::Packed(value) = stored_json(&row, "transcript_json", &what)? else {
+            return Ok(None);
+        };
+        let (whole, depth) = match self.linked_whole(project_id, id, &row).await? {
+            Some(linked) => linked,
+            None => (value.to_vec(), 0),
+        };
+        let json = transcript_pack::unpack(&whole)
+            .map_err(|e| StoreError::Corrupt(format!("{what}: its transcript_json: {e}")))?;
+        Ok(Some(Seed {
+            id: Arc::from(id),
+            project: Arc::from(project_id),
+            json: Arc::from(json),
+            packed: Arc::from(whole),
+            depth: u32::try_from(depth).unwrap_or(u32::MAX),
+        }))
     }
 
     /// The transcript JSON of response `id` of `project_id`, linked or not (`agentd store

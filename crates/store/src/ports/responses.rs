@@ -22,10 +22,10 @@ use sqlx::error::ErrorKind;
 
 use super::json_columns::{json_column, json_text, stored_json};
 use super::{DbRow, Store, dialect};
-use crate::packed_transcripts::PackedTranscripts;
+use crate::packed_transcripts::{PackedTranscripts, Seed};
 use crate::script::Script;
 use crate::stored_json::{StoredJson, StoredJsonRef};
-use crate::{error, event_pack, now_secs};
+use crate::{error, event_pack, now_secs, transcript_pack};
 
 /// Insert, or replace the record with the same id if it belongs to the same project. A record
 /// of another project is refused by the statement itself: its `response_json` would become
@@ -94,15 +94,18 @@ struct Encoded {
 }
 
 impl Encoded {
-    /// `record` encoded; its transcript packed, where the back end packs, after the one packed
-    /// last for its conversation when it goes on from it (`packs`).
-    fn encode(record: &ResponseRecord, packs: &PackedTranscripts) -> Result<Encoded, StoreError> {
+    /// `record` encoded, its `transcript` the JSON of its transcript (`transcript_json`);
+    /// packed, where the back end packs, after the one packed last for its conversation when it
+    /// goes on from it (`packs`), or after `seed`.
+    fn encode(
+        record: &ResponseRecord,
+        packs: &PackedTranscripts,
+        transcript: Arc<str>,
+        seed: Option<Seed>,
+    ) -> Result<Encoded, StoreError> {
         let encode = |e: serde_json::Error| {
             StoreError::Backend(format!("cannot encode response {}: {e}", record.id))
         };
-        let transcript: Arc<str> = Arc::from(
-            protocol::input::InputItem::list_to_json(&record.transcript).map_err(encode)?,
-        );
         let packed = dialect::PACK_JSON
             .then(|| {
                 packs.pack(
@@ -110,6 +113,7 @@ impl Encoded {
                     &record.project_id,
                     &record.id,
                     &transcript,
+                    seed,
                 )
             })
             .flatten();
@@ -229,7 +233,14 @@ impl Store {
         record: &ResponseRecord,
         build: impl Fn(&Encoded) -> Script,
     ) -> Result<Encoded, StoreError> {
-        let row = Encoded::encode(record, &self.packed_transcripts)?;
+        let transcript = transcript_json(record)?;
+        let seed = self.seed_for(record, &transcript).await;
+        let row = Encoded::encode(
+            record,
+            &self.packed_transcripts,
+            Arc::clone(&transcript),
+            seed,
+        )?;
         match self.write(&record.id, build(&row)).await {
             Err(StoreError::Conflict(message))
                 if row
@@ -240,12 +251,46 @@ impl Store {
                 if let Some(base) = &row.transcript_base {
                     self.packed_transcripts.forget(base);
                 }
-                let row = Encoded::encode(record, &self.packed_transcripts)?;
+                let row = Encoded::encode(record, &self.packed_transcripts, transcript, None)?;
                 self.write(&record.id, build(&row)).await.map(|()| row)
             }
             written => written.map(|()| row),
         }
     }
+
+    /// The transcript of the response `record` continues, read back from the store, when its
+    /// own transcript (`transcript`, JSON) is long enough to be packed and the memo holds
+    /// nothing to pack it after (`packed_transcripts.rs`: after a restart, once the memo let
+    /// the conversation go, or past what it keeps of one): so that it is still stored linked
+    /// to it, and packed only where it goes on from it. Only where transcripts are packed; a
+    /// read that fails leaves it packed whole, as without the memo.
+    async fn seed_for(&self, record: &ResponseRecord, transcript: &str) -> Option<Seed> {
+        let previous = record.response.previous_response_id.as_deref()?;
+        if !dialect::PACK_JSON
+            || transcript.len() < transcript_pack::MIN_PACKED
+            || !self.packed_transcripts.needs_seed(
+                transcript_conversation(record),
+                &record.id,
+                previous,
+            )
+        {
+            return None;
+        }
+        match self.transcript_seed(&record.project_id, previous).await {
+            Ok(seed) => seed,
+            Err(err) => {
+                tracing::debug!(response_id = %record.id, error = %err, "previous transcript not read back");
+                None
+            }
+        }
+    }
+}
+
+/// The JSON of `record`'s transcript.
+fn transcript_json(record: &ResponseRecord) -> Result<Arc<str>, StoreError> {
+    protocol::input::InputItem::list_to_json(&record.transcript)
+        .map(Arc::from)
+        .map_err(|e| StoreError::Backend(format!("cannot encode response {}: {e}", record.id)))
 }
 
 #[async_trait::async_trait]
