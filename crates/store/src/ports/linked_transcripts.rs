@@ -20,6 +20,20 @@ SELECT transcript_json, transcript_base
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
+/// A linked transcript's bases, from response `$2` of project `$1` on, nearest first: each the
+/// base of the one before, at most `$3` of them (a missing base ends the list early).
+const SELECT_BASES: &str = "\
+WITH RECURSIVE bases(depth, transcript_json, transcript_base) AS (
+    SELECT 1, transcript_json, transcript_base
+    FROM responses
+    WHERE project_id = $1 AND id = $2
+    UNION ALL
+    SELECT bases.depth + 1, r.transcript_json, r.transcript_base
+    FROM bases JOIN responses r ON r.project_id = $1 AND r.id = bases.transcript_base
+    WHERE bases.depth < $3
+)
+SELECT transcript_json, transcript_base FROM bases ORDER BY depth";
+
 /// What [`Store::transcript_seed`] reads: a response whose run has ended.
 const SELECT_SEED: &str = "\
 SELECT transcript_json, transcript_base
@@ -61,44 +75,57 @@ impl Store {
             return Ok(None);
         }
         let corrupt = |e: String| StoreError::Corrupt(format!("{what}: its transcript_json: {e}"));
-        let mut base: Option<String> = row
+        let base: Option<String> = row
             .try_get("transcript_base")
             .map_err(|e| error::bad_column(&what, "transcript_base", e))?;
-        let mut chain = vec![value.to_vec()];
-        let root = loop {
-            let Some(base_id) = base.take() else {
-                return Err(corrupt("linked, with no base named".to_owned()));
+        let Some(mut base_id) = base else {
+            return Err(corrupt("linked, with no base named".to_owned()));
+        };
+        // Its bases, nearest first, in one statement (a lookup each for SQLite, not a round
+        // trip each): up to one more than a read follows, so that a loop shows.
+        let rows = sqlx::query(SELECT_BASES)
+            .bind(project_id)
+            .bind(&base_id)
+            .bind(i64::try_from(MAX_LINKS + 1).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(error::backend)?;
+        let mut chain = vec![value];
+        let mut root = None;
+        for row in &rows {
+            let base_what = format!("response {base_id}");
+            let StoredJsonRef::Packed(value) = stored_json(row, "transcript_json", &base_what)?
+            else {
+                return Err(corrupt(format!(
+                    "linked to response {base_id}, whose transcript is not in pieces"
+                )));
             };
+            if !transcript_link::is_linked(value) {
+                root = Some(value);
+                break;
+            }
             if chain.len() > MAX_LINKS {
                 return Err(corrupt(format!("linked more than {MAX_LINKS} deep")));
             }
-            let row = sqlx::query(SELECT_BASE)
-                .bind(project_id)
-                .bind(&base_id)
-                .fetch_optional(&self.reader)
-                .await
-                .map_err(error::backend)?
-                .ok_or_else(|| {
-                    corrupt(format!("linked to response {base_id}, which is not stored"))
-                })?;
-            let base_what = format!("response {base_id}");
-            let value = match stored_json(&row, "transcript_json", &base_what)? {
-                StoredJsonRef::Packed(value) => value.to_vec(),
-                StoredJsonRef::Text(_) => {
-                    return Err(corrupt(format!(
-                        "linked to response {base_id}, whose transcript is not in pieces"
-                    )));
-                }
-            };
-            if !transcript_link::is_linked(&value) {
-                break value;
-            }
-            base = row
+            chain.push(value);
+            let next: Option<String> = row
                 .try_get("transcript_base")
                 .map_err(|e| error::bad_column(&base_what, "transcript_base", e))?;
-            chain.push(value);
+            base_id = next.ok_or_else(|| {
+                corrupt(format!(
+                    "linked to response {base_id}, linked with no base named"
+                ))
+            })?;
+        }
+        let Some(root) = root else {
+            if chain.len() > MAX_LINKS {
+                return Err(corrupt(format!("linked more than {MAX_LINKS} deep")));
+            }
+            return Err(corrupt(format!(
+                "linked to response {base_id}, which is not stored"
+            )));
         };
-        let mut whole = root;
+        let mut whole = root.to_vec();
         for value in chain.iter().rev() {
             whole = transcript_link::link(&whole, value).map_err(corrupt)?;
         }
