@@ -114,6 +114,42 @@ pub(crate) fn link(base: &[u8], value: &[u8]) -> Result<Vec<u8>, String> {
     Ok(whole)
 }
 
+/// `chain`, linked values each linked to the next (the first the one read, the last linked
+/// to `root`, a whole value), put back together: the [`PIECES`] value the first stands for.
+/// The same as [`link`] applied from the last to the first, but each piece kept is copied
+/// once, not once per link above it. `Err` says what is wrong with any of them.
+pub(crate) fn link_all(root: &[u8], chain: &[&[u8]]) -> Result<Vec<u8>, String> {
+    let parts = chain
+        .iter()
+        .map(|value| parts(value))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(first) = parts.first() else {
+        return Ok(root.to_vec());
+    };
+    if root.first() != Some(&PIECES) {
+        return Err("a linked transcript whose base is not a transcript in pieces".to_owned());
+    }
+    let records = root.get(HEADER..).ok_or("a packed transcript cut short")?;
+    // From the first down: how many pieces each level's whole must give the one above it,
+    // and which of its own pieces that takes.
+    let mut segments = vec![first.own];
+    let mut need = first.kept;
+    for level in &parts[1..] {
+        if let Some(more) = need.checked_sub(level.kept).filter(|&more| more > 0) {
+            segments.push(first_pieces(level.own, &level.own_ends, more)?);
+            need = level.kept;
+        }
+    }
+    segments.push(first_pieces(records, &piece_ends(records)?, need)?);
+    let mut whole = Vec::with_capacity(HEADER + segments.iter().map(|s| s.len()).sum::<usize>());
+    whole.push(PIECES);
+    whole.extend_from_slice(first.length);
+    for segment in segments.iter().rev() {
+        whole.extend_from_slice(segment);
+    }
+    Ok(whole)
+}
+
 /// `dependent`, linked to `base`'s value, rewritten so that it no longer needs it: whole when
 /// `base` is whole, else linked to `base`'s own base (which the caller names in the row). `Err`
 /// says what is wrong with either.
@@ -241,6 +277,34 @@ mod tests {
             link(&whole_41, &spliced).unwrap(),
             link(&link(&whole_41, &linked_42).unwrap(), &short).unwrap()
         );
+    }
+
+    #[test]
+    fn a_chain_put_back_at_once_is_the_chain_put_back_link_by_link() {
+        let turns = chain(6);
+        let root = turns[0].1.packed.to_vec();
+        let mut values: Vec<Vec<u8>> = turns[1..].iter().map(|(_, a)| linked(a).unwrap()).collect();
+        // One that keeps fewer pieces than its base keeps of its own base (a branch off an
+        // earlier turn), in the middle.
+        values[2][HEADER..LINKED_HEADER].copy_from_slice(&2u32.to_le_bytes());
+        // The ones above keep what they keep of it, and one of their own pieces each.
+        values[3][HEADER..LINKED_HEADER].copy_from_slice(&3u32.to_le_bytes());
+        values[4][HEADER..LINKED_HEADER].copy_from_slice(&4u32.to_le_bytes());
+        let mut step = root.clone();
+        let mut wholes = Vec::new();
+        for value in &values {
+            step = link(&step, value).unwrap();
+            wholes.push(step.clone());
+        }
+        for (n, whole) in wholes.iter().enumerate() {
+            let chain: Vec<&[u8]> = values[..=n].iter().rev().map(Vec::as_slice).collect();
+            assert_eq!(link_all(&root, &chain).unwrap(), *whole, "{n}");
+        }
+        assert_eq!(link_all(&root, &[]).unwrap(), root);
+        assert!(link_all(&values[0], &[&values[1]]).is_err());
+        let mut too_many = values[0].clone();
+        too_many[HEADER..LINKED_HEADER].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(link_all(&root, &[&too_many]).is_err());
     }
 
     #[test]

@@ -125,10 +125,7 @@ impl Store {
                 "linked to response {base_id}, which is not stored"
             )));
         };
-        let mut whole = root.to_vec();
-        for value in chain.iter().rev() {
-            whole = transcript_link::link(&whole, value).map_err(corrupt)?;
-        }
+        let whole = transcript_link::link_all(root, &chain).map_err(corrupt)?;
         Ok(Some((whole, chain.len())))
     }
 
