@@ -20,25 +20,33 @@ SELECT transcript_json, transcript_base
 FROM responses
 WHERE project_id = $1 AND id = $2";
 
-/// A linked transcript's bases, from response `$2` of project `$1` on, nearest first: each the
-/// base of the one before, at most `$3` of them (a missing base ends the list early).
-const SELECT_BASES: &str = "\
-WITH RECURSIVE bases(depth, transcript_json, transcript_base) AS (
+/// Response `$2` of project `$1` (where `$anchor` also holds of it) and its bases after it,
+/// nearest first, each the base of the one before: at most `$3` rows in all, in one statement
+/// (a lookup each for SQLite, not a round trip each); a missing base ends the list early.
+macro_rules! chain_from {
+    ($anchor:literal) => {
+        concat!(
+            "WITH RECURSIVE chain(depth, transcript_json, transcript_base) AS (
     SELECT 1, transcript_json, transcript_base
     FROM responses
-    WHERE project_id = $1 AND id = $2
+    WHERE project_id = $1 AND id = $2",
+            $anchor,
+            "
     UNION ALL
-    SELECT bases.depth + 1, r.transcript_json, r.transcript_base
-    FROM bases JOIN responses r ON r.project_id = $1 AND r.id = bases.transcript_base
-    WHERE bases.depth < $3
+    SELECT chain.depth + 1, r.transcript_json, r.transcript_base
+    FROM chain JOIN responses r ON r.project_id = $1 AND r.id = chain.transcript_base
+    WHERE chain.depth < $3
 )
-SELECT transcript_json, transcript_base FROM bases ORDER BY depth";
+SELECT transcript_json, transcript_base FROM chain ORDER BY depth"
+        )
+    };
+}
 
-/// What [`Store::transcript_seed`] reads: a response whose run has ended.
-const SELECT_SEED: &str = "\
-SELECT transcript_json, transcript_base
-FROM responses
-WHERE project_id = $1 AND id = $2 AND status NOT IN ('queued', 'in_progress')";
+/// A linked transcript's bases, from its base (`$2`) on.
+const SELECT_BASES: &str = chain_from!("");
+
+/// What [`Store::transcript_seed`] reads: a response whose run has ended, and its bases.
+const SELECT_SEED: &str = chain_from!(" AND status NOT IN ('queued', 'in_progress')");
 
 /// The most links a read follows: more than a write makes ([`transcript_link::MAX_DEPTH`]),
 /// since a deletion splices at most as many; more is a loop, a corrupt store.
@@ -78,55 +86,18 @@ impl Store {
         let base: Option<String> = row
             .try_get("transcript_base")
             .map_err(|e| error::bad_column(&what, "transcript_base", e))?;
-        let Some(mut base_id) = base else {
+        let Some(base_id) = base else {
             return Err(corrupt("linked, with no base named".to_owned()));
         };
-        // Its bases, nearest first, in one statement (a lookup each for SQLite, not a round
-        // trip each): up to one more than a read follows, so that a loop shows.
-        let rows = sqlx::query(SELECT_BASES)
+        // Up to one more than a read follows, so that a loop shows.
+        let bases = sqlx::query(SELECT_BASES)
             .bind(project_id)
             .bind(&base_id)
             .bind(i64::try_from(MAX_LINKS + 1).unwrap_or(i64::MAX))
             .fetch_all(&self.reader)
             .await
             .map_err(error::backend)?;
-        let mut chain = vec![value];
-        let mut root = None;
-        for row in &rows {
-            let base_what = format!("response {base_id}");
-            let StoredJsonRef::Packed(value) = stored_json(row, "transcript_json", &base_what)?
-            else {
-                return Err(corrupt(format!(
-                    "linked to response {base_id}, whose transcript is not in pieces"
-                )));
-            };
-            if !transcript_link::is_linked(value) {
-                root = Some(value);
-                break;
-            }
-            if chain.len() > MAX_LINKS {
-                return Err(corrupt(format!("linked more than {MAX_LINKS} deep")));
-            }
-            chain.push(value);
-            let next: Option<String> = row
-                .try_get("transcript_base")
-                .map_err(|e| error::bad_column(&base_what, "transcript_base", e))?;
-            base_id = next.ok_or_else(|| {
-                corrupt(format!(
-                    "linked to response {base_id}, linked with no base named"
-                ))
-            })?;
-        }
-        let Some(root) = root else {
-            if chain.len() > MAX_LINKS {
-                return Err(corrupt(format!("linked more than {MAX_LINKS} deep")));
-            }
-            return Err(corrupt(format!(
-                "linked to response {base_id}, which is not stored"
-            )));
-        };
-        let whole = transcript_link::link_all(root, &chain).map_err(corrupt)?;
-        Ok(Some((whole, chain.len())))
+        assemble(&what, value, base_id, &bases).map(Some)
     }
 
     /// Response `id`'s transcript as the next transcript of its conversation may be linked to
@@ -139,21 +110,32 @@ impl Store {
         id: &str,
     ) -> Result<Option<Seed>, StoreError> {
         let what = format!("response {id}");
-        let Some(row) = sqlx::query(SELECT_SEED)
+        // The response, then (when it is linked) its bases: up to one more than a read follows.
+        let rows = sqlx::query(SELECT_SEED)
             .bind(project_id)
             .bind(id)
-            .fetch_optional(&self.reader)
+            .bind(i64::try_from(MAX_LINKS + 2).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
             .await
-            .map_err(error::backend)?
-        else {
+            .map_err(error::backend)?;
+        let Some((row, bases)) = rows.split_first() else {
             return Ok(None);
         };
-        let StoredJsonRef::Packed(value) = stored_json(&row, "transcript_json", &what)? else {
+        let StoredJsonRef::Packed(value) = stored_json(row, "transcript_json", &what)? else {
             return Ok(None);
         };
-        let (whole, depth) = match self.linked_whole(project_id, id, &row).await? {
-            Some(linked) => linked,
-            None => (value.to_vec(), 0),
+        let (whole, depth) = if transcript_link::is_linked(value) {
+            let base: Option<String> = row
+                .try_get("transcript_base")
+                .map_err(|e| error::bad_column(&what, "transcript_base", e))?;
+            let base = base.ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "{what}: its transcript_json: linked, with no base named"
+                ))
+            })?;
+            assemble(&what, value, base, bases)?
+        } else {
+            (value.to_vec(), 0)
         };
         let json = transcript_pack::unpack(&whole)
             .map_err(|e| StoreError::Corrupt(format!("{what}: its transcript_json: {e}")))?;
@@ -192,6 +174,54 @@ impl Store {
         };
         json_text(stored, "transcript_json", &what).map(std::borrow::Cow::into_owned)
     }
+}
+
+/// `value`, response `id`'s linked transcript (`what` names it), put back together on its
+/// bases (`bases`: from `base_id`, nearest first, as [`SELECT_BASES`] lists them): the whole
+/// value, and how many links it took.
+fn assemble(
+    what: &str,
+    value: &[u8],
+    mut base_id: String,
+    bases: &[DbRow],
+) -> Result<(Vec<u8>, usize), StoreError> {
+    let corrupt = |e: String| StoreError::Corrupt(format!("{what}: its transcript_json: {e}"));
+    let mut chain = vec![value];
+    let mut root = None;
+    for row in bases {
+        let base_what = format!("response {base_id}");
+        let StoredJsonRef::Packed(value) = stored_json(row, "transcript_json", &base_what)? else {
+            return Err(corrupt(format!(
+                "linked to response {base_id}, whose transcript is not in pieces"
+            )));
+        };
+        if !transcript_link::is_linked(value) {
+            root = Some(value);
+            break;
+        }
+        if chain.len() > MAX_LINKS {
+            return Err(corrupt(format!("linked more than {MAX_LINKS} deep")));
+        }
+        chain.push(value);
+        let next: Option<String> = row
+            .try_get("transcript_base")
+            .map_err(|e| error::bad_column(&base_what, "transcript_base", e))?;
+        base_id = next.ok_or_else(|| {
+            corrupt(format!(
+                "linked to response {base_id}, linked with no base named"
+            ))
+        })?;
+    }
+    let Some(root) = root else {
+        if chain.len() > MAX_LINKS {
+            return Err(corrupt(format!("linked more than {MAX_LINKS} deep")));
+        }
+        return Err(corrupt(format!(
+            "linked to response {base_id}, which is not stored"
+        )));
+    };
+    let whole = transcript_link::link_all(root, &chain).map_err(corrupt)?;
+    Ok((whole, chain.len()))
 }
 
 /// Before response `id` of `project_id` is deleted, in the same transaction (`conn`): every
