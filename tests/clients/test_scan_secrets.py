@@ -172,6 +172,21 @@ def test_a_secret_in_a_packed_value(tmp_path: Path) -> None:
         assert f"{table}.{column} (unpacked)" in result.stderr, result.stderr
 
 
+def scan_planted_store(tmp_path: Path, root: Path, columns: str, rows: list[tuple]) -> subprocess.CompletedProcess[str]:
+    """Plants a store under `root` (its `agentd-data` made already) whose `responses` table has
+    `columns` and holds `rows`, scans `tmp_path`, and removes `root`: scripts/test scans the
+    suite's temporary directories last, and a store that cannot be read would fail it."""
+    connection = sqlite3.connect(root / "agentd-data" / "agentd.db")
+    connection.execute(f"CREATE TABLE responses ({columns})")
+    connection.executemany(f"INSERT INTO responses VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    connection.commit()
+    connection.close()
+    try:
+        return scan(tmp_path, "--expect-store", str(root))
+    finally:
+        shutil.rmtree(root)
+
+
 def linked_pair(first: bytes, then: bytes) -> tuple[bytes, bytes]:
     """A transcript `first` (a JSON array) packed in pieces (format 4), and the transcript that
     goes on from it with `then` stored linked to it (format 5, crates/store/src/transcript_link.rs):
@@ -200,34 +215,17 @@ def test_a_secret_in_a_linked_transcript(tmp_path: Path) -> None:
     ]:
         root = tmp_path / f"linked-{code}"
         (root / "agentd-data").mkdir(parents=True)
-        connection = sqlite3.connect(root / "agentd-data" / "agentd.db")
-        connection.execute("CREATE TABLE responses (id TEXT, transcript_json BLOB, transcript_base TEXT)")
-        connection.executemany("INSERT INTO responses VALUES (?, ?, ?)", rows)
-        connection.commit()
-        connection.close()
-        try:
-            result = scan(tmp_path, "--expect-store", str(root))
-        finally:
-            # scripts/test scans the suite's temporary directories last: the second would fail it.
-            shutil.rmtree(root)
+        columns = "id TEXT, transcript_json BLOB, transcript_base TEXT"
+        result = scan_planted_store(tmp_path, root, columns, rows)
         assert result.returncode == code, result.stdout + result.stderr
         assert says in result.stderr, result.stderr
 
 
 def test_a_packed_value_that_cannot_be_read_proves_nothing(tmp_path: Path) -> None:
     root = artifacts(tmp_path)
-    connection = sqlite3.connect(root / "agentd-data" / "agentd.db")
-    connection.execute("CREATE TABLE responses (transcript_json BLOB)")
     # Format 4 claiming 64 bytes, one piece whose block is not LZ4.
     bad = bytes([4]) + (64).to_bytes(4, "little") + (64).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"\xff" * 4
-    connection.execute("INSERT INTO responses VALUES (?)", (bad,))
-    connection.commit()
-    connection.close()
-    try:
-        result = scan(tmp_path, "--expect-store", str(root))
-    finally:
-        # scripts/test scans the suite's temporary directories last: this store would fail it.
-        shutil.rmtree(root)
+    result = scan_planted_store(tmp_path, root, "transcript_json BLOB", [(bad,)])
     assert result.returncode == 2, result.stdout + result.stderr
     assert "responses.transcript_json" in result.stderr and "could not be read" in result.stderr
 
