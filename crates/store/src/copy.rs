@@ -7,7 +7,8 @@
 //! Every insert is `ON CONFLICT DO NOTHING`: a copy interrupted half-way can simply be run
 //! again. Run it while no agentd serves the SQLite store. Event chunks, responses' JSON and
 //! their transcripts packed on SQLite (`event_pack.rs`) are copied unpacked: PostgreSQL stores
-//! them as TEXT.
+//! the first two as TEXT, and reads a TEXT transcript as well as a packed one (it packs and
+//! links those of the conversations that go on, schema 19).
 
 use engine::store::StoreError;
 use sqlx::postgres::Postgres;
@@ -67,8 +68,9 @@ enum Value {
 use Column::{Blob, Int, NullInt, NullText, Packed, Text, Unlinked};
 
 /// The tables of the schema (version 18), parents before children, with every column. A
-/// transcript linked to another (`transcript_link.rs`) is copied whole, as PostgreSQL stores
-/// it, without a base.
+/// transcript linked to another (`transcript_link.rs`) is copied whole, as TEXT, without a
+/// base (the foreign key of PostgreSQL's `transcript_base` would otherwise have to follow the
+/// copy's order).
 const TABLES: &[(&str, &[Column])] = &[
     ("projects", &[Text("id"), Text("name"), Int("created_at")]),
     (

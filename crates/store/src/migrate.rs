@@ -170,6 +170,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         "linked_transcripts",
         include_str!("../migrations/postgres/0018_linked_transcripts.sql"),
     ),
+    (
+        19,
+        "packed_transcripts",
+        include_str!("../migrations/postgres/0019_packed_transcripts.sql"),
+    ),
 ];
 
 /// A migrator over one of the lists above. Locking stays on (the default): on PostgreSQL that

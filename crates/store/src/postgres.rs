@@ -19,6 +19,45 @@ use crate::transcript_memo::TranscriptMemo;
 use crate::write_lanes::WriteLanes;
 use crate::{error, migrate};
 
+/// Where a response's transcript is stored (schema version 19): TEXT in `transcript_json`, or,
+/// packed, in `transcript_packed` (BYTEA), `transcript_json` then ''. `stored` reads it as one
+/// BYTEA value (`$table`: the table's alias and its dot, or ""): a TEXT one converted, which
+/// the readers tell from a packed one by its first byte (`ports/json_columns.rs`); a
+/// `transcript_json` that is not '' wins, as a replica of an older version writes it.
+/// `column`, `value` and `set` are what an upsert of a response adds for the packed column
+/// (its twelfth value); `assign` sets it to the packed `$1`; `lock`, in the statement that
+/// refuses a transcript linked to a response no longer stored, keeps that response from being
+/// deleted until the write commits (`ports/responses.rs`, `BASE_STORED`). Before `mod ports`
+/// so that the ports' statements see it.
+macro_rules! transcript_column {
+    (stored $table:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $table,
+            "transcript_json = '' THEN ",
+            $table,
+            "transcript_packed ELSE convert_to(",
+            $table,
+            "transcript_json, 'UTF8') END"
+        )
+    };
+    (column) => {
+        ", transcript_packed"
+    };
+    (value) => {
+        ", $12"
+    };
+    (set) => {
+        ",\n    transcript_packed = excluded.transcript_packed"
+    };
+    (assign) => {
+        "transcript_packed = $1, transcript_json = ''"
+    };
+    (lock) => {
+        " FOR KEY SHARE"
+    };
+}
+
 // The port modules are shared with the SQLite back end (see `ports/mod.rs`).
 #[allow(clippy::duplicate_mod)]
 #[path = "ports/mod.rs"]
@@ -41,8 +80,23 @@ mod dialect {
     /// replica of an older version reads them during a rolling upgrade.
     pub(super) const PACK_EVENTS: bool = false;
 
-    /// Responses and their transcripts stay TEXT as well (TOAST; older replicas read them).
-    pub(super) const PACK_JSON: bool = false;
+    /// Responses stay TEXT as well (TOAST; older replicas read them). Transcripts of 16 KiB or
+    /// more are packed, and linked (schema version 19, `transcript_column!`): every response
+    /// keeps its conversation's whole transcript, so stored whole a long conversation's
+    /// store grows with the square of its turns.
+    pub(super) const PACK_RESPONSES: bool = false;
+
+    /// A packed transcript goes to a column of its own, `transcript_packed` (BYTEA), beside the
+    /// TEXT `transcript_json` (`transcript_column!`).
+    pub(super) const PACKED_TRANSCRIPT_APART: bool = true;
+
+    /// Locks a response before its deletion reads the transcripts linked to it
+    /// (`ports/linked_transcripts.rs`, `unlink`): a write linking a transcript to it, on this
+    /// replica or another, holds a key-share lock on it until it commits (`transcript_column!`),
+    /// so the deletion sees that transcript, or the write sees the response gone.
+    pub(super) const LOCK_RESPONSE: Option<&str> = Some(
+        "SELECT CAST(1 AS BIGINT) FROM responses WHERE id = $1 AND project_id = $2 FOR UPDATE",
+    );
 
     /// Opens a write transaction: an ordinary one.
     pub(super) const WRITE_BEGIN: &str = "BEGIN";
@@ -126,8 +180,7 @@ pub struct PgStore {
     /// The transcripts of runs that just ended, parsed, for their continuations
     /// (`transcript_memo.rs`).
     transcripts: Arc<TranscriptMemo>,
-    /// The transcript packed last for each conversation (`packed_transcripts.rs`): empty here,
-    /// where transcripts stay TEXT (`dialect::PACK_JSON`).
+    /// The transcript packed last for each conversation (`packed_transcripts.rs`).
     packed_transcripts: Arc<PackedTranscripts>,
     /// The items of the conversations runs read last, parsed, for their next runs
     /// (`conversation_memo.rs`).

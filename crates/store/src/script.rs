@@ -36,8 +36,10 @@ pub(crate) enum Value {
     Static(&'static str),
     /// Text or SQL `NULL` (typed as text for PostgreSQL).
     OptionalText(Option<Arc<str>>),
-    /// Bytes (a packed event chunk, `event_pack.rs`; SQLite only).
+    /// Bytes (a packed event chunk, `event_pack.rs`; a packed transcript).
     Blob(Arc<[u8]>),
+    /// Bytes or SQL `NULL` (typed as bytes for PostgreSQL).
+    OptionalBlob(Option<Arc<[u8]>>),
 }
 
 impl From<i64> for Value {
@@ -67,6 +69,12 @@ impl From<&'static str> for Value {
 impl From<&Arc<[u8]>> for Value {
     fn from(value: &Arc<[u8]>) -> Value {
         Value::Blob(Arc::clone(value))
+    }
+}
+
+impl From<Option<Arc<[u8]>>> for Value {
+    fn from(value: Option<Arc<[u8]>>) -> Value {
+        Value::OptionalBlob(value)
     }
 }
 

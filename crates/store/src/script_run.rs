@@ -307,6 +307,7 @@ where
     &'static str: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Option<std::sync::Arc<str>>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     std::sync::Arc<[u8]>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<std::sync::Arc<[u8]>>: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
     let mut arguments = DB::Arguments::default();
     for value in values {
@@ -316,6 +317,7 @@ where
             Value::Static(text) => arguments.add(*text),
             Value::OptionalText(text) => arguments.add(text.clone()),
             Value::Blob(bytes) => arguments.add(std::sync::Arc::clone(bytes)),
+            Value::OptionalBlob(bytes) => arguments.add(bytes.clone()),
         };
         added.map_err(|e| StoreError::Backend(format!("cannot bind a value: {e}")))?;
     }

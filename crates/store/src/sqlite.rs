@@ -23,6 +23,33 @@ use crate::transcript_memo::TranscriptMemo;
 use crate::wal_write_out::{self, WriteOut};
 use crate::{error, migrate, sqlite_writer};
 
+/// Where a response's transcript is stored (schema versions 17 and 18): in `transcript_json`
+/// alone, TEXT or packed in a BLOB (SQLite keeps each value's own type). `stored` reads it
+/// (`$table`: the table's alias and its dot, or ""); `column`, `value` and `set` are what an
+/// upsert of a response adds for a packed transcript, nothing here; `assign` sets it to the
+/// packed `$1`. The ports' statements are written with it (`ports/responses.rs`,
+/// `ports/linked_transcripts.rs`), before `mod ports` so that they see it.
+macro_rules! transcript_column {
+    (stored $table:literal) => {
+        concat!($table, "transcript_json")
+    };
+    (column) => {
+        ""
+    };
+    (value) => {
+        ""
+    };
+    (set) => {
+        ""
+    };
+    (assign) => {
+        "transcript_json = $1"
+    };
+    (lock) => {
+        ""
+    };
+}
+
 // The port modules are shared with the PostgreSQL back end (see `ports/mod.rs`).
 #[allow(clippy::duplicate_mod)]
 #[path = "ports/mod.rs"]
@@ -65,12 +92,17 @@ mod dialect {
     /// against a fixed dictionary since 13, `event_pack.rs`): their lines fill pages of the WAL and of the database file.
     pub(super) const PACK_EVENTS: bool = true;
 
-    /// A response's JSON (schema version 14) and its transcript (version 17) are stored packed
-    /// too where that makes them smaller (`event_pack.rs`): the row of a finished run then
-    /// shares its page with two others, and a long conversation's response stores its
-    /// transcript in a fraction of the pages (since version 18 only what it adds to the
-    /// transcript of the response it continues: `transcript_link.rs`).
-    pub(super) const PACK_JSON: bool = true;
+    /// A response's JSON is stored packed too where that makes it smaller (schema version 14,
+    /// `event_pack.rs`): the row of a finished run then shares its page with two others. (Its
+    /// transcript is packed on both back ends: `transcript_column!`.)
+    pub(super) const PACK_RESPONSES: bool = true;
+
+    /// Whether a packed transcript goes to a column of its own (`transcript_column!`).
+    pub(super) const PACKED_TRANSCRIPT_APART: bool = false;
+
+    /// Nothing to lock before a response's deletion reads the transcripts linked to it: the
+    /// write transaction holds the database's one write lock.
+    pub(super) const LOCK_RESPONSE: Option<&str> = None;
 
     /// The oldest claimable job and its state before the claim.
     pub(super) const SELECT_CLAIMABLE: &str = "\

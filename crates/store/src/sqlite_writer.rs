@@ -524,7 +524,10 @@ impl ToSql for Bound<'_> {
             Value::Static(text) => Ok(ToSqlOutput::from(*text)),
             Value::OptionalText(Some(text)) => Ok(ToSqlOutput::from(&**text)),
             Value::OptionalText(None) => Null.to_sql(),
-            Value::Blob(bytes) => Ok(ToSqlOutput::from(&**bytes)),
+            Value::Blob(bytes) | Value::OptionalBlob(Some(bytes)) => {
+                Ok(ToSqlOutput::from(&**bytes))
+            }
+            Value::OptionalBlob(None) => Null.to_sql(),
         }
     }
 }

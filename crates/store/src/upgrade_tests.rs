@@ -374,22 +374,23 @@ async fn sqlite_version_16_purges_by_the_event_logs_keys() -> TestResult {
 /// A store of version 16 (transcripts as TEXT) opened by version 17 (which packs them): a
 /// continuation of a response stored before reads its transcript; the same response written
 /// again is stored packed, and reads the same.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_text_transcripts_of_version_16_read_with_packed_ones() -> TestResult {
-    use engine::store::ResponseStore;
-    use protocol::input::InputItem;
-    let transcript: Vec<InputItem> = serde_json::from_value(serde_json::Value::Array(
-        // Past the length from which transcripts are packed (16 KiB).
-        (0..300)
+/// A transcript past the length from which transcripts are packed (16 KiB), of `turns`
+/// questions.
+fn long_transcript(turns: usize) -> Result<Vec<protocol::input::InputItem>, serde_json::Error> {
+    serde_json::from_value(serde_json::Value::Array(
+        (0..turns)
             .map(|n| {
                 serde_json::json!({"role": "user",
                     "content": format!("question {n}: what follows from the answer before?")})
             })
             .collect(),
-    ))?;
-    let json = InputItem::list_to_json(&transcript)?;
-    let response = serde_json::json!({
-        "id": "resp_a", "object": "response", "created_at": 1, "completed_at": 2,
+    ))
+}
+
+/// The JSON of a completed response `id`.
+fn response_json(id: &str) -> serde_json::Value {
+    serde_json::json!({
+        "id": id, "object": "response", "created_at": 1, "completed_at": 2,
         "status": "completed", "model": "fake/model", "output": [], "usage": null,
         "error": null, "incomplete_details": null, "instructions": null,
         "max_output_tokens": null, "max_tool_calls": null, "max_steps": null,
@@ -399,7 +400,16 @@ async fn sqlite_text_transcripts_of_version_16_read_with_packed_ones() -> TestRe
         "metadata": {}, "previous_response_id": null, "prompt_cache_key": null,
         "reasoning": null, "safety_identifier": null, "frequency_penalty": 0.0,
         "presence_penalty": 0.0, "top_logprobs": 0
-    });
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_text_transcripts_of_version_16_read_with_packed_ones() -> TestResult {
+    use engine::store::ResponseStore;
+    use protocol::input::InputItem;
+    let transcript = long_transcript(300)?;
+    let json = InputItem::list_to_json(&transcript)?;
+    let response = response_json("resp_a");
     let dir = sqlite_store_before(
         17,
         format!(
@@ -455,7 +465,7 @@ async fn postgres_event_logs_of_version_10_read_back_after_the_upgrade() -> Test
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
         .fetch_one(store.pool())
         .await?;
-    assert_eq!(version, 18);
+    assert_eq!(version, 19);
     let indexes: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_indexes WHERE indexname = 'responses_created_id'",
     )
@@ -466,6 +476,89 @@ async fn postgres_event_logs_of_version_10_read_back_after_the_upgrade() -> Test
         "version 16 drops the index the purge no longer reads"
     );
     let result = logs_read_back(&store).await;
+    store.close().await;
+    result
+}
+
+/// A PostgreSQL store of version 18 keeps its transcripts as TEXT: after the upgrade to 19 they
+/// read back as they are, a continuation of one is stored packed (in `transcript_packed`), the
+/// next one linked to that; every one reads back. An agentd of version 18 refuses the
+/// migrated store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_text_transcripts_of_version_18_read_with_packed_and_linked_ones() -> TestResult {
+    use engine::store::{ResponseRecord, ResponseStore};
+    use protocol::input::InputItem;
+    let db = pgschema::testdb::TestDatabase::create("agentd_test").await?;
+    let old = sqlx::PgPool::connect(db.url()).await?;
+    migrate::migrator(before(migrate::POSTGRES, 19))
+        .run(&old)
+        .await?;
+    let transcript = long_transcript(300)?;
+    sqlx::query(
+        "INSERT INTO responses (id, project_id, created_at, visible, status, response_json, \
+         transcript_json, updated_at) VALUES ('resp_a', 'proj', 1, 1, 'completed', $1, $2, 1)",
+    )
+    .bind(response_json("resp_a").to_string())
+    .bind(InputItem::list_to_json(&transcript)?)
+    .execute(&old)
+    .await?;
+    old.close().await;
+
+    let store = PgStore::connect(db.url(), PoolSettings::default()).await?;
+    let result = async {
+        let stored = async |id: &str| {
+            sqlx::query_as::<_, (bool, Option<String>)>(
+                "SELECT transcript_packed IS NOT NULL, transcript_base FROM responses \
+                 WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_one(store.pool())
+            .await
+        };
+        assert_eq!(stored("resp_a").await?, (false, None));
+        let a = store
+            .get_response("proj", "resp_a")
+            .await?
+            .ok_or("resp_a not found")?;
+        assert_eq!(a.transcript, transcript);
+        let mut written: Vec<ResponseRecord> = vec![a.clone()];
+        for (id, previous) in [("resp_b", "resp_a"), ("resp_c", "resp_b")] {
+            let source = store
+                .continuation_source("proj", previous)
+                .await?
+                .ok_or("not found")?;
+            let mut next = a.clone();
+            next.id = id.to_owned();
+            next.response = serde_json::from_value(response_json(id))?;
+            next.response.previous_response_id = Some(previous.to_owned());
+            next.conversation_id = Some("resp_a".to_owned());
+            next.transcript = source.transcript;
+            next.transcript.extend(long_transcript(1)?);
+            store.end_run(&next, &[]).await?;
+            written.push(next);
+        }
+        assert_eq!(stored("resp_b").await?, (true, None));
+        assert_eq!(stored("resp_c").await?, (true, Some("resp_b".to_owned())));
+        for expected in &written {
+            let read = store
+                .get_response("proj", &expected.id)
+                .await?
+                .ok_or("not found")?;
+            assert_eq!(read.transcript, expected.transcript, "{}", expected.id);
+        }
+        let refused = migrate::migrator(before(migrate::POSTGRES, 19))
+            .run(store.pool())
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err(sqlx::migrate::MigrateError::VersionMissing(19))
+            ),
+            "{refused:?}"
+        );
+        Ok::<_, Box<dyn Error>>(())
+    }
+    .await;
     store.close().await;
     result
 }

@@ -578,6 +578,62 @@ async fn stored_length(
     Ok(db.text(&sql).await?.parse()?)
 }
 
+/// SQL for a row's transcript as stored (the bytes it takes, packed or not): in
+/// `transcript_json` on SQLite, and on PostgreSQL (schema version 19) in `transcript_packed`
+/// when it is packed, `transcript_json` then ''.
+fn stored_transcript(db: &TestDb) -> &'static str {
+    match db.backend {
+        common::Backend::Sqlite => "transcript_json",
+        common::Backend::Postgres => {
+            "CASE WHEN transcript_json = '' THEN transcript_packed \
+             ELSE convert_to(transcript_json, 'UTF8') END"
+        }
+    }
+}
+
+/// SQL: whether a row's transcript is stored packed.
+fn transcript_packed(db: &TestDb) -> &'static str {
+    match db.backend {
+        common::Backend::Sqlite => "typeof(transcript_json) = 'blob'",
+        common::Backend::Postgres => "(transcript_json = '' AND transcript_packed IS NOT NULL)",
+    }
+}
+
+/// The bytes response `id`'s transcript takes as stored.
+async fn transcript_length(db: &TestDb, id: &str) -> Result<usize, Box<dyn std::error::Error>> {
+    let sql = format!(
+        "SELECT CAST(octet_length({}) AS TEXT) FROM responses WHERE id = '{id}'",
+        stored_transcript(db)
+    );
+    Ok(db.text(&sql).await?.parse()?)
+}
+
+/// The bytes the transcripts of the responses `WHERE` selects take as stored.
+async fn transcripts_length(
+    db: &TestDb,
+    condition: &str,
+) -> Result<usize, Box<dyn std::error::Error>> {
+    let sql = format!(
+        "SELECT CAST(sum(octet_length({})) AS TEXT) FROM responses WHERE {condition}",
+        stored_transcript(db)
+    );
+    Ok(db.text(&sql).await?.parse()?)
+}
+
+/// Response `id`'s transcript replaced by `bytes` (hex) stored packed.
+async fn store_packed_transcript(db: &TestDb, id: &str, hex: &str) -> TestResult {
+    db.execute(&match db.backend {
+        common::Backend::Sqlite => {
+            format!("UPDATE responses SET transcript_json = x'{hex}' WHERE id = '{id}'")
+        }
+        common::Backend::Postgres => format!(
+            "UPDATE responses SET transcript_json = '', transcript_packed = '\\x{hex}' \
+             WHERE id = '{id}'"
+        ),
+    })
+    .await
+}
+
 /// The `rows` responses' `column` is stored packed on SQLite (a BLOB) and as TEXT on
 /// PostgreSQL.
 async fn assert_stored_packed(db: &TestDb, column: &str, rows: usize) -> TestResult {
@@ -660,10 +716,11 @@ async fn response_json_reads_back_packed_or_as_text(db: &TestDb) -> TestResult {
     Ok(())
 }
 
-/// On SQLite a long transcript is stored packed (schema version 17: a BLOB a fraction of its
-/// JSON); a TEXT one, as version 16 and PostgreSQL store it, reads the same, by the lookup and
-/// by a continuation. A packed one that does not unpack is a corrupt error naming the response
-/// and the column.
+/// A long transcript is stored packed (SQLite schema version 17: a BLOB a fraction of its
+/// JSON; PostgreSQL version 19: in `transcript_packed`); a TEXT one, as the versions before
+/// store it (and, on PostgreSQL, over a packed one, as a replica of an older version writes it
+/// during a rolling upgrade), reads the same, by the lookup and by a continuation. A packed one
+/// that does not unpack is a corrupt error naming the response and the column.
 async fn a_long_transcript_reads_back_packed_or_as_text(db: &TestDb) -> TestResult {
     let long = || -> Result<Vec<InputItem>, serde_json::Error> {
         let mut items = Vec::new();
@@ -684,13 +741,17 @@ async fn a_long_transcript_reads_back_packed_or_as_text(db: &TestDb) -> TestResu
     store.put_response(&packed).await?;
     store.put_response(&text).await?;
     let json = InputItem::list_to_json(&text.transcript)?;
-    if db.backend == common::Backend::Sqlite {
-        let length = stored_length(db, "transcript_json", "resp_1").await?;
-        assert!(length * 4 < json.len(), "{length} of {} bytes", json.len());
-    }
-    assert_stored_packed(db, "transcript_json", 2).await?;
+    let length = transcript_length(db, "resp_1").await?;
+    assert!(length * 4 < json.len(), "{length} of {} bytes", json.len());
+    let packed_rows = db
+        .text(&format!(
+            "SELECT CAST(count(*) AS TEXT) FROM responses WHERE {}",
+            transcript_packed(db)
+        ))
+        .await?;
+    assert_eq!(packed_rows, "2");
     store.close().await;
-    // resp_2 as an older version (or PostgreSQL) wrote it: the JSON as TEXT.
+    // resp_2 as an older version wrote it: the JSON as TEXT.
     store_as_text(db, "transcript_json", "resp_2", &json).await?;
     let store = db.open().await?;
     for expected in [&packed, &text] {
@@ -705,36 +766,30 @@ async fn a_long_transcript_reads_back_packed_or_as_text(db: &TestDb) -> TestResu
         assert_eq!(source.transcript, expected.transcript, "{}", expected.id);
     }
     store.close().await;
-    if db.backend == common::Backend::Sqlite {
-        // The format byte of a packed transcript and a length, then a block that is not LZ4.
-        db.execute(
-            "UPDATE responses SET transcript_json = x'0140000000ffffffffffffffff' \
-             WHERE id = 'resp_1'",
-        )
-        .await?;
-        let store = db.open().await?;
-        for read in [
-            store.get_response("proj_a", "resp_1").await.map(|_| ()),
-            store
-                .continuation_source("proj_a", "resp_1")
-                .await
-                .map(|_| ()),
-        ] {
-            let Err(StoreError::Corrupt(message)) = read else {
-                return Err(format!("a damaged transcript read as {read:?}").into());
-            };
-            assert!(message.contains("resp_1"), "{message}");
-            assert!(message.contains("transcript_json"), "{message}");
-        }
-        assert!(store.get_response("proj_a", "resp_2").await?.is_some());
+    // The format byte of a packed chunk and a length, then a block that is not LZ4.
+    store_packed_transcript(db, "resp_1", "0140000000ffffffffffffffff").await?;
+    let store = db.open().await?;
+    for read in [
+        store.get_response("proj_a", "resp_1").await.map(|_| ()),
+        store
+            .continuation_source("proj_a", "resp_1")
+            .await
+            .map(|_| ()),
+    ] {
+        let Err(StoreError::Corrupt(message)) = read else {
+            return Err(format!("a damaged transcript read as {read:?}").into());
+        };
+        assert!(message.contains("resp_1"), "{message}");
+        assert!(message.contains("transcript_json"), "{message}");
     }
+    assert!(store.get_response("proj_a", "resp_2").await?.is_some());
     Ok(())
 }
 
 /// A conversation's responses written turn by turn, each transcript the one before and one more
-/// turn (on SQLite each packed after the one before: `packed_transcripts.rs`), and a branch
-/// off an earlier turn: every response reads back its own transcript, by the lookup and by a
-/// continuation, and (SQLite) the transcripts take well under half their text.
+/// turn (each packed after the one before: `packed_transcripts.rs`), and a branch off an
+/// earlier turn: every response reads back its own transcript, by the lookup and by a
+/// continuation, and the transcripts take well under half their text.
 async fn a_conversations_transcripts_read_back_turn_by_turn_and_branched(
     db: &TestDb,
 ) -> TestResult {
@@ -809,27 +864,22 @@ async fn a_conversations_transcripts_read_back_turn_by_turn_and_branched(
             .ok_or("missing")?;
         assert_eq!(source.transcript, expected.transcript, "{}", expected.id);
     }
-    if db.backend == common::Backend::Sqlite {
-        let text: usize = written
-            .iter()
-            .map(|r| InputItem::list_to_json(&r.transcript).map(|j| j.len()))
-            .sum::<Result<usize, _>>()?;
-        let stored: usize = db
-            .text("SELECT CAST(sum(length(transcript_json)) AS TEXT) FROM responses")
-            .await?
-            .parse()?;
-        assert!(stored * 2 < text, "{stored} of {text} bytes");
-    }
+    let text: usize = written
+        .iter()
+        .map(|r| InputItem::list_to_json(&r.transcript).map(|j| j.len()))
+        .sum::<Result<usize, _>>()?;
+    let stored = transcripts_length(db, "true").await?;
+    assert!(stored * 2 < text, "{stored} of {text} bytes");
     Ok(())
 }
 
-/// A long conversation on SQLite (schema version 18): each response's transcript stored linked
-/// to the one before it, only its own pieces, at most 32 links in a row, so that the store
-/// grows with the conversation, not with its square. Deleting responses others are linked to
-/// (one turn in the middle, the base of two branches, the first, the last) leaves every other
-/// response reading back the same, and the conversation goes on; a transcript whose base was
-/// deleted behind the store's back after it was packed is written whole. On PostgreSQL the same
-/// calls read back the same (every transcript whole).
+/// A long conversation (SQLite schema version 18, PostgreSQL 19): each response's transcript
+/// stored linked to the one before it, only its own pieces, at most 32 links in a row, so that
+/// the store grows with the conversation, not with its square. Deleting responses others are
+/// linked to (one turn in the middle, the base of two branches, the first, the last) leaves
+/// every other response reading back the same, and the conversation goes on; a transcript
+/// whose base was deleted behind the store's back after it was packed (by hand, or by another
+/// replica) is written whole.
 async fn a_long_conversation_is_stored_linked_and_outlives_deletions(db: &TestDb) -> TestResult {
     let turn = |n: usize, tag: &str| -> Result<Vec<InputItem>, serde_json::Error> {
         let words: String = (0..120)
@@ -875,35 +925,28 @@ async fn a_long_conversation_is_stored_linked_and_outlives_deletions(db: &TestDb
         branch.extend(turn(61, tag)?);
         written.push(end(&store, &format!("resp_{tag}61"), Some("resp_060"), branch).await?);
     }
-    if db.backend == common::Backend::Sqlite {
-        let linked: usize = db
-            .text("SELECT CAST(count(*) AS TEXT) FROM responses WHERE transcript_base IS NOT NULL")
-            .await?
-            .parse()?;
-        let whole: usize = db
-            .text(
-                "SELECT CAST(count(*) AS TEXT) FROM responses \
-                 WHERE typeof(transcript_json) = 'blob' AND transcript_base IS NULL",
-            )
-            .await?
-            .parse()?;
-        // Packed from turn 8 on (16 KiB); one whole every 33 after that.
-        assert!(linked >= 85 && whole <= 4, "{linked} linked, {whole} whole");
-        // The last 50 turns: their transcripts' text grows with the square of the turns, what
-        // is stored with the turns.
-        let text: usize = written[50..100]
-            .iter()
-            .map(|r| InputItem::list_to_json(&r.transcript).map(|j| j.len()))
-            .sum::<Result<usize, _>>()?;
-        let stored: usize = db
-            .text(
-                "SELECT CAST(sum(length(transcript_json)) AS TEXT) FROM responses \
-                 WHERE id BETWEEN 'resp_050' AND 'resp_099'",
-            )
-            .await?
-            .parse()?;
-        assert!(stored * 25 < text, "{stored} of {text} bytes");
-    }
+    let linked: usize = db
+        .text("SELECT CAST(count(*) AS TEXT) FROM responses WHERE transcript_base IS NOT NULL")
+        .await?
+        .parse()?;
+    let whole: usize = db
+        .text(&format!(
+            "SELECT CAST(count(*) AS TEXT) FROM responses \
+             WHERE {} AND transcript_base IS NULL",
+            transcript_packed(db)
+        ))
+        .await?
+        .parse()?;
+    // Packed from turn 8 on (16 KiB); one whole every 33 after that.
+    assert!(linked >= 85 && whole <= 4, "{linked} linked, {whole} whole");
+    // The last 50 turns: their transcripts' text grows with the square of the turns, what is
+    // stored with the turns.
+    let text: usize = written[50..100]
+        .iter()
+        .map(|r| InputItem::list_to_json(&r.transcript).map(|j| j.len()))
+        .sum::<Result<usize, _>>()?;
+    let stored = transcripts_length(db, "id BETWEEN 'resp_050' AND 'resp_099'").await?;
+    assert!(stored * 25 < text, "{stored} of {text} bytes");
     let check = async |store: &common::TestStore, written: &[ResponseRecord]| -> TestResult {
         for expected in written {
             let read = store
@@ -944,31 +987,33 @@ async fn a_long_conversation_is_stored_linked_and_outlives_deletions(db: &TestDb
         written.push(end(&store, &id, Some(previous), transcript.clone()).await?);
     }
     check(&store, &written).await?;
-    if db.backend == common::Backend::Sqlite {
-        // resp_099b, the first transcript written after the reopening (nothing in the memo),
-        // is linked to resp_098 all the same: read back from the store.
-        let base = db
-            .text("SELECT transcript_base FROM responses WHERE id = 'resp_099b'")
-            .await?;
-        assert_eq!(base, "resp_098");
-        // resp_100b is linked to resp_099b; deleted behind the store's back (as a deletion
-        // that commits between a transcript's packing and its write), the next transcript,
-        // packed to be linked to it, is written whole.
-        let base = db
-            .text("SELECT transcript_base FROM responses WHERE id = 'resp_100b'")
-            .await?;
-        assert_eq!(base, "resp_099b");
-        db.execute("DELETE FROM responses WHERE id = 'resp_100b'")
-            .await?;
-        written.retain(|r| r.id != "resp_100b");
-        transcript.extend(turn(101, "a")?);
-        written.push(end(&store, "resp_101b", Some("resp_100b"), transcript.clone()).await?);
-        let stored = db
-            .text("SELECT typeof(transcript_json) || ' ' || COALESCE(transcript_base, 'none') FROM responses WHERE id = 'resp_101b'")
-            .await?;
-        assert_eq!(stored, "blob none");
-        check(&store, &written).await?;
-    }
+    // resp_099b, the first transcript written after the reopening (nothing in the memo), is
+    // linked to resp_098 all the same: read back from the store.
+    let base = db
+        .text("SELECT transcript_base FROM responses WHERE id = 'resp_099b'")
+        .await?;
+    assert_eq!(base, "resp_098");
+    // resp_100b is linked to resp_099b; deleted behind the store's back (as a deletion that
+    // commits between a transcript's packing and its write, or one another replica makes),
+    // the next transcript, packed to be linked to it, is written whole.
+    let base = db
+        .text("SELECT transcript_base FROM responses WHERE id = 'resp_100b'")
+        .await?;
+    assert_eq!(base, "resp_099b");
+    db.execute("DELETE FROM responses WHERE id = 'resp_100b'")
+        .await?;
+    written.retain(|r| r.id != "resp_100b");
+    transcript.extend(turn(101, "a")?);
+    written.push(end(&store, "resp_101b", Some("resp_100b"), transcript.clone()).await?);
+    let stored = db
+        .text(&format!(
+            "SELECT CASE WHEN {} THEN 'packed' ELSE 'text' END || ' ' \
+             || COALESCE(transcript_base, 'none') FROM responses WHERE id = 'resp_101b'",
+            transcript_packed(db)
+        ))
+        .await?;
+    assert_eq!(stored, "packed none");
+    check(&store, &written).await?;
     store.close().await;
     Ok(())
 }
@@ -996,18 +1041,16 @@ async fn a_transcript_too_long_for_the_memo_is_still_linked(db: &TestDb) -> Test
         written.push(ended);
     }
     assert!(InputItem::list_to_json(&transcript)?.len() > 1 << 20);
-    if db.backend == common::Backend::Sqlite {
-        for n in 1..4 {
-            let id = format!("resp_{n}");
-            let base = db
-                .text(&format!(
-                    "SELECT transcript_base FROM responses WHERE id = '{id}'"
-                ))
-                .await?;
-            assert_eq!(base, format!("resp_{}", n - 1));
-            let length = stored_length(db, "transcript_json", &id).await?;
-            assert!(length < 60_000, "{id}: {length} bytes");
-        }
+    for n in 1..4 {
+        let id = format!("resp_{n}");
+        let base = db
+            .text(&format!(
+                "SELECT transcript_base FROM responses WHERE id = '{id}'"
+            ))
+            .await?;
+        assert_eq!(base, format!("resp_{}", n - 1));
+        let length = transcript_length(db, &id).await?;
+        assert!(length < 60_000, "{id}: {length} bytes");
     }
     for expected in &written {
         let read = store
@@ -1021,11 +1064,9 @@ async fn a_transcript_too_long_for_the_memo_is_still_linked(db: &TestDb) -> Test
 }
 
 /// A linked transcript whose base is not stored, or whose links go round in a loop, is a
-/// corrupt error naming the response and the column, never a hang or a panic.
+/// corrupt error naming the response and the column, never a hang or a panic. (On PostgreSQL a
+/// foreign key keeps a base from going.)
 async fn a_broken_link_is_a_corrupt_error(db: &TestDb) -> TestResult {
-    if db.backend != common::Backend::Sqlite {
-        return Ok(());
-    }
     let store = db.open().await?;
     let mut transcript = Vec::new();
     for n in 0..40 {
@@ -1042,6 +1083,21 @@ async fn a_broken_link_is_a_corrupt_error(db: &TestDb) -> TestResult {
         .text("SELECT transcript_base FROM responses WHERE id = 'resp_39'")
         .await?;
     assert_eq!(base, "resp_38");
+    if db.backend == common::Backend::Postgres {
+        // PostgreSQL's foreign key refuses a link to a response not stored (schema version
+        // 19); the store below is one without it.
+        let dangling = db
+            .execute("UPDATE responses SET transcript_base = 'resp_gone' WHERE id = 'resp_39'")
+            .await;
+        assert!(
+            dangling
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("foreign key")),
+            "{dangling:?}"
+        );
+        db.execute("ALTER TABLE responses DROP CONSTRAINT responses_transcript_base_fkey")
+            .await?;
+    }
     for (sql, says) in [
         (
             "UPDATE responses SET transcript_base = 'resp_gone' WHERE id = 'resp_39'",

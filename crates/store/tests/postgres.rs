@@ -1,5 +1,6 @@
 //! What only the PostgreSQL store does: migrations shared by replicas starting together, TLS
-//! as the URL asks, and `agentd store copy` from SQLite.
+//! as the URL asks, `agentd store copy` from SQLite, and the locks that keep replicas'
+//! linked transcripts whole.
 
 mod common;
 
@@ -511,6 +512,165 @@ async fn a_runs_writes_are_one_round_trip_each() -> TestResult {
     // The first runs prepare the statements on each lane's connection; then each write is
     // one round trip.
     assert_eq!(counts[10..], [2, 2], "round trips per run: {counts:?}");
+    store.close().await;
+    Ok(())
+}
+
+/// Turns of a conversation long enough for their transcripts to be packed and linked (past
+/// 16 KiB from the eighth or so on): `resp_00` … `resp_{turns - 1}` ended in order, each
+/// continuing the one before; their records.
+async fn linked_conversation(
+    store: &PgStore,
+    turns: usize,
+) -> Result<Vec<engine::store::ResponseRecord>, Box<dyn std::error::Error>> {
+    let mut transcript = Vec::new();
+    let mut written = Vec::new();
+    for n in 0..turns {
+        transcript.push(serde_json::from_value::<protocol::input::InputItem>(
+            json!({
+                "role": "user",
+                "content": format!("question {n}: {}", "and what follows from it? ".repeat(100)),
+            }),
+        )?);
+        let id = format!("resp_{n:02}");
+        let mut record = engine::store::ResponseRecord {
+            id: id.clone(),
+            project_id: "proj_a".to_owned(),
+            created_at: 1_700_000_000,
+            visible: true,
+            response: common::response(&id, "completed")?,
+            transcript: transcript.clone(),
+            conversation_id: Some("resp_00".to_owned()),
+            items: Vec::new(),
+            append_to: None,
+            turns: Vec::new(),
+            response_json: None,
+        };
+        record.response.previous_response_id = n.checked_sub(1).map(|p| format!("resp_{p:02}"));
+        store.end_run(&record, &[]).await?;
+        written.push(record);
+    }
+    Ok(written)
+}
+
+/// Waits (bounded) until a session of the test's database waits for a lock.
+async fn until_a_session_waits_for_a_lock(store: &PgStore) -> TestResult {
+    for _ in 0..1000 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(store.pool())
+        .await?;
+        if waiting > 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    Err("no session ever waited for a lock".into())
+}
+
+/// A transcript packed to be linked to a response that another replica is deleting waits for
+/// that deletion (the write's key-share lock on its base) and, once it commits, is written
+/// whole: never linked to a response no longer stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcript_linked_to_a_response_being_deleted_is_written_whole() -> TestResult {
+    let db = TestDb::new(Backend::Postgres).await?;
+    let store = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
+    let written = linked_conversation(&store, 12).await?;
+    let base: Option<String> =
+        sqlx::query_scalar("SELECT transcript_base FROM responses WHERE id = 'resp_11'")
+            .fetch_one(store.pool())
+            .await?;
+    assert_eq!(base.as_deref(), Some("resp_10"));
+
+    // Another replica deletes resp_11 (nothing is linked to it yet) and has not committed.
+    let mut other = store.pool().begin().await?;
+    sqlx::query("SELECT 1 FROM responses WHERE id = 'resp_11' FOR UPDATE")
+        .execute(&mut *other)
+        .await?;
+    sqlx::query("DELETE FROM responses WHERE id = 'resp_11'")
+        .execute(&mut *other)
+        .await?;
+
+    // This replica's memo links the next turn to resp_11.
+    let mut next = written[11].clone();
+    next.id = "resp_12".to_owned();
+    next.response = common::response("resp_12", "completed")?;
+    next.response.previous_response_id = Some("resp_11".to_owned());
+    next.transcript.push(serde_json::from_value(
+        json!({"role": "user", "content": "question 12: and then?"}),
+    )?);
+    let run = tokio::spawn({
+        let store = store.clone();
+        let next = next.clone();
+        async move { store.end_run(&next, &[]).await }
+    });
+    until_a_session_waits_for_a_lock(&store).await?;
+    other.commit().await?;
+    run.await??;
+
+    let stored: (Option<String>, bool) = sqlx::query_as(
+        "SELECT transcript_base, transcript_packed IS NOT NULL FROM responses WHERE id = 'resp_12'",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    assert_eq!(stored, (None, true));
+    let read = store
+        .get_response("proj_a", "resp_12")
+        .await?
+        .ok_or("resp_12 missing")?;
+    assert_eq!(read.transcript, next.transcript);
+    store.close().await;
+    Ok(())
+}
+
+/// A deletion waits for a write linking a transcript to the response it deletes (its lock on
+/// the response before it reads the transcripts linked to it), then rewrites that transcript
+/// too: every other response still reads back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_waits_for_a_transcript_being_linked_to_its_response() -> TestResult {
+    let db = TestDb::new(Backend::Postgres).await?;
+    let store = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
+    let written = linked_conversation(&store, 12).await?;
+
+    // Another replica writes resp_copy linked to resp_10 (as resp_11 is), holding its lock on
+    // resp_10, and has not committed.
+    let mut other = store.pool().begin().await?;
+    sqlx::query("SELECT 1 FROM responses WHERE id = 'resp_10' FOR KEY SHARE")
+        .execute(&mut *other)
+        .await?;
+    let copied = sqlx::query(
+        "INSERT INTO responses (id, project_id, created_at, visible, status, response_json, \
+         transcript_json, updated_at, conversation_id, turns_json, transcript_base, \
+         transcript_packed) \
+         SELECT 'resp_copy', project_id, created_at, visible, status, response_json, \
+         transcript_json, updated_at, conversation_id, turns_json, transcript_base, \
+         transcript_packed FROM responses WHERE id = 'resp_11' AND transcript_base = 'resp_10'",
+    )
+    .execute(&mut *other)
+    .await?;
+    assert_eq!(copied.rows_affected(), 1);
+
+    let deleting = tokio::spawn({
+        let store = store.clone();
+        async move { store.delete_response("proj_a", "resp_10").await }
+    });
+    until_a_session_waits_for_a_lock(&store).await?;
+    other.commit().await?;
+    assert!(deleting.await??);
+
+    for (id, expected) in [
+        ("resp_11", &written[11]),
+        ("resp_copy", &written[11]),
+        ("resp_09", &written[9]),
+    ] {
+        let read = store
+            .get_response("proj_a", id)
+            .await?
+            .ok_or_else(|| format!("{id} missing"))?;
+        assert_eq!(read.transcript, expected.transcript, "{id}");
+    }
     store.close().await;
     Ok(())
 }

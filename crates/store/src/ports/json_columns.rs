@@ -1,6 +1,7 @@
 //! The JSON columns of `responses` as stored: TEXT, or packed in a BLOB on SQLite
-//! (`event_pack.rs`, `transcript_pack.rs`; SQLite reports each value's own storage class), read
-//! by every port that reads a response.
+//! (`event_pack.rs`, `transcript_pack.rs`; SQLite reports each value's own storage class), or
+//! a transcript read as BYTEA on PostgreSQL, packed or the TEXT converted
+//! (`transcript_column!`); read by every port that reads a response.
 
 use engine::store::StoreError;
 use sqlx::{Row as _, TypeInfo, ValueRef};
@@ -10,7 +11,8 @@ use crate::error;
 use crate::stored_json::StoredJsonRef;
 
 /// The JSON `column` (`response_json` or `transcript_json`) of a row of `responses` as stored:
-/// TEXT, or packed (a BLOB: SQLite reports each value's own storage class); `what` names the
+/// TEXT, or bytes (a BLOB: SQLite reports each value's own storage class; a BYTEA), packed or
+/// the JSON's UTF-8 as its first byte tells ([`StoredJsonRef::from_bytes`]); `what` names the
 /// response for an error.
 pub(super) fn stored_json<'r>(
     row: &'r DbRow,
@@ -19,11 +21,12 @@ pub(super) fn stored_json<'r>(
 ) -> Result<StoredJsonRef<'r>, StoreError> {
     let bad = |e| error::bad_column(what, column, e);
     let raw = row.try_get_raw(column).map_err(bad)?;
-    Ok(if raw.type_info().name() == "BLOB" {
-        StoredJsonRef::Packed(row.try_get(column).map_err(bad)?)
+    if matches!(raw.type_info().name(), "BLOB" | "BYTEA") {
+        StoredJsonRef::from_bytes(row.try_get(column).map_err(bad)?)
+            .map_err(|e| StoreError::Corrupt(format!("{what}: its {column}: {e}")))
     } else {
-        StoredJsonRef::Text(row.try_get(column).map_err(bad)?)
-    })
+        Ok(StoredJsonRef::Text(row.try_get(column).map_err(bad)?))
+    }
 }
 
 /// The JSON `column` of a row of `responses` as JSON text, unpacked if it is packed.

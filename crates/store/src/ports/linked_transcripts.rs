@@ -1,7 +1,7 @@
 //! Transcripts stored linked to another response's (`transcript_link.rs`, SQLite schema
-//! version 18): read whole by following their bases, and rewritten on their base's own base
-//! before a response they are linked to is deleted. PostgreSQL stores every transcript whole;
-//! these run there too and find nothing linked.
+//! version 18, PostgreSQL 19): read whole by following their bases, and rewritten on their
+//! base's own base before a response they are linked to is deleted. Every statement reads a
+//! transcript as the back end stores it (`transcript_column!`).
 
 use std::sync::Arc;
 
@@ -15,10 +15,13 @@ use crate::stored_json::StoredJsonRef;
 use crate::{error, transcript_link, transcript_pack};
 
 /// A linked transcript's base (`transcript_link.rs`).
-const SELECT_BASE: &str = "\
-SELECT transcript_json, transcript_base
+const SELECT_BASE: &str = concat!(
+    "SELECT ",
+    transcript_column!(stored ""),
+    " AS transcript_json, transcript_base
 FROM responses
-WHERE project_id = $1 AND id = $2";
+WHERE project_id = $1 AND id = $2"
+);
 
 /// Response `$2` of project `$1` (where `$anchor` also holds of it) and its bases after it,
 /// nearest first, each the base of the one before: at most `$3` rows in all, in one statement
@@ -27,13 +30,17 @@ macro_rules! chain_from {
     ($anchor:literal) => {
         concat!(
             "WITH RECURSIVE chain(depth, transcript_json, transcript_base) AS (
-    SELECT 1, transcript_json, transcript_base
+    SELECT 1, ",
+            transcript_column!(stored ""),
+            ", transcript_base
     FROM responses
     WHERE project_id = $1 AND id = $2",
             $anchor,
             "
     UNION ALL
-    SELECT chain.depth + 1, r.transcript_json, r.transcript_base
+    SELECT chain.depth + 1, ",
+            transcript_column!(stored "r."),
+            ", r.transcript_base
     FROM chain JOIN responses r ON r.project_id = $1 AND r.id = chain.transcript_base
     WHERE chain.depth < $3
 )
@@ -226,18 +233,26 @@ fn assemble(
 
 /// Before response `id` of `project_id` is deleted, in the same transaction (`conn`): every
 /// transcript linked to it rewritten on its base (`transcript_link::splice`), so that none
-/// needs it. Nothing to do where transcripts are not packed (PostgreSQL).
+/// needs it. On PostgreSQL the response is locked first (`dialect::LOCK_RESPONSE`), so that no
+/// transcript is linked to it between this read and its deletion.
 pub(super) async fn unlink(
     conn: &mut <super::Db as sqlx::Database>::Connection,
     project_id: &str,
     id: &str,
 ) -> Result<(), StoreError> {
-    if !dialect::PACK_JSON {
-        return Ok(());
+    if let Some(lock) = dialect::LOCK_RESPONSE {
+        sqlx::query(lock)
+            .bind(id)
+            .bind(project_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(error::backend)?;
     }
-    let dependents = sqlx::query(
-        "SELECT id, transcript_json FROM responses WHERE transcript_base = $1 AND project_id = $2",
-    )
+    let dependents = sqlx::query(concat!(
+        "SELECT id, ",
+        transcript_column!(stored ""),
+        " AS transcript_json FROM responses WHERE transcript_base = $1 AND project_id = $2"
+    ))
     .bind(id)
     .bind(project_id)
     .fetch_all(&mut *conn)
@@ -280,10 +295,11 @@ pub(super) async fn unlink(
         };
         let spliced =
             transcript_link::splice(base_value, value).map_err(|e| corrupt(&dependent_what, e))?;
-        sqlx::query(
-            "UPDATE responses SET transcript_json = $1, transcript_base = $2 \
-             WHERE id = $3 AND project_id = $4",
-        )
+        sqlx::query(concat!(
+            "UPDATE responses SET ",
+            transcript_column!(assign),
+            ", transcript_base = $2 WHERE id = $3 AND project_id = $4"
+        ))
         .bind(spliced)
         .bind(base_base.as_deref())
         .bind(&dependent_id)

@@ -2,10 +2,12 @@
 //!
 //! On SQLite a response's JSON (schema version 14) and its transcript (version 17) are stored
 //! packed, a BLOB (`event_pack.rs` format 3, `transcript_pack.rs` format 4), when that makes
-//! them smaller; a TEXT value is the JSON as it is (rows written before, and PostgreSQL). Every
-//! reader takes either (`json_columns.rs`). Since version 18 a transcript may be stored linked
-//! to the one of the response its conversation went on from, once that one is stored for good
-//! (`packed_transcripts.rs`), and is read whole through its bases (`linked_transcripts.rs`).
+//! them smaller; a TEXT value is the JSON as it is (rows written before). PostgreSQL keeps the
+//! JSON as TEXT and stores a packed transcript in a column of its own (version 19,
+//! `transcript_column!`). Every reader takes either (`json_columns.rs`). Since version 18 (19
+//! on PostgreSQL) a transcript may be stored linked to the one of the response its
+//! conversation went on from, once that one is stored for good (`packed_transcripts.rs`), and
+//! is read whole through its bases (`linked_transcripts.rs`).
 
 use std::sync::Arc;
 
@@ -38,11 +40,19 @@ use crate::{error, event_pack, now_secs, transcript_pack};
 /// out of the `SET` list spares SQLite the two indexes holding them (it rewrites an index entry
 /// whenever one of its columns is assigned, to the same value or not): two WAL pages fewer per
 /// run ending (docs/benchmarks.md, "Issue 18, fifth pass").
-const UPSERT: &str = "\
+///
+/// Where the back end stores a packed transcript in a column of its own (PostgreSQL), that
+/// column is written too (`transcript_column!`).
+const UPSERT: &str = concat!(
+    "\
 INSERT INTO responses
     (id, project_id, created_at, visible, status, response_json, transcript_json, updated_at,
-     conversation_id, turns_json, transcript_base)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+     conversation_id, turns_json, transcript_base",
+    transcript_column!(column),
+    ")
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11",
+    transcript_column!(value),
+    ")
 ON CONFLICT (id) DO UPDATE SET
     response_json = CASE WHEN responses.project_id = excluded.project_id
         THEN excluded.response_json END,
@@ -52,27 +62,41 @@ ON CONFLICT (id) DO UPDATE SET
     status = excluded.status,
     transcript_json = excluded.transcript_json,
     transcript_base = excluded.transcript_base,
-    updated_at = excluded.updated_at";
+    updated_at = excluded.updated_at",
+    transcript_column!(set)
+);
 
 /// Refuses a write whose transcript is linked to response `$1` of project `$2` when that
 /// response is not stored (deleted since the transcript was packed): an insert of a row
-/// without its NOT NULL columns, which runs only then.
-const BASE_STORED: &str = "\
+/// without its NOT NULL columns, which runs only then. On PostgreSQL the response found is
+/// locked until the write commits (`transcript_column!(lock)`): a deletion on another
+/// connection waits for it, and then finds the new transcript linked to it (`unlink`).
+const BASE_STORED: &str = concat!(
+    "\
 INSERT INTO responses (id)
 SELECT $1
-WHERE NOT EXISTS (SELECT 1 FROM responses WHERE id = $1 AND project_id = $2)";
+WHERE NOT EXISTS (SELECT 1 FROM responses WHERE id = $1 AND project_id = $2",
+    transcript_column!(lock),
+    ")"
+);
 
-const SELECT: &str = "\
-SELECT id, project_id, created_at, visible, response_json, transcript_json, conversation_id,
-    turns_json, transcript_base
+const SELECT: &str = concat!(
+    "\
+SELECT id, project_id, created_at, visible, response_json, ",
+    transcript_column!(stored ""),
+    " AS transcript_json, conversation_id, turns_json, transcript_base
 FROM responses
-WHERE project_id = $1 AND id = $2";
+WHERE project_id = $1 AND id = $2"
+);
 
 /// What a continuation reads of a response ([`decode_continuation`]).
-const SELECT_CONTINUATION: &str = "\
-SELECT response_json, transcript_json, conversation_id, transcript_base
+const SELECT_CONTINUATION: &str = concat!(
+    "SELECT response_json, ",
+    transcript_column!(stored ""),
+    " AS transcript_json, conversation_id, transcript_base
 FROM responses
-WHERE project_id = $1 AND id = $2";
+WHERE project_id = $1 AND id = $2"
+);
 
 /// A response record encoded for [`UPSERT`] (before the write, which may run twice).
 struct Encoded {
@@ -95,8 +119,8 @@ struct Encoded {
 
 impl Encoded {
     /// `record` encoded, its `transcript` the JSON of its transcript (`transcript_json`);
-    /// packed, where the back end packs, after the one packed last for its conversation when it
-    /// goes on from it (`packs`), or after `seed`.
+    /// packed when long enough, after the one packed last for its conversation when it goes on
+    /// from it (`packs`), or after `seed`.
     fn encode(
         record: &ResponseRecord,
         packs: &PackedTranscripts,
@@ -106,17 +130,13 @@ impl Encoded {
         let encode = |e: serde_json::Error| {
             StoreError::Backend(format!("cannot encode response {}: {e}", record.id))
         };
-        let packed = dialect::PACK_JSON
-            .then(|| {
-                packs.pack(
-                    transcript_conversation(record),
-                    &record.project_id,
-                    &record.id,
-                    &transcript,
-                    seed,
-                )
-            })
-            .flatten();
+        let packed = packs.pack(
+            transcript_conversation(record),
+            &record.project_id,
+            &record.id,
+            &transcript,
+            seed,
+        );
         let (transcript_json, transcript_base) = match packed {
             Some(packed) => (StoredJson::Packed(packed.value), packed.base),
             None => (StoredJson::Text(Arc::clone(&transcript)), None),
@@ -132,7 +152,7 @@ impl Encoded {
                     Some(json) => Arc::clone(json),
                     None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
                 },
-                dialect::PACK_JSON,
+                dialect::PACK_RESPONSES,
                 |json| event_pack::pack_response(json),
             ),
             transcript,
@@ -166,17 +186,35 @@ impl Encoded {
             .bind(self.created_at)
             .bind(i64::from(self.visible))
             .bind(self.status);
-        for json in [&self.response_json, &self.transcript_json] {
-            match json {
-                StoredJson::Text(json) => statement.bind(json),
-                StoredJson::Packed(packed) => statement.bind(packed),
-            };
-        }
+        match &self.response_json {
+            StoredJson::Text(json) => statement.bind(json),
+            StoredJson::Packed(packed) => statement.bind(packed),
+        };
+        // A packed transcript in `transcript_json`, or in a column of its own (PostgreSQL),
+        // `transcript_json` then ''.
+        let apart = match &self.transcript_json {
+            StoredJson::Text(json) => {
+                statement.bind(json);
+                None
+            }
+            StoredJson::Packed(packed) if dialect::PACKED_TRANSCRIPT_APART => {
+                statement.bind("");
+                Some(Arc::clone(packed))
+            }
+            StoredJson::Packed(packed) => {
+                statement.bind(packed);
+                None
+            }
+        };
         statement
             .bind(now_secs())
             .bind(self.conversation_id.clone())
             .bind(self.turns_json.clone())
-            .bind(self.transcript_base.clone())
+            .bind(self.transcript_base.clone());
+        if dialect::PACKED_TRANSCRIPT_APART {
+            statement.bind(apart);
+        }
+        statement
             // Never let one project overwrite another's response.
             .conflict_on(
                 ErrorKind::NotNullViolation,
@@ -262,12 +300,11 @@ impl Store {
     /// own transcript (`transcript`, JSON) is long enough to be packed and the memo holds
     /// nothing to pack it after (`packed_transcripts.rs`: after a restart, once the memo let
     /// the conversation go, or past what it keeps of one): so that it is still stored linked
-    /// to it, and packed only where it goes on from it. Only where transcripts are packed; a
-    /// read that fails leaves it packed whole, as without the memo.
+    /// to it, and packed only where it goes on from it. A read that fails leaves it packed
+    /// whole, as without the memo.
     async fn seed_for(&self, record: &ResponseRecord, transcript: &str) -> Option<Seed> {
         let previous = record.response.previous_response_id.as_deref()?;
-        if !dialect::PACK_JSON
-            || transcript.len() < transcript_pack::MIN_PACKED
+        if transcript.len() < transcript_pack::MIN_PACKED
             || !self.packed_transcripts.needs_seed(
                 transcript_conversation(record),
                 &record.id,
