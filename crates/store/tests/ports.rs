@@ -5,6 +5,7 @@ mod common;
 
 use agentd_store::SqliteStore;
 use common::{TempDir, TestDb, TestResult, events};
+use engine::admin_store::ProjectStore;
 use engine::listing_store::{ListedResponse, ResponseFilter, ResponseListStore};
 use engine::store::{
     ContinuationSource, EventRecord, EventStore, FileRecord, KeyRecord, KeyStore, ResponseRecord,
@@ -1014,6 +1015,16 @@ async fn a_long_conversation_is_stored_linked_and_outlives_deletions(db: &TestDb
         .await?;
     assert_eq!(stored, "packed none");
     check(&store, &written).await?;
+    // The project's deletion takes every response, linked or not, at once.
+    match &store {
+        common::TestStore::Sqlite(s) => s.delete_project("proj_a").await?,
+        common::TestStore::Postgres(s) => s.delete_project("proj_a").await?,
+    };
+    assert_eq!(
+        db.text("SELECT CAST(count(*) AS TEXT) FROM responses")
+            .await?,
+        "0"
+    );
     store.close().await;
     Ok(())
 }
