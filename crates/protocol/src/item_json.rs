@@ -77,17 +77,40 @@ impl InputItem {
     /// A list of items (a run's transcript) as compact JSON, as `serde_json::to_string(items)`
     /// writes it: its messages by hand into one buffer, the other items by serde.
     pub fn list_to_json(items: &[InputItem]) -> Result<String, serde_json::Error> {
-        let size: usize = items
+        Self::list_to_json_after("[]", 0, items)
+    }
+
+    /// [`InputItem::list_to_json`] of `items` whose first `written` are written already as
+    /// `prefix`, a JSON list (their JSON as stored for the response they were read from):
+    /// `prefix` without its closing bracket, then only the other items. A deep turn of a
+    /// conversation writes its own items, not the whole transcript again. `prefix` must be the
+    /// JSON of `items[..written]` (whatever its bytes, it then reads back as them); one that
+    /// is not a list, or a `written` past `items`, and the list is written whole.
+    pub fn list_to_json_after(
+        prefix: &str,
+        written: usize,
+        items: &[InputItem],
+    ) -> Result<String, serde_json::Error> {
+        // Whether the prefix lists any item: then a `,` before the first of the others.
+        let listed = |open: &str| !open[1..].trim_start().is_empty();
+        let (prefix, rest) = match (prefix.strip_suffix(']'), items.get(written..)) {
+            (Some(open), Some(rest)) if open.starts_with('[') && listed(open) == (written > 0) => {
+                (open, rest)
+            }
+            _ => ("[", items),
+        };
+        let listed = listed(prefix);
+        let size: usize = rest
             .iter()
             .map(|item| match item {
                 InputItem::Message(message) => message_size(message),
                 _ => 128,
             })
             .sum();
-        let mut out = Writer(String::with_capacity(2 + size));
-        out.piece("[");
-        for (n, item) in items.iter().enumerate() {
-            if n > 0 {
+        let mut out = Writer(String::with_capacity(prefix.len() + 2 + size));
+        out.piece(prefix);
+        for (n, item) in rest.iter().enumerate() {
+            if n > 0 || listed {
                 out.piece(",");
             }
             match item {
@@ -199,8 +222,56 @@ mod tests {
             let list = &items[..n];
             let expected = serde_json::to_string(list).expect("serde writes it");
             assert_eq!(InputItem::list_to_json(list).expect("written"), expected);
+            // The same list after its first items written already, however many.
+            for written in 0..=n {
+                let prefix = serde_json::to_string(&list[..written]).expect("serde writes it");
+                assert_eq!(
+                    InputItem::list_to_json_after(&prefix, written, list).expect("written"),
+                    expected
+                );
+            }
         }
         items.len()
+    }
+
+    /// After a prefix, only the other items are written: the prefix's bytes are kept as they
+    /// are (here an escape serde would not write); a prefix that is not a list, that lists
+    /// items when none are said to be written (or none when some are), or a count past the
+    /// items, and the whole list is written.
+    #[test]
+    fn a_list_after_its_written_items_keeps_their_bytes() {
+        let items: Vec<InputItem> = serde_json::from_value(json!([
+            {"role": "user", "content": "caf\u{e9}"},
+            {"role": "user", "content": "and then?"}
+        ]))
+        .expect("items");
+        let whole = InputItem::list_to_json(&items).expect("written");
+        let prefix = r#"[{"type":"message","role":"user","content":"caf\u00e9"}]"#;
+        let after = InputItem::list_to_json_after(prefix, 1, &items).expect("written");
+        assert_eq!(
+            after,
+            r#"[{"type":"message","role":"user","content":"caf\u00e9"},{"type":"message","role":"user","content":"and then?"}]"#
+        );
+        let read: Vec<InputItem> = serde_json::from_str(&after).expect("reads back");
+        assert_eq!(read, items);
+        assert_eq!(
+            InputItem::list_to_json_after("[]", 0, &items).expect("written"),
+            whole
+        );
+        for (prefix, written) in [
+            ("{}", 1),
+            ("", 0),
+            (prefix, 0),
+            ("[]", 1),
+            ("[ ]", 1),
+            (prefix, 3),
+        ] {
+            assert_eq!(
+                InputItem::list_to_json_after(prefix, written, &items).expect("written"),
+                whole,
+                "{prefix} {written}"
+            );
+        }
     }
 
     /// Assistant messages (every text form, each status, several parts, annotations,
