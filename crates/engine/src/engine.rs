@@ -62,6 +62,7 @@ fn initial_record(
         append_to: None,
         turns: Vec::new(),
         response_json,
+        transcript_prefix: None,
     })
 }
 

@@ -58,6 +58,7 @@ impl InitialRow {
             append_to: None,
             turns: Vec::new(),
             response_json: Some(Arc::clone(&self.response_json)),
+            transcript_prefix: None,
         })
     }
 }

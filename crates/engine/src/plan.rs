@@ -16,7 +16,7 @@ use crate::error::EngineError;
 use crate::items;
 use crate::model::{ResolveError, ResolvedModel};
 use crate::request;
-use crate::store::{Store, StoredItem};
+use crate::store::{Store, StoredItem, TranscriptPrefix};
 use crate::tools::{ConnectorServer, Registry};
 use crate::transcript;
 
@@ -35,6 +35,9 @@ pub struct RunPlan {
     pub transcript: Vec<InputItem>,
     /// Index in `transcript` of the first item of this request's `input`.
     pub new_from: usize,
+    /// The JSON of the transcript's first items as stored, when it goes on from a previous
+    /// response's (the run's record takes it: [`ResponseRecord::transcript_prefix`]).
+    pub transcript_prefix: Option<TranscriptPrefix>,
     /// The `mcp` servers of the previous response (label -> URL and `allowed_tools`): where
     /// they match this request, the transcript's tool list is reused without listing again.
     pub previous_servers: HashMap<String, (String, Option<Vec<String>>)>,
@@ -53,6 +56,10 @@ pub(crate) struct Continuation {
     /// The conversation the previous response belongs to (`None`: this one starts one).
     #[serde(default)]
     pub(crate) conversation: Option<String>,
+    /// The previous response's transcript as stored, when the store had it at hand and the
+    /// transcript goes on from it (not carried by a background job's payload).
+    #[serde(skip)]
+    pub(crate) transcript_json: Option<Arc<str>>,
 }
 
 /// What a background job carries through the store.
@@ -127,9 +134,11 @@ pub(crate) async fn transcript_of(
             .map(|mcp| (mcp.server_label, (mcp.server_url, mcp.allowed_tools)))
             .collect();
         context.conversation = Some(previous.conversation);
+        context.transcript_json = previous.transcript_json;
         items = previous.transcript;
     }
     if let Some(id) = conversation {
+        context.transcript_json = None;
         if store.get_conversation(project_id, id).await?.is_none() {
             return Err(EngineError::invalid(
                 "conversation",
@@ -247,6 +256,10 @@ pub(crate) fn plan(
         registry,
         transcript,
         new_from: context.new_from,
+        transcript_prefix: context.transcript_json.map(|json| TranscriptPrefix {
+            json,
+            items: context.new_from,
+        }),
         previous_servers: context.previous_servers,
         conversation: context.conversation,
         max_steps,

@@ -52,6 +52,21 @@ pub struct ResponseRecord {
     /// the HTTP body). Must be `response`'s own JSON; `None` in a record read back.
     #[serde(skip)]
     pub response_json: Option<std::sync::Arc<str>>,
+    /// The JSON of `transcript`'s first items, when the engine has it: a continuation's
+    /// transcript as the store read it for the response it continues, which a run only
+    /// appends to. The store writes these bytes and serializes only the items after them (a
+    /// deep turn of a conversation serialized the whole transcript again at every turn). Must
+    /// be those items' JSON; `None` in a record read back.
+    #[serde(skip)]
+    pub transcript_prefix: Option<TranscriptPrefix>,
+}
+
+/// A transcript's first `items` items as a JSON list (`json`), as stored
+/// ([`ResponseRecord::transcript_prefix`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptPrefix {
+    pub json: std::sync::Arc<str>,
+    pub items: usize,
 }
 
 /// Whether a stored item came with a request or out of a run.
@@ -249,6 +264,9 @@ pub struct ContinuationSource {
     pub conversation: String,
     /// Its continuation transcript ([`ResponseRecord::transcript`]).
     pub transcript: Vec<protocol::input::InputItem>,
+    /// `transcript`'s JSON as stored, when the store has it at hand (the continuation's
+    /// record then takes it as its [`ResponseRecord::transcript_prefix`]).
+    pub transcript_json: Option<std::sync::Arc<str>>,
 }
 
 impl From<ResponseRecord> for ContinuationSource {
@@ -267,6 +285,7 @@ impl From<ResponseRecord> for ContinuationSource {
                 .collect(),
             conversation,
             transcript: record.transcript,
+            transcript_json: None,
         }
     }
 }

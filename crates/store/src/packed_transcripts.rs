@@ -207,6 +207,16 @@ impl PackedTranscripts {
         });
     }
 
+    /// The text of response `id`'s transcript, packed last for `conversation`, once it is
+    /// stored for good: what its continuation's transcript goes on from.
+    pub(crate) fn stored_text(&self, conversation: &str, id: &str) -> Option<Arc<str>> {
+        self.entries.read(conversation, |entry| {
+            entry
+                .filter(|entry| entry.stored && *entry.id == *id)
+                .map(|entry| Arc::clone(&entry.json))
+        })
+    }
+
     /// Response `id` is being deleted: no transcript is linked to it any more.
     pub(crate) fn forget(&self, id: &str) {
         self.entries.update_all(|entry| {

@@ -83,6 +83,7 @@ fn record(id: &str, status: &str) -> Result<ResponseRecord, serde_json::Error> {
         append_to: None,
         turns: Vec::new(),
         response_json: None,
+        transcript_prefix: None,
     })
 }
 

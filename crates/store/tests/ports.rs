@@ -9,7 +9,7 @@ use engine::admin_store::ProjectStore;
 use engine::listing_store::{ListedResponse, ResponseFilter, ResponseListStore};
 use engine::store::{
     ContinuationSource, EventRecord, EventStore, FileRecord, KeyRecord, KeyStore, ResponseRecord,
-    ResponseStore, StoreError,
+    ResponseStore, StoreError, TranscriptPrefix,
 };
 use protocol::input::InputItem;
 use protocol::response::ResponseStatus;
@@ -38,6 +38,7 @@ fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, s
         append_to: None,
         turns: Vec::new(),
         response_json: None,
+        transcript_prefix: None,
     })
 }
 
@@ -344,7 +345,11 @@ async fn a_continuation_reads_what_the_whole_record_gives(db: &TestDb) -> TestRe
             .continuation_source("proj_a", id)
             .await?
             .ok_or("missing")?;
-        assert_eq!(source, ContinuationSource::from(whole), "{id}");
+        // With its transcript's JSON as stored.
+        let json = InputItem::list_to_json(&whole.transcript)?;
+        let mut expected = ContinuationSource::from(whole);
+        expected.transcript_json = Some(json.into());
+        assert_eq!(source, expected, "{id}");
         assert_eq!(source.conversation, "resp_first");
     }
     let source = store
@@ -1147,6 +1152,71 @@ async fn a_broken_link_is_a_corrupt_error(db: &TestDb) -> TestResult {
     Ok(())
 }
 
+/// A continuation reads its transcript's JSON as stored, whether the memos hold the transcript
+/// (its row's text, or the text the memo of packed transcripts kept) or it is read from the row
+/// (a reopened store); and a record written after such a prefix (the engine's
+/// `transcript_prefix`) stores the prefix's bytes, then its own items: it reads back as the
+/// items.
+async fn a_transcript_is_written_after_the_json_it_goes_on_from(db: &TestDb) -> TestResult {
+    let item = |n: usize| -> Result<InputItem, serde_json::Error> {
+        serde_json::from_value(json!({
+            "role": "user", "content": format!("question {n}: and then? caf\u{e9}"),
+        }))
+    };
+    let store = db.open().await?;
+    // Continued (chained), so that their transcripts are kept for it; one long (packed), one
+    // short (TEXT).
+    let mut long = record("resp_1", "proj_a", true)?;
+    long.response.previous_response_id = Some("resp_0".to_owned());
+    long.transcript = (0..400).map(item).collect::<Result<_, _>>()?;
+    let mut short = record("resp_2", "proj_a", true)?;
+    short.response.previous_response_id = Some("resp_0".to_owned());
+    short.transcript = (0..3).map(item).collect::<Result<_, _>>()?;
+    assert!(InputItem::list_to_json(&long.transcript)?.len() > 16 << 10);
+    store.end_run(&long, &[]).await?;
+    store.end_run(&short, &[]).await?;
+    let read = async |store: &common::TestStore| -> TestResult {
+        for expected in [&long, &short] {
+            let source = store
+                .continuation_source("proj_a", &expected.id)
+                .await?
+                .ok_or("missing")?;
+            assert_eq!(source.transcript, expected.transcript);
+            let json = InputItem::list_to_json(&expected.transcript)?;
+            assert_eq!(source.transcript_json.as_deref(), Some(json.as_str()));
+        }
+        Ok(())
+    };
+    read(&store).await?;
+    store.close().await;
+    let store = db.open().await?;
+    read(&store).await?;
+
+    let mut next = record("resp_3", "proj_a", true)?;
+    next.transcript = short.transcript.clone();
+    next.transcript.push(item(99)?);
+    // The prefix's bytes, not the items written again: an escape serde does not write.
+    let prefix = InputItem::list_to_json(&short.transcript)?.replace('\u{e9}', "\\u00e9");
+    next.transcript_prefix = Some(TranscriptPrefix {
+        json: prefix.as_str().into(),
+        items: short.transcript.len(),
+    });
+    store.end_run(&next, &[]).await?;
+    let stored = db
+        .text("SELECT transcript_json FROM responses WHERE id = 'resp_3'")
+        .await?;
+    let open = prefix.strip_suffix(']').ok_or("a list")?;
+    assert!(stored.starts_with(open), "{stored}");
+    assert!(
+        stored.ends_with(r#"question 99: and then? café"}]"#),
+        "{stored}"
+    );
+    let read = store.get_response("proj_a", "resp_3").await?;
+    assert_eq!(read.ok_or("missing")?.transcript, next.transcript);
+    store.close().await;
+    Ok(())
+}
+
 async fn corrupt_transcript_is_a_corrupt_error(db: &TestDb) -> TestResult {
     let store = db.open().await?;
     store
@@ -1628,6 +1698,7 @@ matrix!(
     a_long_conversation_is_stored_linked_and_outlives_deletions,
     a_broken_link_is_a_corrupt_error,
     a_transcript_too_long_for_the_memo_is_still_linked,
+    a_transcript_is_written_after_the_json_it_goes_on_from,
     corrupt_transcript_is_a_corrupt_error,
     ending_a_run_stores_response_events_and_removes_its_job_together,
     the_conversation_id_round_trips,

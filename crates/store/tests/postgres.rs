@@ -170,6 +170,7 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
             error: None,
         }],
         response_json: None,
+        transcript_prefix: None,
     };
     // 30 events: one chunk, packed on SQLite (schema version 12), copied as its lines.
     from.end_run(&record, &events(0..30)).await?;
@@ -353,6 +354,7 @@ async fn a_runs_append_waits_for_another_append_to_the_conversation() -> TestRes
         append_to: Some("conv_1".to_owned()),
         turns: Vec::new(),
         response_json: None,
+        transcript_prefix: None,
     };
     ending.items[1].kind = ItemKind::Output;
     let run = tokio::spawn({
@@ -487,6 +489,7 @@ async fn a_runs_writes_are_one_round_trip_each() -> TestResult {
             append_to: None,
             turns: Vec::new(),
             response_json: None,
+            transcript_prefix: None,
         };
         Ok((job, record))
     };
@@ -545,6 +548,7 @@ async fn linked_conversation(
             append_to: None,
             turns: Vec::new(),
             response_json: None,
+            transcript_prefix: None,
         };
         record.response.previous_response_id = n.checked_sub(1).map(|p| format!("resp_{p:02}"));
         store.end_run(&record, &[]).await?;

@@ -39,6 +39,7 @@ fn record(
         append_to: None,
         turns: Vec::new(),
         response_json: None,
+        transcript_prefix: None,
     })
 }
 

@@ -91,6 +91,8 @@ impl Machine {
             append_to,
             turns: std::mem::take(&mut self.turns),
             response_json,
+            // The run only appended to the transcript it started from.
+            transcript_prefix: self.plan.transcript_prefix.clone(),
         };
         self.effect(Effect::Finish(Box::new(Ending {
             record,

@@ -19,9 +19,9 @@ use engine::model::{
     ModelStream, ResolveError, ResolvedModel, TokenUsage,
 };
 use engine::store::{
-    ClaimedJob, ConversationRecord, EventRecord, EventStore, FileRecord, FileStore, ItemKind,
-    ItemStore, JobRecord, JobState, JobStore, KeyRecord, KeyStore, MaintenanceStore,
-    ResponseRecord, ResponseStore, StoreError, StoredItem,
+    ClaimedJob, ContinuationSource, ConversationRecord, EventRecord, EventStore, FileRecord,
+    FileStore, ItemKind, ItemStore, JobRecord, JobState, JobStore, KeyRecord, KeyStore,
+    MaintenanceStore, ResponseRecord, ResponseStore, StoreError, StoredItem,
 };
 use engine::{Engine, EngineConfig, Ports, TokioClock};
 use futures::StreamExt as _;
@@ -166,6 +166,22 @@ impl ResponseStore for MemoryStore {
             .get(id)
             .filter(|r| r.project_id == project_id)
             .cloned())
+    }
+
+    /// With its transcript's JSON at hand, as a real store has it.
+    async fn continuation_source(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<Option<ContinuationSource>, StoreError> {
+        let Some(record) = self.get_response(project_id, id).await? else {
+            return Ok(None);
+        };
+        let json = serde_json::to_string(&record.transcript)
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        let mut source = ContinuationSource::from(record);
+        source.transcript_json = Some(json.into());
+        Ok(Some(source))
     }
 }
 

@@ -48,6 +48,33 @@ async fn a_short_run_is_stored_in_one_write() {
     assert_eq!(second["status"], "completed", "{second}");
 }
 
+/// A continuation's final record carries the JSON of the transcript it went on from, as the
+/// store read it (the store writes those bytes, not the items again), with how many items it
+/// holds: the previous transcript, which the run only appended to.
+#[tokio::test(start_paused = true)]
+async fn a_continuations_record_carries_the_json_of_the_transcript_it_went_on_from() {
+    let h = Harness::new();
+    h.model("m").push(Turn::text("the answer"));
+    let (first, _) = h.run(json!({"model": "fake/m", "input": "x"})).await;
+    let first_id = first["id"].as_str().unwrap().to_owned();
+    let before = h.store.lock().responses[&first_id].clone();
+    assert_eq!(before.transcript_prefix, None);
+    h.model("m").push(Turn::text("more"));
+    let (second, _) = h
+        .run(json!({"model": "fake/m", "input": "y", "previous_response_id": first_id}))
+        .await;
+    assert_eq!(second["status"], "completed", "{second}");
+    let after = h.store.lock().responses[second["id"].as_str().unwrap()].clone();
+    let prefix = after.transcript_prefix.expect("the record's prefix");
+    assert_eq!(prefix.items, before.transcript.len());
+    assert_eq!(
+        &*prefix.json,
+        serde_json::to_string(&before.transcript).unwrap()
+    );
+    assert_eq!(after.transcript[..prefix.items], before.transcript[..]);
+    assert!(after.transcript.len() > prefix.items);
+}
+
 /// The store is given the engine's count of runs executing (a file-backed SQLite store's
 /// writer gathers its batches by it): it counts a run through its final write, and not after.
 #[tokio::test(start_paused = true)]

@@ -323,10 +323,22 @@ impl Store {
     }
 }
 
-/// The JSON of `record`'s transcript.
+/// The JSON of `record`'s transcript: after the JSON of its first items when the engine has it
+/// (`transcript_prefix`, a continuation's transcript as stored), only the items after them
+/// serialized.
 fn transcript_json(record: &ResponseRecord) -> Result<Arc<str>, StoreError> {
-    protocol::input::InputItem::list_to_json(&record.transcript)
-        .map(Arc::from)
+    let json = match &record.transcript_prefix {
+        Some(prefix) if prefix.items == record.transcript.len() => {
+            return Ok(Arc::clone(&prefix.json));
+        }
+        Some(prefix) => protocol::input::InputItem::list_to_json_after(
+            &prefix.json,
+            prefix.items,
+            &record.transcript,
+        ),
+        None => protocol::input::InputItem::list_to_json(&record.transcript),
+    };
+    json.map(Arc::from)
         .map_err(|e| StoreError::Backend(format!("cannot encode response {}: {e}", record.id)))
 }
 
@@ -425,16 +437,32 @@ impl ResponseStore for Store {
         };
         let what = format!("response {id}");
         let stored = stored_json(&row, "transcript_json", &what)?;
-        let transcript = match self.transcripts.take(id, stored) {
-            Some(items) => items,
+        // The transcript, and its JSON when at hand: the row's text, the text the memo of
+        // packed transcripts holds for it, or the text just unpacked.
+        let (transcript, json) = match self.transcripts.take(id, stored) {
+            Some(items) => {
+                let json = match stored {
+                    StoredJsonRef::Text(text) => Some(Arc::from(text)),
+                    StoredJsonRef::Packed(_) => {
+                        let conversation: Option<String> = row
+                            .try_get("conversation_id")
+                            .map_err(|e| error::bad_column(&what, "conversation_id", e))?;
+                        self.packed_transcripts
+                            .stored_text(conversation.as_deref().unwrap_or(id), id)
+                    }
+                };
+                (items, json)
+            }
             None => {
                 let whole = self.whole_transcript(project_id, id, &row).await?;
                 let stored = whole.as_deref().map_or(stored, StoredJsonRef::Packed);
-                serde_json::from_str(&json_text(stored, "transcript_json", &what)?)
-                    .map_err(|e| error::bad_json(&what, "transcript_json", &e))?
+                let json = json_text(stored, "transcript_json", &what)?;
+                let items = serde_json::from_str(&json)
+                    .map_err(|e| error::bad_json(&what, "transcript_json", &e))?;
+                (items, Some(Arc::from(json)))
             }
         };
-        decode_continuation(&row, id, transcript).map(Some)
+        decode_continuation(&row, id, transcript, json).map(Some)
     }
 }
 
@@ -470,11 +498,13 @@ struct ToolType<'a> {
 }
 
 /// A row of [`SELECT_CONTINUATION`] as the continuation of response `id` takes it, with its
-/// `transcript` read: what [`ContinuationSource::from`] takes of the whole record.
+/// `transcript` read (and its JSON, when at hand): what [`ContinuationSource::from`] takes of
+/// the whole record.
 fn decode_continuation(
     row: &DbRow,
     id: &str,
     transcript: Vec<protocol::input::InputItem>,
+    transcript_json: Option<Arc<str>>,
 ) -> Result<ContinuationSource, StoreError> {
     let what = format!("response {id}");
     let response_json = json_column(row, "response_json", &what)?;
@@ -497,6 +527,7 @@ fn decode_continuation(
         mcp_tools,
         conversation: conversation_id.unwrap_or_else(|| id.to_owned()),
         transcript,
+        transcript_json,
     })
 }
 
@@ -544,5 +575,6 @@ fn decode(row: &DbRow, id: &str, whole: Option<&[u8]>) -> Result<ResponseRecord,
         append_to: None,
         turns,
         response_json: None,
+        transcript_prefix: None,
     })
 }
