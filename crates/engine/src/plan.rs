@@ -31,7 +31,8 @@ pub struct RunPlan {
     /// `text.format` / `response_format` as a compiled schema: the final answer must match it.
     pub output_schema: Option<jsonschema::Validator>,
     pub registry: Registry,
-    /// The transcript the run starts from (previous transcript + this request's input).
+    /// The transcript the run starts from (previous transcript + this request's input); the
+    /// run's state machine takes it over (`run/state.rs`, `Machine::new`).
     pub transcript: Vec<InputItem>,
     /// Index in `transcript` of the first item of this request's `input`.
     pub new_from: usize,
@@ -306,7 +307,8 @@ fn resolve_models(
 /// read, a parameter combination it refuses), before anything runs: 400 naming the field and
 /// the model.
 fn check_models(plan: &RunPlan) -> Result<(), EngineError> {
-    let preview = request::build(
+    // One request, named for each model in turn (not a copy of the whole history per model).
+    let mut request = request::build(
         &plan.request,
         &plan.registry,
         &plan.transcript,
@@ -318,7 +320,6 @@ fn check_models(plan: &RunPlan) -> Result<(), EngineError> {
         },
     );
     for (id, model) in &plan.models {
-        let mut request = preview.clone();
         request.model.clone_from(&model.upstream_model);
         model.client.check(&request).map_err(|err| {
             EngineError::invalid(err.param, format!("model \"{id}\": {}", err.message))
