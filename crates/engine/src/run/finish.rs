@@ -64,9 +64,8 @@ impl Machine {
         // The items of this request and of the run, for `item_reference`, `input_items` and
         // the run's OpenAI conversation (a `store: false` response keeps none to refer to).
         let input = self
-            .plan
             .transcript
-            .get(self.plan.new_from..)
+            .get(self.plan.new_from..self.input_end)
             .unwrap_or_default();
         let append_to = self
             .plan

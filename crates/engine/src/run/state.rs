@@ -75,8 +75,12 @@ pub(super) struct StepCalls {
 pub(crate) struct Machine {
     pub(super) plan: RunPlan,
     pub(super) response: Response,
-    /// Grows as the model works: the continuation transcript stored at the end.
+    /// Grows as the model works: the continuation transcript stored at the end. The plan's
+    /// transcript, taken over (not copied): the run only appends to it, so its first
+    /// `input_end` items are the plan's.
     pub(super) transcript: Vec<InputItem>,
+    /// Where this request's input ends in `transcript` (the plan's transcript's length).
+    pub(super) input_end: usize,
     pub(super) usage: Usage,
     /// Sources built-in tools returned, which the answer may cite as `[n]`.
     pub(super) sources: Vec<Source>,
@@ -158,11 +162,12 @@ pub(super) struct PartialCall {
 }
 
 impl Machine {
-    pub(crate) fn new(plan: RunPlan, response: Response, clock: Arc<dyn Clock>) -> Machine {
-        let transcript = plan.transcript.clone();
+    pub(crate) fn new(mut plan: RunPlan, response: Response, clock: Arc<dyn Clock>) -> Machine {
+        let transcript = std::mem::take(&mut plan.transcript);
         Machine {
             plan,
             response,
+            input_end: transcript.len(),
             transcript,
             usage: Usage::default(),
             sources: Vec::new(),
