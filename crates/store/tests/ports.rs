@@ -775,21 +775,31 @@ async fn a_long_transcript_reads_back_packed_or_as_text(db: &TestDb) -> TestResu
     // The format byte of a packed chunk and a length, then a block that is not LZ4.
     store_packed_transcript(db, "resp_1", "0140000000ffffffffffffffff").await?;
     let store = db.open().await?;
-    for read in [
-        store.get_response("proj_a", "resp_1").await.map(|_| ()),
-        store
-            .continuation_source("proj_a", "resp_1")
-            .await
-            .map(|_| ()),
-    ] {
-        let Err(StoreError::Corrupt(message)) = read else {
-            return Err(format!("a damaged transcript read as {read:?}").into());
-        };
+    for message in corrupt_reads(&store, "resp_1").await? {
         assert!(message.contains("resp_1"), "{message}");
         assert!(message.contains("transcript_json"), "{message}");
     }
     assert!(store.get_response("proj_a", "resp_2").await?.is_some());
     Ok(())
+}
+
+/// The corrupt-store errors of both reads of response `id` of `proj_a`, the lookup and a
+/// continuation; an error when either reads it or fails otherwise.
+async fn corrupt_reads(
+    store: &common::TestStore,
+    id: &str,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let mut messages = Vec::new();
+    for read in [
+        store.get_response("proj_a", id).await.map(|_| ()),
+        store.continuation_source("proj_a", id).await.map(|_| ()),
+    ] {
+        let Err(StoreError::Corrupt(message)) = read else {
+            return Err(format!("a damaged transcript of {id} read as {read:?}").into());
+        };
+        messages.push(message);
+    }
+    Ok(messages)
 }
 
 /// A conversation's responses written turn by turn, each transcript the one before and one more
@@ -1131,16 +1141,10 @@ async fn a_broken_link_is_a_corrupt_error(db: &TestDb) -> TestResult {
     ] {
         db.execute(sql).await?;
         let store = db.open().await?;
-        for read in [
-            store.get_response("proj_a", "resp_39").await.map(|_| ()),
-            store
-                .continuation_source("proj_a", "resp_39")
-                .await
-                .map(|_| ()),
-        ] {
-            let Err(StoreError::Corrupt(message)) = read else {
-                return Err(format!("{says}: a broken link read as {read:?}").into());
-            };
+        let messages = corrupt_reads(&store, "resp_39")
+            .await
+            .map_err(|e| format!("{says}: {e}"))?;
+        for message in messages {
             assert!(message.contains("resp_39"), "{message}");
             assert!(
                 message.contains("transcript_json") && message.contains(says),

@@ -361,25 +361,8 @@ async fn a_runs_append_waits_for_another_append_to_the_conversation() -> TestRes
         let store = store.clone();
         async move { store.end_run(&ending, &events(0..1)).await }
     });
-    // Bounded wait until the run's write waits for a lock, then let the other commit.
-    let mut waited = false;
-    for _ in 0..500 {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(store.pool())
-        .await?;
-        if waiting > 0 {
-            waited = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert!(
-        waited,
-        "the run's write never waited for the other transaction"
-    );
+    // Once the run's write waits for a lock, let the other commit.
+    until_a_session_waits_for_a_lock(&store).await?;
     other.commit().await?;
     run.await??;
 
