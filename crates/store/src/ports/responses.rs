@@ -328,9 +328,6 @@ impl Store {
 /// serialized.
 fn transcript_json(record: &ResponseRecord) -> Result<Arc<str>, StoreError> {
     let json = match &record.transcript_prefix {
-        Some(prefix) if prefix.items == record.transcript.len() => {
-            return Ok(Arc::clone(&prefix.json));
-        }
         Some(prefix) => protocol::input::InputItem::list_to_json_after(
             &prefix.json,
             prefix.items,
