@@ -139,14 +139,14 @@ pub(crate) async fn transcript_of(
         items = previous.transcript;
     }
     if let Some(id) = conversation {
-        context.transcript_json = None;
         if store.get_conversation(project_id, id).await?.is_none() {
             return Err(EngineError::invalid(
                 "conversation",
                 format!("conversation \"{id}\" not found"),
             ));
         }
-        items = store.conversation_input(project_id, id).await?;
+        // The conversation's items, and their JSON as the store read them.
+        (items, context.transcript_json) = store.conversation_input_json(project_id, id).await?;
     }
     context.new_from = items.len();
     let mut input = input.into_items();

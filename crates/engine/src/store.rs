@@ -230,6 +230,16 @@ pub trait ItemStore: Send + Sync {
             .filter_map(StoredItem::to_input)
             .collect())
     }
+    /// [`ItemStore::conversation_input`], with the items' JSON as a list when the store has it
+    /// at hand (as it read them: a run continuing the conversation then takes it as its
+    /// record's [`ResponseRecord::transcript_prefix`]). By default without it.
+    async fn conversation_input_json(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<(Vec<protocol::input::InputItem>, Option<std::sync::Arc<str>>), StoreError> {
+        Ok((self.conversation_input(project_id, id).await?, None))
+    }
     /// Appends items to a conversation of this project; `false` when there is none.
     async fn append_conversation_items(
         &self,

@@ -78,13 +78,14 @@ impl ConversationMemo {
 
 /// Reads a conversation's rows (`texts`, in order) with what `memo` kept of it: an item whose
 /// text is the one kept at its place is copied, any other parsed with `parse`; what was read
-/// is kept for the next read. Returns the input items, in order.
+/// is kept for the next read. Returns the input items, in order, and their texts as a JSON
+/// list (which reads back as them: a run's transcript begins with it).
 pub(crate) fn read<'t, E>(
     memo: &ConversationMemo,
     id: &str,
     texts: impl ExactSizeIterator<Item = &'t str>,
     mut parse: impl FnMut(usize, &str) -> Result<Option<InputItem>, E>,
-) -> Result<Vec<InputItem>, E> {
+) -> Result<(Vec<InputItem>, String), E> {
     let mut kept = memo.take(id).into_iter();
     let mut read: Vec<Parsed> = Vec::with_capacity(texts.len());
     for (index, text) in texts.enumerate() {
@@ -95,9 +96,22 @@ pub(crate) fn read<'t, E>(
         read.push(parsed);
     }
     drop(kept);
-    let items = read.iter().filter_map(|(_, item)| item.clone()).collect();
+    let mut items = Vec::with_capacity(read.len());
+    let mut json =
+        String::with_capacity(2 + read.iter().map(|(text, _)| text.len() + 1).sum::<usize>());
+    json.push('[');
+    for (text, item) in &read {
+        if let Some(item) = item {
+            if !items.is_empty() {
+                json.push(',');
+            }
+            json.push_str(text);
+            items.push(item.clone());
+        }
+    }
+    json.push(']');
     memo.keep(id, read);
-    Ok(items)
+    Ok((items, json))
 }
 
 #[cfg(test)]
@@ -108,18 +122,29 @@ mod tests {
         serde_json::json!({"type": "message", "role": role, "content": text}).to_string()
     }
 
-    /// Reads `texts` as conversation `id`, counting the parses.
+    /// Reads `texts` as conversation `id`, counting the parses; the JSON list read with the
+    /// items is their texts, and reads back as them.
     fn read_counting(
         memo: &ConversationMemo,
         id: &str,
         texts: &[String],
     ) -> (Vec<InputItem>, usize) {
         let mut parses = 0;
-        let items = read(memo, id, texts.iter().map(String::as_str), |_, text| {
+        let (items, json) = read(memo, id, texts.iter().map(String::as_str), |_, text| {
             parses += 1;
             Ok::<_, serde_json::Error>(serde_json::from_str(text).ok())
         })
         .unwrap();
+        let listed: Vec<&String> = texts
+            .iter()
+            .filter(|text| serde_json::from_str::<InputItem>(text).is_ok())
+            .collect();
+        let joined: Vec<&str> = listed.iter().map(|text| text.as_str()).collect();
+        assert_eq!(json, format!("[{}]", joined.join(",")));
+        assert_eq!(
+            serde_json::from_str::<Vec<InputItem>>(&json).unwrap(),
+            items
+        );
         (items, parses)
     }
 
@@ -175,7 +200,11 @@ mod tests {
             texts.iter().map(String::as_str),
             |index, _| Err::<Option<InputItem>, usize>(index),
         );
-        assert_eq!(failed, Ok(parsed_all(&texts)), "nothing to parse: all kept");
+        assert_eq!(
+            failed.map(|(items, _)| items),
+            Ok(parsed_all(&texts)),
+            "nothing to parse: all kept"
+        );
         let changed = [message("user", &long), message("assistant", "short")];
         let failed = read(
             &memo,
@@ -183,7 +212,7 @@ mod tests {
             changed.iter().map(String::as_str),
             |index, _| Err::<Option<InputItem>, usize>(index),
         );
-        assert_eq!(failed, Err(1));
+        assert_eq!(failed.map(|(items, _)| items), Err(1));
         assert_eq!(memo.size(), (0, 0));
     }
 

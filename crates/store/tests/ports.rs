@@ -522,7 +522,18 @@ async fn a_conversation_reads_as_input_what_its_items_give(db: &TestDb) -> TestR
          WHERE item_id = 'msg_2'",
     )
     .await?;
-    let read = store.conversation_input("proj_a", "conv_in").await?;
+    let (read, json) = store.conversation_input_json("proj_a", "conv_in").await?;
+    // With the JSON of the items as read (the rewritten text as it is, spaces and all; the
+    // built-in tool's result, no input item, left out), which reads back as them.
+    let json = json.ok_or("the items' JSON")?;
+    assert!(
+        json.ends_with(
+            r#",{"type": "message", "id": "msg_2", "role": "assistant", "content": "Rewritten."}]"#
+        ),
+        "{json}"
+    );
+    assert!(!json.contains("search_results"), "{json}");
+    assert_eq!(serde_json::from_str::<Vec<InputItem>>(&json)?, read);
     assert_eq!(read[..3], expected[..3]);
     assert_eq!(
         read[3],

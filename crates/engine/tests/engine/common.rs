@@ -547,6 +547,17 @@ impl ItemStore for MemoryStore {
             .unwrap_or_default())
     }
 
+    /// With the items' JSON at hand, as a real store has it.
+    async fn conversation_input_json(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<(Vec<protocol::input::InputItem>, Option<Arc<str>>), StoreError> {
+        let items = self.conversation_input(project_id, id).await?;
+        let json = serde_json::to_string(&items).map_err(|e| StoreError::Backend(e.to_string()))?;
+        Ok((items, Some(json.into())))
+    }
+
     async fn append_conversation_items(
         &self,
         project_id: &str,

@@ -153,6 +153,15 @@ async fn a_conversation_holds_the_history_of_the_runs_made_in_it() {
         )
         .await;
     assert_eq!(second["status"], "completed");
+    // Its record's transcript begins with the conversation's items as the store read them:
+    // their JSON, which the store writes as it is.
+    let record = h.store.lock().responses[second["id"].as_str().unwrap()].clone();
+    let prefix = record
+        .transcript_prefix
+        .expect("the conversation's items' JSON");
+    assert_eq!(prefix.items, 3);
+    let read: Vec<protocol::input::InputItem> = serde_json::from_str(&prefix.json).unwrap();
+    assert_eq!(read[..], record.transcript[..3]);
     // The second run saw the conversation so far.
     let sent = model.requests().pop().unwrap();
     assert_eq!(

@@ -428,6 +428,16 @@ impl ItemStore for Store {
         project_id: &str,
         id: &str,
     ) -> Result<Vec<InputItem>, StoreError> {
+        self.conversation_input_json(project_id, id)
+            .await
+            .map(|(items, _)| items)
+    }
+
+    async fn conversation_input_json(
+        &self,
+        project_id: &str,
+        id: &str,
+    ) -> Result<(Vec<InputItem>, Option<Arc<str>>), StoreError> {
         let rows = conversation_rows(self, project_id, id).await?;
         let texts = rows
             .iter()
@@ -436,12 +446,13 @@ impl ItemStore for Store {
                     .map_err(|e| error::bad_column("item", "item_json", e))
             })
             .collect::<Result<Vec<&str>, StoreError>>()?;
-        crate::conversation_memo::read(
+        let (items, json) = crate::conversation_memo::read(
             &self.conversations,
             id,
             texts.iter().copied(),
             |index, json| decode_input(&rows[index], json),
-        )
+        )?;
+        Ok((items, Some(Arc::from(json))))
     }
 
     async fn append_conversation_items(
