@@ -86,10 +86,6 @@ mod dialect {
     /// store grows with the square of its turns.
     pub(super) const PACK_RESPONSES: bool = false;
 
-    /// A packed transcript goes to a column of its own, `transcript_packed` (BYTEA), beside the
-    /// TEXT `transcript_json` (`transcript_column!`).
-    pub(super) const PACKED_TRANSCRIPT_APART: bool = true;
-
     /// Locks a response before its deletion reads the transcripts linked to it
     /// (`ports/linked_transcripts.rs`, `unlink`): a write linking a transcript to it, on this
     /// replica or another, holds a key-share lock on it until it commits (`transcript_column!`),

@@ -97,9 +97,6 @@ mod dialect {
     /// transcript is packed on both back ends: `transcript_column!`.)
     pub(super) const PACK_RESPONSES: bool = true;
 
-    /// Whether a packed transcript goes to a column of its own (`transcript_column!`).
-    pub(super) const PACKED_TRANSCRIPT_APART: bool = false;
-
     /// Nothing to lock before a response's deletion reads the transcripts linked to it: the
     /// write transaction holds the database's one write lock.
     pub(super) const LOCK_RESPONSE: Option<&str> = None;

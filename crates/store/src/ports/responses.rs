@@ -66,6 +66,10 @@ ON CONFLICT (id) DO UPDATE SET
     transcript_column!(set)
 );
 
+/// Whether the back end stores a packed transcript in a column of its own (PostgreSQL's
+/// `transcript_packed`): the upsert then has one more column (`transcript_column!`).
+const PACKED_APART: bool = !transcript_column!(column).is_empty();
+
 /// Refuses a write whose transcript is linked to response `$1` of project `$2` when that
 /// response is not stored (deleted since the transcript was packed): an insert of a row
 /// without its NOT NULL columns, which runs only then. On PostgreSQL the response found is
@@ -197,7 +201,7 @@ impl Encoded {
                 statement.bind(json);
                 None
             }
-            StoredJson::Packed(packed) if dialect::PACKED_TRANSCRIPT_APART => {
+            StoredJson::Packed(packed) if PACKED_APART => {
                 statement.bind("");
                 Some(Arc::clone(packed))
             }
@@ -211,7 +215,7 @@ impl Encoded {
             .bind(self.conversation_id.clone())
             .bind(self.turns_json.clone())
             .bind(self.transcript_base.clone());
-        if dialect::PACKED_TRANSCRIPT_APART {
+        if PACKED_APART {
             statement.bind(apart);
         }
         statement
