@@ -15,7 +15,7 @@ use crate::core::Core;
 use crate::error::EngineError;
 use crate::items;
 use crate::model::{ResolveError, ResolvedModel};
-use crate::request;
+use crate::request::FirstStep;
 use crate::store::{Store, StoredItem, TranscriptPrefix};
 use crate::tools::{ConnectorServer, Registry};
 use crate::transcript;
@@ -45,6 +45,9 @@ pub struct RunPlan {
     /// The conversation of the previous response (`None`: this response starts one).
     pub conversation: Option<String>,
     pub max_steps: u32,
+    /// The first step's model request, as the models chain's check built it: the run's first
+    /// step sends it if nothing it was built from changed by then.
+    pub first_step: Option<FirstStep>,
 }
 
 /// What a continuation takes over from the previous response besides its transcript.
@@ -248,7 +251,7 @@ pub(crate) fn plan(
         })
     })
     .transpose()?;
-    let plan = RunPlan {
+    let mut plan = RunPlan {
         prices: core.config.prices.clone(),
         output_schema,
         project_id: project_id.to_owned(),
@@ -264,8 +267,9 @@ pub(crate) fn plan(
         previous_servers: context.previous_servers,
         conversation: context.conversation,
         max_steps,
+        first_step: None,
     };
-    check_models(&plan)?;
+    check_models(&mut plan)?;
     Ok((plan, model_id))
 }
 
@@ -306,24 +310,21 @@ fn resolve_models(
 /// Refuses a run that a model of its chain cannot take (an input type its upstream does not
 /// read, a parameter combination it refuses), before anything runs: 400 naming the field and
 /// the model.
-fn check_models(plan: &RunPlan) -> Result<(), EngineError> {
+/// The request checked is the first step's, kept for it ([`RunPlan::first_step`]).
+fn check_models(plan: &mut RunPlan) -> Result<(), EngineError> {
     // One request, named for each model in turn (not a copy of the whole history per model).
-    let mut request = request::build(
+    let mut first = FirstStep::build(
         &plan.request,
         &plan.registry,
         &plan.transcript,
-        true,
-        plan.request.max_output_tokens,
-        request::Step {
-            number: 1,
-            of: plan.max_steps,
-        },
+        plan.max_steps.max(1),
     );
     for (id, model) in &plan.models {
-        request.model.clone_from(&model.upstream_model);
-        model.client.check(&request).map_err(|err| {
+        first.request.model.clone_from(&model.upstream_model);
+        model.client.check(&first.request).map_err(|err| {
             EngineError::invalid(err.param, format!("model \"{id}\": {}", err.message))
         })?;
     }
+    plan.first_step = Some(first);
     Ok(())
 }

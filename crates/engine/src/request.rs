@@ -92,6 +92,64 @@ pub fn build(
     }
 }
 
+/// The first step's request, built before the run starts (the models chain's check,
+/// `plan.rs`) and kept for the step that asks it: a long conversation's history is turned
+/// into messages once per run, not twice.
+#[derive(Debug)]
+pub struct FirstStep {
+    /// What [`build`] made of the plan (its `model` named for the chain's last model).
+    pub(crate) request: ModelRequest,
+    /// What it was built from that a run can change before its first step asks.
+    transcript_len: usize,
+    max_output_tokens: Option<u32>,
+    step: Step,
+}
+
+impl FirstStep {
+    /// The request of step 1 of `of`, tools offered, with the request's own output budget.
+    pub fn build(
+        request: &CreateRequest,
+        registry: &Registry,
+        transcript: &[InputItem],
+        of: u32,
+    ) -> FirstStep {
+        let step = Step { number: 1, of };
+        FirstStep {
+            request: build(
+                request,
+                registry,
+                transcript,
+                true,
+                request.max_output_tokens,
+                step,
+            ),
+            transcript_len: transcript.len(),
+            max_output_tokens: request.max_output_tokens,
+            step,
+        }
+    }
+
+    /// The request, if [`build`] with these arguments would make the same one: the same step,
+    /// transcript length (a run's transcript only grows: approved calls run before the first
+    /// step add to it) and budget; tools offered, or none to offer; and a registry without MCP
+    /// servers (their tools are listed again as each step begins). `None` otherwise.
+    pub fn take_if_same(
+        self,
+        registry: &Registry,
+        transcript: &[InputItem],
+        tools_on: bool,
+        max_output_tokens: Option<u32>,
+        step: Step,
+    ) -> Option<ModelRequest> {
+        let same = step == self.step
+            && transcript.len() == self.transcript_len
+            && max_output_tokens == self.max_output_tokens
+            && (tools_on || registry.is_empty())
+            && registry.servers().is_empty();
+        same.then_some(self.request)
+    }
+}
+
 /// The system text of a step: the caller's instructions, then the answer language
 /// (`language_preference`) and the steps left (`step_budget_reminder`).
 fn system_text(request: &CreateRequest, step: Step) -> Option<String> {
@@ -135,5 +193,91 @@ fn tool_choice(choice: Option<&ToolChoice>) -> ModelToolChoice {
             (Some(kind), None) => ModelToolChoice::Function(kind.clone()),
             (None, None) => ModelToolChoice::Auto,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(json: serde_json::Value) -> CreateRequest {
+        serde_json::from_value(json).expect("request parses")
+    }
+
+    fn registry(tools: serde_json::Value) -> Registry {
+        let tools: Vec<protocol::request::Tool> =
+            serde_json::from_value(tools).expect("tools parse");
+        Registry::from_request(&tools, &crate::hosted::NoHostedTools).expect("registry")
+    }
+
+    fn transcript(texts: &[&str]) -> Vec<InputItem> {
+        let items: Vec<serde_json::Value> = texts
+            .iter()
+            .map(|text| serde_json::json!({"type": "message", "role": "user", "content": text}))
+            .collect();
+        serde_json::from_value(serde_json::Value::Array(items)).expect("items parse")
+    }
+
+    const FIRST: Step = Step { number: 1, of: 4 };
+
+    /// The check's request is sent only where the step would have built the very same one;
+    /// anything the run changed before its first step asks means building it again.
+    #[test]
+    fn the_checked_request_stands_for_the_first_step_only_while_nothing_it_was_built_from_changed()
+    {
+        let request = request(serde_json::json!({
+            "model": "m", "input": "hi", "max_output_tokens": 100, "instructions": "be brief",
+            "step_budget_reminder": true
+        }));
+        let tools = registry(serde_json::json!([
+            {"type": "function", "name": "f", "parameters": {"type": "object"}}
+        ]));
+        let none = registry(serde_json::json!([]));
+        let items = transcript(&["hi"]);
+        let built = |registry: &Registry, items: &[InputItem], tools_on, budget, step| {
+            build(&request, registry, items, tools_on, budget, step)
+        };
+
+        // Unchanged: the same request as the step builds.
+        let first = FirstStep::build(&request, &tools, &items, 4);
+        let same = first.take_if_same(&tools, &items, true, Some(100), FIRST);
+        assert_eq!(same, Some(built(&tools, &items, true, Some(100), FIRST)));
+        // No tools to offer: whether the step offers them makes no difference.
+        let first = FirstStep::build(&request, &none, &items, 4);
+        let same = first.take_if_same(&none, &items, false, Some(100), FIRST);
+        assert_eq!(same, Some(built(&none, &items, false, Some(100), FIRST)));
+
+        // Changed: each makes a request other than the check's.
+        let grown = transcript(&["hi", "an approved call's output"]);
+        let changed: [(&[InputItem], bool, Option<u32>, Step); 4] = [
+            (&grown, true, Some(100), FIRST),
+            (&items, false, Some(100), FIRST),
+            (&items, true, Some(40), FIRST),
+            (&items, true, Some(100), Step { number: 1, of: 1 }),
+        ];
+        for (items_now, tools_on, budget, step) in changed {
+            let first = FirstStep::build(&request, &tools, &items, 4);
+            let kept = first.request.clone();
+            assert_ne!(
+                built(&tools, items_now, tools_on, budget, step),
+                kept,
+                "the case must change the request"
+            );
+            let first = FirstStep::build(&request, &tools, &items, 4);
+            assert_eq!(
+                first.take_if_same(&tools, items_now, tools_on, budget, step),
+                None
+            );
+        }
+        // An MCP server's tools are listed again as the step begins.
+        let mcp = registry(serde_json::json!([
+            {"type": "function", "name": "f", "parameters": {"type": "object"}},
+            {"type": "mcp", "server_label": "s", "server_url": "https://mcp.example/mcp"}
+        ]));
+        let first = FirstStep::build(&request, &mcp, &items, 4);
+        assert_eq!(
+            first.take_if_same(&mcp, &items, true, Some(100), FIRST),
+            None
+        );
     }
 }

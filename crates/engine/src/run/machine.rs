@@ -193,17 +193,30 @@ impl Machine {
         };
         let max_steps = self.plan.max_steps.max(1);
         let last = self.step >= max_steps;
-        let request = request::build(
-            &self.plan.request,
-            &self.plan.registry,
-            &self.transcript,
-            !last && self.tool_calls_left(),
-            remaining,
-            request::Step {
-                number: self.step,
-                of: max_steps,
-            },
-        );
+        let tools_on = !last && self.tool_calls_left();
+        let step = request::Step {
+            number: self.step,
+            of: max_steps,
+        };
+        let checked = self.plan.first_step.take().and_then(|first| {
+            first.take_if_same(
+                &self.plan.registry,
+                &self.transcript,
+                tools_on,
+                remaining,
+                step,
+            )
+        });
+        let request = checked.unwrap_or_else(|| {
+            request::build(
+                &self.plan.request,
+                &self.plan.registry,
+                &self.transcript,
+                tools_on,
+                remaining,
+                step,
+            )
+        });
         self.ask_model(self.active_model, request);
     }
 
