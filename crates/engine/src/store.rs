@@ -360,6 +360,16 @@ pub trait ResponseStore: Send + Sync {
         record: &ResponseRecord,
         events: &[EventRecord],
     ) -> Result<(), StoreError>;
+    /// [`ResponseStore::end_run`] for a caller done with the record's transcript: a store that
+    /// keeps a likely continuation's transcript at hand may take it from the record (leaving
+    /// it empty) rather than copy it. Written, the record is otherwise as given.
+    async fn end_run_taking_transcript(
+        &self,
+        record: &mut ResponseRecord,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError> {
+        self.end_run(record, events).await
+    }
     /// Fetch a response of this project (hidden ones included; callers check `visible`).
     async fn get_response(
         &self,

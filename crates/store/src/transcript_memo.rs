@@ -54,6 +54,19 @@ struct Entry {
     items: Vec<InputItem>,
 }
 
+/// The items [`TranscriptMemo::remember`] is given: copied if kept, or the caller's vector,
+/// taken (left empty) if kept and left as it was if not.
+pub(crate) enum Items<'a> {
+    Borrowed(&'a [InputItem]),
+    Taken(&'a mut Vec<InputItem>),
+}
+
+impl<'a> From<&'a Vec<InputItem>> for Items<'a> {
+    fn from(items: &'a Vec<InputItem>) -> Self {
+        Items::Borrowed(items)
+    }
+}
+
 /// What an entry counts for against [`BUDGET_BYTES`]: `stored`, of a JSON `json_len` bytes
 /// long.
 fn cost(stored: &StoredJson, json_len: usize) -> usize {
@@ -64,12 +77,12 @@ impl TranscriptMemo {
     /// Keeps `items`, just stored as `stored` (of a JSON `json_len` bytes long) in the row of
     /// response `id`, replacing what was kept for `id`; the oldest entries go when the budget
     /// is full.
-    pub(crate) fn remember(
+    pub(crate) fn remember<'a>(
         &self,
         id: &Arc<str>,
         stored: &StoredJson,
         json_len: usize,
-        items: &[InputItem],
+        items: impl Into<Items<'a>>,
     ) {
         let cost = cost(stored, json_len);
         if json_len < MIN_BYTES || cost > BUDGET_BYTES / 8 {
@@ -79,7 +92,10 @@ impl TranscriptMemo {
         }
         let entry = Entry {
             stored: stored.clone(),
-            items: items.to_vec(),
+            items: match items.into() {
+                Items::Borrowed(items) => items.to_vec(),
+                Items::Taken(items) => std::mem::take(items),
+            },
         };
         self.entries.insert(Arc::clone(id), entry, cost);
     }

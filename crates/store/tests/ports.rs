@@ -449,6 +449,48 @@ async fn a_continuation_reads_the_transcript_the_row_holds_now(db: &TestDb) -> T
     Ok(())
 }
 
+/// A run's end that has no more use for its record's transcript hands it to the store when
+/// the store keeps it for the continuation (no copy of a long history), and the continuation
+/// reads it as written; a transcript the store does not keep stays with the record.
+async fn a_run_s_end_hands_over_the_transcript_the_store_keeps(db: &TestDb) -> TestResult {
+    let mut long = transcript()?;
+    for n in 0..250 {
+        long.push(serde_json::from_value(json!({
+            "role": "user",
+            "content": format!("question {n}: what follows from the answer before?"),
+        }))?);
+    }
+    let store = db.open().await?;
+    let mut ended = record("resp_chain", "proj_a", true)?;
+    ended.response.previous_response_id = Some("resp_before".to_owned());
+    ended.transcript = long.clone();
+    store.end_run_taking_transcript(&mut ended, &[]).await?;
+    assert!(ended.transcript.is_empty(), "kept by the store, not copied");
+    let source = store
+        .continuation_source("proj_a", "resp_chain")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(source.transcript, long);
+
+    // Not likely to be continued (no previous response, no call handed back): not kept.
+    let mut alone = record("resp_alone", "proj_a", true)?;
+    alone.transcript = long.clone();
+    store.end_run_taking_transcript(&mut alone, &[]).await?;
+    assert_eq!(alone.transcript, long);
+    // Too short to keep.
+    let mut short = record("resp_short", "proj_a", true)?;
+    short.response.previous_response_id = Some("resp_chain".to_owned());
+    short.transcript = transcript()?;
+    store.end_run_taking_transcript(&mut short, &[]).await?;
+    assert_eq!(short.transcript, transcript()?);
+    let source = store
+        .continuation_source("proj_a", "resp_alone")
+        .await?
+        .ok_or("missing")?;
+    assert_eq!(source.transcript, long);
+    Ok(())
+}
+
 /// A conversation read for a run continuing it: its input items and its output items'
 /// replays, in order, each as `conversation_items` gives it read as an input item; an item of
 /// no input's shape left out; another project's conversation empty. Read again, what the rows
@@ -1719,6 +1761,7 @@ matrix!(
     the_conversation_id_round_trips,
     a_continuation_reads_what_the_whole_record_gives,
     a_continuation_reads_the_transcript_the_row_holds_now,
+    a_run_s_end_hands_over_the_transcript_the_store_keeps,
     a_conversation_reads_as_input_what_its_items_give,
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,

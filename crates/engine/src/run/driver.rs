@@ -307,7 +307,12 @@ impl Driver {
         let mut terminal = ending.terminal.prepare(&self.log);
         let mut events = self.log.records_from(self.flushed);
         events.push(terminal.clone());
-        if let Err(err) = self.store.end_run(&ending.record, &events).await {
+        // Nothing reads the record's transcript after this write: the store may keep it.
+        if let Err(err) = self
+            .store
+            .end_run_taking_transcript(&mut ending.record, &events)
+            .await
+        {
             tracing::error!(response_id = %ending.record.id, error = %err, "final response write failed");
             if self.unstored.is_pending() {
                 let failure;

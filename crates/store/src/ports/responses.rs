@@ -27,6 +27,7 @@ use super::{DbRow, Store, dialect};
 use crate::packed_transcripts::{PackedTranscripts, Seed};
 use crate::script::Script;
 use crate::stored_json::{StoredJson, StoredJsonRef};
+use crate::transcript_memo::Items;
 use crate::{error, event_pack, now_secs, transcript_pack};
 
 /// Insert, or replace the record with the same id if it belongs to the same project. A record
@@ -267,6 +268,37 @@ impl Ending {
 }
 
 impl Store {
+    /// `end_run`'s write; returns the row as written.
+    async fn end_run_row(
+        &self,
+        record: &ResponseRecord,
+        events: &[EventRecord],
+    ) -> Result<Encoded, StoreError> {
+        let append = record.append_to.as_ref().map(|conversation| {
+            (
+                Arc::from(conversation.as_str()),
+                super::items::encode_append(&record.items),
+            )
+        });
+        let ending = Ending {
+            events: super::events::encode(&record.id, events)?,
+            items: super::items::encode_index(&record.items),
+            append,
+        };
+        let row = self.write_row(record, |row| ending.script(row)).await?;
+        if record.response.status.is_terminal()
+            && matches!(row.transcript_json, StoredJson::Packed(_))
+        {
+            // Stored for good: the conversation's next transcript may be linked to it.
+            self.packed_transcripts.stored(
+                transcript_conversation(record),
+                &row.id,
+                &row.transcript,
+            );
+        }
+        Ok(row)
+    }
+
     /// Writes the script `build` makes of `record`'s row; returns the row as written. A write
     /// refused because the transcript's base was deleted after it was packed is encoded again,
     /// no longer linked to it, and written once more.
@@ -371,34 +403,30 @@ impl ResponseStore for Store {
         record: &ResponseRecord,
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
-        let append = record.append_to.as_ref().map(|conversation| {
-            (
-                Arc::from(conversation.as_str()),
-                super::items::encode_append(&record.items),
-            )
-        });
-        let ending = Ending {
-            events: super::events::encode(&record.id, events)?,
-            items: super::items::encode_index(&record.items),
-            append,
-        };
-        let row = self.write_row(record, |row| ending.script(row)).await?;
-        if record.response.status.is_terminal()
-            && matches!(row.transcript_json, StoredJson::Packed(_))
-        {
-            // Stored for good: the conversation's next transcript may be linked to it.
-            self.packed_transcripts.stored(
-                transcript_conversation(record),
-                &row.id,
-                &row.transcript,
-            );
-        }
+        let row = self.end_run_row(record, events).await?;
         if likely_continued(record) {
             self.transcripts.remember(
                 &row.id,
                 &row.transcript_json,
                 row.transcript.len(),
                 &record.transcript,
+            );
+        }
+        Ok(())
+    }
+
+    async fn end_run_taking_transcript(
+        &self,
+        record: &mut ResponseRecord,
+        events: &[EventRecord],
+    ) -> Result<(), StoreError> {
+        let row = self.end_run_row(record, events).await?;
+        if likely_continued(record) {
+            self.transcripts.remember(
+                &row.id,
+                &row.transcript_json,
+                row.transcript.len(),
+                Items::Taken(&mut record.transcript),
             );
         }
         Ok(())
@@ -470,7 +498,8 @@ impl ResponseStore for Store {
 /// Whether a continuation of the run that ends with `record` is likely to come soon: it can
 /// be continued, and the client chains its requests (this run continued one) or the run waits
 /// on the client (its output ends with a function call or an approval request). Only then is
-/// its transcript kept parsed (`transcript_memo.rs`): keeping it costs a copy of its items.
+/// its transcript kept parsed (`transcript_memo.rs`): keeping it costs a copy of its items
+/// (none when the run's end hands them over: `end_run_taking_transcript`).
 fn likely_continued(record: &ResponseRecord) -> bool {
     let response = &record.response;
     response.status.is_continuable()
