@@ -67,7 +67,7 @@ enum Value {
 
 use Column::{Blob, Int, NullInt, NullText, Packed, Text, Unlinked};
 
-/// The tables of the schema (version 18), parents before children, with every column. A
+/// The tables of the schema (SQLite version 20), parents before children, with every column. A
 /// transcript linked to another (`transcript_link.rs`) is copied whole, as TEXT, without a
 /// base (the foreign key of PostgreSQL's `transcript_base` would otherwise have to follow the
 /// copy's order).
@@ -173,6 +173,7 @@ const TABLES: &[(&str, &[Column])] = &[
             Text("project_id"),
             Int("created_at"),
             Text("metadata_json"),
+            Int("item_changes"),
         ],
     ),
     (

@@ -106,6 +106,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "linked_transcripts",
         include_str!("../migrations/sqlite/0018_linked_transcripts.sql"),
     ),
+    (
+        20,
+        "conversation_item_changes",
+        include_str!("../migrations/sqlite/0020_conversation_item_changes.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.
@@ -174,6 +179,11 @@ pub(crate) const POSTGRES: MigrationList = &[
         19,
         "packed_transcripts",
         include_str!("../migrations/postgres/0019_packed_transcripts.sql"),
+    ),
+    (
+        20,
+        "conversation_item_changes",
+        include_str!("../migrations/postgres/0020_conversation_item_changes.sql"),
     ),
 ];
 

@@ -491,6 +491,126 @@ async fn a_run_s_end_hands_over_the_transcript_the_store_keeps(db: &TestDb) -> T
     Ok(())
 }
 
+/// A conversation read again for each run reads only the items appended since (the store
+/// keeps what it read, `conversation_memo.rs`), yet every read gives what the rows hold now:
+/// an item appended, deleted, rewritten in place, or put back in a gap by hand (SQL, another
+/// writer) is seen at the next read.
+async fn a_conversation_read_again_sees_every_change_to_its_items(db: &TestDb) -> TestResult {
+    use engine::store::{ItemJson, ItemKind, StoredItem};
+    let store = db.open().await?;
+    let message = |id: &str, text: &str| -> Result<StoredItem, serde_json::Error> {
+        Ok(StoredItem {
+            id: id.to_owned(),
+            kind: ItemKind::Input,
+            item: ItemJson::of(&json!({"type": "message", "id": id, "role": "user",
+                "content": format!("{text} {}", "and a long question. ".repeat(40))}))?,
+        })
+    };
+    let mut items = Vec::new();
+    for n in 0..4 {
+        items.push(message(&format!("msg_{n}"), &format!("question {n}"))?);
+    }
+    store
+        .create_conversation(&common::conversation("conv_again"), &items)
+        .await?;
+    // What a read must give: the rows' items as `conversation_items` lists them now.
+    let listed = || async {
+        let listed: Vec<InputItem> = store
+            .conversation_items("proj_a", "conv_again")
+            .await?
+            .iter()
+            .map(|item| serde_json::from_str(item.item.get()))
+            .collect::<Result<_, _>>()?;
+        Ok::<_, Box<dyn std::error::Error>>(listed)
+    };
+    let read = || async {
+        let (items, json) = store
+            .conversation_input_json("proj_a", "conv_again")
+            .await?;
+        let json = json.ok_or("the items' JSON")?;
+        assert_eq!(serde_json::from_str::<Vec<InputItem>>(&json)?, items);
+        Ok::<_, Box<dyn std::error::Error>>(items)
+    };
+    let first = read().await?;
+    assert_eq!(first.len(), 4);
+    assert_eq!(first, listed().await?);
+
+    // Appended (one item, then two in one statement; a read between): read on from the last
+    // item, and no change counted (the memo's items still stand).
+    let changes =
+        || db.text("SELECT CAST(item_changes AS TEXT) FROM conversations WHERE id = 'conv_again'");
+    for appended in [4..5, 5..7] {
+        let new = appended
+            .clone()
+            .map(|n| message(&format!("msg_{n}"), &format!("question {n}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        assert!(
+            store
+                .append_conversation_items("proj_a", "conv_again", &new)
+                .await?
+        );
+        let now = read().await?;
+        assert_eq!(now.len(), appended.end);
+        assert_eq!(now, listed().await?);
+        assert_eq!(changes().await?, "0");
+    }
+
+    // Deleted.
+    assert!(
+        store
+            .delete_conversation_item("proj_a", "conv_again", "msg_1")
+            .await?
+    );
+    let now = read().await?;
+    assert_eq!(now.len(), 6);
+    assert_eq!(now, listed().await?);
+    assert_eq!(changes().await?, "1");
+
+    // Rewritten in place, by hand.
+    db.execute(
+        "UPDATE conversation_items SET item_json = \
+         '{\"type\": \"message\", \"role\": \"user\", \"content\": \"Rewritten.\"}' \
+         WHERE item_id = 'msg_2'",
+    )
+    .await?;
+    let now = read().await?;
+    assert_eq!(now, listed().await?);
+    assert_eq!(
+        now[1],
+        serde_json::from_value::<InputItem>(
+            json!({"type": "message", "role": "user", "content": "Rewritten."})
+        )?
+    );
+
+    // Put back by hand in the gap msg_1 left (position 1), nothing removed: one more item
+    // before the last one read.
+    db.execute(
+        "INSERT INTO conversation_items (conversation_id, position, item_id, item_json) \
+         VALUES ('conv_again', 1, 'msg_back', \
+         '{\"type\": \"message\", \"role\": \"user\", \"content\": \"Back.\"}')",
+    )
+    .await?;
+    let now = read().await?;
+    assert_eq!(now.len(), 7);
+    assert_eq!(now, listed().await?);
+    assert_eq!(
+        now[1],
+        serde_json::from_value::<InputItem>(
+            json!({"type": "message", "role": "user", "content": "Back."})
+        )?
+    );
+    assert_eq!(changes().await?, "3");
+
+    // Another project's read finds nothing and leaves the conversation's as it was.
+    let (none, json) = store
+        .conversation_input_json("proj_b", "conv_again")
+        .await?;
+    assert!(none.is_empty());
+    assert_eq!(json.as_deref(), Some("[]"));
+    assert_eq!(read().await?, listed().await?);
+    Ok(())
+}
+
 /// A conversation read for a run continuing it: its input items and its output items'
 /// replays, in order, each as `conversation_items` gives it read as an input item; an item of
 /// no input's shape left out; another project's conversation empty. Read again, what the rows
@@ -1763,6 +1883,7 @@ matrix!(
     a_continuation_reads_the_transcript_the_row_holds_now,
     a_run_s_end_hands_over_the_transcript_the_store_keeps,
     a_conversation_reads_as_input_what_its_items_give,
+    a_conversation_read_again_sees_every_change_to_its_items,
     shared_files_round_trip_byte_for_byte_within_their_project,
     items_are_indexed_with_their_run_and_conversations_keep_theirs,
     runs_append_after_the_last_item_of_their_conversation_only,

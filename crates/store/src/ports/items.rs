@@ -47,6 +47,16 @@ const CONVERSATION_ITEMS: &str = "SELECT i.item_id, i.item_json FROM conversatio
      JOIN conversations c ON c.id = i.conversation_id \
      WHERE c.id = $1 AND c.project_id = $2 ORDER BY i.position";
 
+/// A conversation's items after a position (`$3`; -1 for all of them), in order, for a run:
+/// each row also holds the conversation's `item_changes`, read in the same statement, so that
+/// what a read kept of the items before is checked against the same state of the conversation
+/// (`conversation_memo.rs`). A conversation of the project without such items is one row of
+/// NULL item columns; one not of the project, no row.
+const CONVERSATION_INPUT: &str = "SELECT c.item_changes, i.position, i.item_id, i.item_json \
+     FROM conversations c \
+     LEFT JOIN conversation_items i ON i.conversation_id = c.id AND i.position > $3 \
+     WHERE c.id = $1 AND c.project_id = $2 ORDER BY i.position";
+
 /// The rows of [`CONVERSATION_ITEMS`] for conversation `id` of the project.
 async fn conversation_rows(
     store: &Store,
@@ -438,21 +448,53 @@ impl ItemStore for Store {
         project_id: &str,
         id: &str,
     ) -> Result<(Vec<InputItem>, Option<Arc<str>>), StoreError> {
-        let rows = conversation_rows(self, project_id, id).await?;
-        let texts = rows
-            .iter()
-            .map(|row| {
-                row.try_get::<&str, _>("item_json")
-                    .map_err(|e| error::bad_column("item", "item_json", e))
-            })
-            .collect::<Result<Vec<&str>, StoreError>>()?;
-        let (items, json) = crate::conversation_memo::read(
-            &self.conversations,
-            id,
-            texts.iter().copied(),
-            |index, json| decode_input(&rows[index], json),
-        )?;
-        Ok((items, Some(Arc::from(json))))
+        // The items after the last one the memo kept; all of them if it does not fit (a read of
+        // every item always gives them).
+        for after in [self.conversations.read_after(id), -1] {
+            let rows = sqlx::query(CONVERSATION_INPUT)
+                .bind(id)
+                .bind(project_id)
+                .bind(after)
+                .fetch_all(&self.reader)
+                .await
+                .map_err(error::backend)?;
+            let Some(first) = rows.first() else {
+                // No such conversation in this project.
+                return Ok((Vec::new(), Some(Arc::from("[]"))));
+            };
+            let changes: i64 = first
+                .try_get("item_changes")
+                .map_err(|e| error::bad_column("conversation", "item_changes", e))?;
+            // A conversation without items (after `after`) is one row of NULL item columns.
+            let found = rows
+                .iter()
+                .filter_map(|row| {
+                    match row.try_get::<Option<i64>, _>("position") {
+                        Ok(None) => None,
+                        Ok(Some(position)) => Some(
+                            row.try_get::<&str, _>("item_json")
+                                .map(|json| (position, json)),
+                        ),
+                        Err(e) => Some(Err(e)),
+                    }
+                    .map(|found| found.map_err(|e| error::bad_column("item", "item_json", e)))
+                })
+                .collect::<Result<Vec<(i64, &str)>, StoreError>>()?;
+            let read = crate::conversation_memo::read(
+                &self.conversations,
+                id,
+                after,
+                changes,
+                found.iter().copied(),
+                |index, json| decode_input(&rows[index], json),
+            )?;
+            if let Some((items, json)) = read {
+                return Ok((items, Some(Arc::from(json))));
+            }
+        }
+        Err(StoreError::Backend(format!(
+            "conversation {id}: its items could not be read"
+        )))
     }
 
     async fn append_conversation_items(
