@@ -309,8 +309,8 @@ fn resolve_models(
 
 /// Refuses a run that a model of its chain cannot take (an input type its upstream does not
 /// read, a parameter combination it refuses), before anything runs: 400 naming the field and
-/// the model.
-/// The request checked is the first step's, kept for it ([`RunPlan::first_step`]).
+/// the model. The request checked is the first step's, kept for it
+/// ([`RunPlan::first_step`]).
 fn check_models(plan: &mut RunPlan) -> Result<(), EngineError> {
     // One request, named for each model in turn (not a copy of the whole history per model).
     let mut first = FirstStep::build(

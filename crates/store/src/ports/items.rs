@@ -466,20 +466,18 @@ impl ItemStore for Store {
                 .try_get("item_changes")
                 .map_err(|e| error::bad_column("conversation", "item_changes", e))?;
             // A conversation without items (after `after`) is one row of NULL item columns.
-            let found = rows
-                .iter()
-                .filter_map(|row| {
-                    match row.try_get::<Option<i64>, _>("position") {
-                        Ok(None) => None,
-                        Ok(Some(position)) => Some(
-                            row.try_get::<&str, _>("item_json")
-                                .map(|json| (position, json)),
-                        ),
-                        Err(e) => Some(Err(e)),
-                    }
-                    .map(|found| found.map_err(|e| error::bad_column("item", "item_json", e)))
-                })
-                .collect::<Result<Vec<(i64, &str)>, StoreError>>()?;
+            let mut found: Vec<(i64, &str)> = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let position: Option<i64> = row
+                    .try_get("position")
+                    .map_err(|e| error::bad_column("item", "position", e))?;
+                if let Some(position) = position {
+                    let json = row
+                        .try_get("item_json")
+                        .map_err(|e| error::bad_column("item", "item_json", e))?;
+                    found.push((position, json));
+                }
+            }
             let read = crate::conversation_memo::read(
                 &self.conversations,
                 id,

@@ -299,6 +299,15 @@ impl Store {
         Ok(row)
     }
 
+    /// Keeps the transcript just written as `row` parsed (`items`) for its continuation, when
+    /// one is `continued` (`likely_continued`).
+    fn keep_transcript(&self, row: &Encoded, continued: bool, items: Items<'_>) {
+        if continued {
+            self.transcripts
+                .remember(&row.id, &row.transcript_json, row.transcript.len(), items);
+        }
+    }
+
     /// Writes the script `build` makes of `record`'s row; returns the row as written. A write
     /// refused because the transcript's base was deleted after it was packed is encoded again,
     /// no longer linked to it, and written once more.
@@ -404,14 +413,11 @@ impl ResponseStore for Store {
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
         let row = self.end_run_row(record, events).await?;
-        if likely_continued(record) {
-            self.transcripts.remember(
-                &row.id,
-                &row.transcript_json,
-                row.transcript.len(),
-                &record.transcript,
-            );
-        }
+        self.keep_transcript(
+            &row,
+            likely_continued(record),
+            Items::Borrowed(&record.transcript),
+        );
         Ok(())
     }
 
@@ -421,14 +427,8 @@ impl ResponseStore for Store {
         events: &[EventRecord],
     ) -> Result<(), StoreError> {
         let row = self.end_run_row(record, events).await?;
-        if likely_continued(record) {
-            self.transcripts.remember(
-                &row.id,
-                &row.transcript_json,
-                row.transcript.len(),
-                Items::Taken(&mut record.transcript),
-            );
-        }
+        let continued = likely_continued(record);
+        self.keep_transcript(&row, continued, Items::Taken(&mut record.transcript));
         Ok(())
     }
 
