@@ -68,7 +68,7 @@ mod tagged;
 pub mod validate;
 pub mod written;
 
-pub use strict::RequestError;
+pub use strict::{RequestError, parse_json};
 
 /// Appends a string as JSON (quoted, escaped), byte for byte as `serde_json` writes it, but
 /// checked eight bytes at a time: for writers of JSON by hand (the provider wires' message

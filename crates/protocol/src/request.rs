@@ -107,15 +107,7 @@ pub struct CreateRequest {
 impl CreateRequest {
     /// Parses a request body strictly: unknown fields and wrong types name the field path.
     pub fn parse(body: &[u8]) -> Result<CreateRequest, RequestError> {
-        let mut deserializer = serde_json::Deserializer::from_slice(body);
-        let request: CreateRequest = serde_path_to_error::deserialize(&mut deserializer)
-            .map_err(RequestError::from_path_error)?;
-        deserializer.end().map_err(|err| RequestError {
-            message: format!("invalid request body: {err}"),
-            param: None,
-            kind: None,
-        })?;
-        Ok(request)
+        crate::strict::parse_json(body)
     }
 }
 

@@ -79,6 +79,32 @@ impl std::fmt::Display for RequestError {
 
 impl std::error::Error for RequestError {}
 
+/// Reads `T` from a JSON body and refuses anything after it; an error names the field's path
+/// ([`RequestError::from_path_error`]).
+///
+/// The body is read first without tracking the path: `serde_path_to_error` wraps every value,
+/// key and element it reads, which cost a long request (a chat history and five tools, 8.7 KB)
+/// a third of its parse (docs/benchmarks.md, "Issue 18, thirty-fourth pass"). Only a body that
+/// is refused is read again, with the path tracked, for its error: the wrapper changes nothing
+/// of what is accepted, so the second reading fails where the first did.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, RequestError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    if let Ok(value) = <T as serde::Deserialize>::deserialize(&mut deserializer)
+        && deserializer.end().is_ok()
+    {
+        return Ok(value);
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value: T = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(RequestError::from_path_error)?;
+    deserializer.end().map_err(|err| RequestError {
+        message: format!("invalid request body: {err}"),
+        param: None,
+        kind: None,
+    })?;
+    Ok(value)
+}
+
 /// Deserializes `T` from a buffered value, keeping the path of any error inside it.
 pub(crate) fn from_value<T: DeserializeOwned, E: serde::de::Error>(value: Value) -> Result<T, E> {
     serde_path_to_error::deserialize(value).map_err(|err| {

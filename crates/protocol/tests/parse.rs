@@ -544,3 +544,23 @@ fn a_second_type_must_agree_with_the_first() {
     assert_eq!(p.as_deref(), Some("input[0].type"), "{m}");
     assert!(m.contains(r#"makes it a "message""#), "{m}");
 }
+
+/// A body is read once without the path tracked; what follows the request is refused all the
+/// same, and a refused body's error still names its field (read again with the path).
+#[test]
+fn trailing_data_is_refused_and_errors_keep_their_path_after_an_untracked_reading() {
+    for body in [
+        r#"{"input":"x"} {"input":"y"}"#,
+        r#"{"input":"x"}]"#,
+        r#"{"input":"x"}x"#,
+    ] {
+        let (p, m) = param(body);
+        assert_eq!(p, None, "{body} -> {m}");
+        assert!(m.contains("trailing characters"), "{body} -> {m}");
+    }
+    assert!(CreateRequest::parse(b"{\"input\":\"x\"} \n\t").is_ok());
+    // A tool whose `type` is not its first key is buffered and read by a nested tracked pass;
+    // the outer path is joined to it.
+    let (p, m) = param(r#"{"input":"x","tools":[{"name":"f","type":"function","strictt":1}]}"#);
+    assert_eq!(p.as_deref(), Some("tools[0].strictt"), "{m}");
+}

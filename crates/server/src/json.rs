@@ -7,7 +7,6 @@ use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use bytes::Bytes;
-use protocol::RequestError;
 use protocol::request::CreateRequest;
 use serde::de::DeserializeOwned;
 
@@ -47,21 +46,8 @@ impl<T: DeserializeOwned> FromRequest<AppState> for StrictJson<T> {
         } else {
             &bytes
         };
-        Ok(StrictJson(parse_strict(bytes)?))
+        Ok(StrictJson(protocol::parse_json(bytes)?))
     }
-}
-
-/// Parses a JSON body strictly: errors name the field path.
-pub fn parse_strict<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value: T = serde_path_to_error::deserialize(&mut deserializer)
-        .map_err(RequestError::from_path_error)?;
-    deserializer.end().map_err(|err| RequestError {
-        message: format!("invalid request body: {err}"),
-        param: None,
-        kind: None,
-    })?;
-    Ok(value)
 }
 
 /// The body of a JSON request: its content type checked (415), within the size limit (413)
