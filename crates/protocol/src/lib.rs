@@ -71,8 +71,8 @@ pub mod written;
 pub use strict::{RequestError, parse_json};
 
 /// Appends a string as JSON (quoted, escaped), byte for byte as `serde_json` writes it, but
-/// checked eight bytes at a time: for writers of JSON by hand (the provider wires' message
-/// lists).
+/// checked for escapes many bytes at a time (`json_string.rs`): for writers of JSON by hand
+/// (the provider wires' message lists).
 pub fn push_json_string(out: &mut String, value: &str) -> Result<(), serde_json::Error> {
     json_string::push_quoted(out, value)
 }
