@@ -25,6 +25,19 @@ fn transcript() -> Result<Vec<InputItem>, serde_json::Error> {
     ]))
 }
 
+/// [`transcript`] and 250 questions after it, each beginning with `prefix`: long enough to be
+/// kept by the transcript memo (2 KiB) and, on SQLite, packed (16 KiB).
+fn long_transcript(prefix: &str) -> Result<Vec<InputItem>, serde_json::Error> {
+    let mut items = transcript()?;
+    for n in 0..250 {
+        items.push(serde_json::from_value(json!({
+            "role": "user",
+            "content": format!("{prefix}question {n}: what follows from the answer before?"),
+        }))?);
+    }
+    Ok(items)
+}
+
 fn record(id: &str, project_id: &str, visible: bool) -> Result<ResponseRecord, serde_json::Error> {
     Ok(ResponseRecord {
         id: id.to_owned(),
@@ -396,17 +409,7 @@ async fn a_continuation_reads_what_the_whole_record_gives(db: &TestDb) -> TestRe
 /// the row holds the very text it was written as — not once another replica wrote the row
 /// again, nor once the row is gone.
 async fn a_continuation_reads_the_transcript_the_row_holds_now(db: &TestDb) -> TestResult {
-    let long = |word: &str| -> Result<Vec<InputItem>, serde_json::Error> {
-        let mut items = transcript()?;
-        // Kept by the memo (2 KiB), and on SQLite packed (16 KiB).
-        for n in 0..250 {
-            items.push(serde_json::from_value(json!({
-                "role": "user",
-                "content": format!("{word} question {n}: what follows from the answer before?"),
-            }))?);
-        }
-        Ok(items)
-    };
+    let long = |word: &str| long_transcript(&format!("{word} "));
     let store = db.open().await?;
     let mut ended = record("resp_chain", "proj_a", true)?;
     // A run that continued another: its own continuation is likely to follow.
@@ -453,13 +456,7 @@ async fn a_continuation_reads_the_transcript_the_row_holds_now(db: &TestDb) -> T
 /// the store keeps it for the continuation (no copy of a long history), and the continuation
 /// reads it as written; a transcript the store does not keep stays with the record.
 async fn a_run_s_end_hands_over_the_transcript_the_store_keeps(db: &TestDb) -> TestResult {
-    let mut long = transcript()?;
-    for n in 0..250 {
-        long.push(serde_json::from_value(json!({
-            "role": "user",
-            "content": format!("question {n}: what follows from the answer before?"),
-        }))?);
-    }
+    let long = long_transcript("")?;
     let store = db.open().await?;
     let mut ended = record("resp_chain", "proj_a", true)?;
     ended.response.previous_response_id = Some("resp_before".to_owned());
