@@ -7,13 +7,7 @@ use crate::store::KeyRecord;
 
 /// Lower-case hex SHA-256 of a key.
 pub fn hash_key(key: &str) -> String {
-    use std::fmt::Write as _;
-    let digest = sha256(key.as_bytes());
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
+    hex::encode(sha256(key.as_bytes()))
 }
 
 fn sha256(data: &[u8]) -> [u8; 32] {
@@ -60,5 +54,24 @@ impl Engine {
     /// The id of the project used in open mode.
     pub async fn default_project(&self) -> Result<String, EngineError> {
         Ok(self.core.store.ensure_project("default").await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hash_key;
+
+    /// The stored form of a key's hash: lower-case hex of its SHA-256, 64 characters (keys
+    /// stored before must still be found).
+    #[test]
+    fn a_keys_hash_is_its_sha256_in_lower_case_hex() {
+        assert_eq!(
+            hash_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            hash_key(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
     }
 }
