@@ -19,6 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::request::{CreateRequest, Tool};
+use crate::response_json::Writer;
 use crate::strict::RequestError;
 
 /// How deep a schema or other free-form JSON value of a request may nest (arrays and objects
@@ -114,7 +115,7 @@ impl CreateRequest {
     pub fn check_limits(&self, limits: &RequestLimits) -> Result<(), RequestError> {
         let tools = self.tools.as_deref().unwrap_or_default();
         limits.check_tool_count(tools.len())?;
-        let total: usize = tools.iter().map(json_size).sum();
+        let total = tools_json_size(tools);
         if total > limits.max_tools_bytes {
             return Err(RequestError::new(
                 "tools",
@@ -142,6 +143,26 @@ impl CreateRequest {
         }
         Ok(())
     }
+}
+
+/// The tools' sizes as compact JSON, summed (the limits' check): each written as the echo
+/// writes it, one after the other into one buffer.
+pub(crate) fn tools_json_size(tools: &[Tool]) -> usize {
+    let mut out = Writer(String::new());
+    tools
+        .iter()
+        .map(|tool| {
+            let start = out.0.len();
+            match out.tool(tool) {
+                Ok(()) => out.0.len() - start,
+                // Should writing it ever fail: as serde counts it.
+                Err(_) => {
+                    out.0.truncate(start);
+                    json_size(tool)
+                }
+            }
+        })
+        .sum()
 }
 
 /// The size of `value` written as compact JSON, without writing it anywhere.

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::json_string;
 use crate::output::{OutputContent, OutputItem, OutputMessage, OutputStatus};
-use crate::request::{TextConfig, TextFormat, ToolChoice, ToolChoiceMode, Truncation};
+use crate::request::{TextConfig, TextFormat, Tool, ToolChoice, ToolChoiceMode, Truncation};
 use crate::response::{Response, Usage};
 
 impl Response {
@@ -150,6 +150,44 @@ impl Writer {
         }
     }
 
+    /// The tools' echo: a function tool field by field (its schema's kept JSON copied,
+    /// `written.rs`), any other tool by serde.
+    fn tools(&mut self, tools: &[Tool]) -> Result<(), serde_json::Error> {
+        self.piece("[");
+        for (i, tool) in tools.iter().enumerate() {
+            if i > 0 {
+                self.piece(",");
+            }
+            self.tool(tool)?;
+        }
+        self.piece("]");
+        Ok(())
+    }
+
+    /// One tool, as serde's derive writes it: `type` first, then the fields in their order,
+    /// the absent ones left out.
+    pub(crate) fn tool(&mut self, tool: &Tool) -> Result<(), serde_json::Error> {
+        let Tool::Function(function) = tool else {
+            return self.json(tool);
+        };
+        self.piece("{\"type\":\"function\",\"name\":");
+        self.string(&function.name)?;
+        self.present_string(",\"description\":", function.description.as_deref())?;
+        if let Some(parameters) = &function.parameters {
+            self.piece(",\"parameters\":");
+            match parameters.json() {
+                Some(json) => self.piece(json),
+                None => self.json(parameters)?,
+            }
+        }
+        if let Some(strict) = function.strict {
+            self.piece(",\"strict\":");
+            self.boolean(strict);
+        }
+        self.piece("}");
+        Ok(())
+    }
+
     /// An optional string field (`key` is its `,"name":` piece), left out when `None` (as
     /// serde's derive skips it).
     pub(crate) fn present_string(
@@ -248,7 +286,7 @@ impl Writer {
             choice => self.json(choice)?,
         }
         self.piece(",\"tools\":");
-        self.list(&r.tools)?;
+        self.tools(&r.tools)?;
         self.piece(",\"parallel_tool_calls\":");
         self.boolean(r.parallel_tool_calls);
         self.piece(",\"truncation\":");
@@ -517,6 +555,53 @@ pub(crate) mod tests {
             response.tool_choice = choice;
         }
         assert!(response.tools.len() == 2);
+        check(&response);
+    }
+
+    /// Function tools of every form (each field present or absent, every text form, a
+    /// schema), among other tools, are echoed as serde writes them, and the limits count
+    /// each tool's size as serde writes it.
+    #[test]
+    fn every_form_of_tool_is_written_as_serde_writes_it() {
+        let mut tools = vec![
+            json!({"type": "function", "name": "f"}),
+            json!({"type": "function", "name": "f", "strict": false}),
+            json!({"type": "function", "name": "f", "parameters": {}, "strict": true}),
+            json!({"type": "function", "name": "f", "parameters": {"type": "object",
+                "properties": {"q\"": {"type": "string", "description": "é\n"}},
+                "required": ["q\""], "additionalProperties": false}}),
+            json!({"type": "web_search"}),
+            json!({"type": "mcp", "server_label": "docs", "server_url": "https://example.com/mcp",
+                "require_approval": "never", "allowed_tools": ["a", "b"]}),
+            json!({"type": "sandbox"}),
+        ];
+        for text in TEXTS {
+            tools.push(
+                json!({"type": "function", "name": text, "description": text,
+                "parameters": {"type": "object", "description": text}}),
+            );
+            tools.push(json!({"type": "function", "name": "g", "description": text}));
+        }
+        let body = json!({"model": "openai/gpt-5.4", "input": "hi", "tools": tools});
+        let request = CreateRequest::parse(body.to_string().as_bytes()).expect("a request");
+        let tools = request.tools.unwrap_or_default();
+        assert_eq!(tools.len(), 7 + 2 * TEXTS.len());
+        let mut total = 0;
+        for tool in &tools {
+            let serde = serde_json::to_string(tool).expect("serde writes it");
+            assert_eq!(
+                crate::limits::tools_json_size(std::slice::from_ref(tool)),
+                serde.len(),
+                "{serde}"
+            );
+            total += serde.len();
+            let mut response = response(json!({}));
+            response.tools = vec![tool.clone()];
+            check(&response);
+        }
+        assert_eq!(crate::limits::tools_json_size(&tools), total);
+        let mut response = response(json!({}));
+        response.tools = tools;
         check(&response);
     }
 }

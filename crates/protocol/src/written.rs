@@ -50,6 +50,12 @@ impl<T: Serialize> Written<T> {
             .as_deref()
     }
 
+    /// The kept compact JSON (`None` only if writing the value failed, which it cannot for a
+    /// `Value` or a wire type).
+    pub(crate) fn json(&self) -> Option<&str> {
+        self.raw().map(RawValue::get)
+    }
+
     /// The size of the value as compact JSON, in bytes.
     pub fn json_len(&self) -> usize {
         match self.raw() {
