@@ -2,12 +2,14 @@
 //! the items a response indexes when it ends (`item_reference` and `input_items` read them, and
 //! an OpenAI conversation takes them), and stored items back as input items.
 
+use std::sync::Arc;
+
 use protocol::input::InputItem;
 use protocol::output::OutputItem;
 use serde_json::Value;
 
 use crate::ids::new_id;
-use crate::store::{ItemJson, ItemKind, StoredItem};
+use crate::store::{ItemJson, ItemKind, StoredItem, TranscriptPrefix};
 
 /// Gives every input item that can carry an id and has none one (`msg_…` for messages, as
 /// OpenAI does), so that it can be listed and referenced later.
@@ -81,6 +83,35 @@ pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<Stored
         })
     });
     inputs.chain(outputs).collect()
+}
+
+/// The JSON list of the first `count` items of `stored` ([`to_store`]'s), when they are
+/// `count` input items: a transcript that begins with them begins with this JSON (each item's
+/// the bytes `InputItem::list_to_json` writes for it), so the store writes them once.
+/// `None` when an input item was not stored (one without an id) or there are none.
+pub(crate) fn input_prefix(stored: &[StoredItem], count: usize) -> Option<TranscriptPrefix> {
+    let inputs = stored.get(..count)?;
+    if count == 0 || inputs.iter().any(|item| item.kind != ItemKind::Input) {
+        return None;
+    }
+    let size = inputs
+        .iter()
+        .map(|item| item.item.get().len() + 1)
+        .sum::<usize>()
+        + 1;
+    let mut json = String::with_capacity(size);
+    json.push('[');
+    for (i, item) in inputs.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(item.item.get());
+    }
+    json.push(']');
+    Some(TranscriptPrefix {
+        json: Arc::from(json),
+        items: count,
+    })
 }
 
 /// A stored item as OpenAI's item routes answer it (conversation items, input items): a message
@@ -274,5 +305,46 @@ mod tests {
         sorted.item = ItemJson::of(&stored[5].value()).unwrap();
         assert_ne!(sorted.item.get(), stored[5].item.get());
         assert_eq!(sorted, stored[5]);
+    }
+
+    /// A request's input items, all stored, make the JSON list its transcript begins with,
+    /// the bytes the whole list is written as; an input item that was not stored (a
+    /// reasoning item without an id), or no input, makes none.
+    #[test]
+    fn the_stored_input_items_are_the_json_the_transcript_begins_with() {
+        let mut input: Vec<InputItem> = serde_json::from_value(json!([
+            {"role": "user", "content": "hi \"there\"\n"},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"a\":1.5}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok ✓"},
+            {"role": "assistant", "content": "done"}
+        ]))
+        .unwrap();
+        assign_ids(&mut input);
+        let output: Vec<OutputItem> = serde_json::from_value(json!([
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Paris.", "annotations": []}]}
+        ]))
+        .unwrap();
+        let stored = to_store(&input, &output);
+        let prefix = input_prefix(&stored, input.len()).expect("a prefix");
+        assert_eq!(prefix.items, 4);
+        assert_eq!(&*prefix.json, serde_json::to_string(&input).unwrap());
+        assert_eq!(
+            &*prefix.json,
+            InputItem::list_to_json(&input).unwrap().as_str()
+        );
+        let one = input_prefix(&stored, 1).expect("a prefix of one");
+        assert_eq!(&*one.json, serde_json::to_string(&input[..1]).unwrap());
+        assert_eq!(input_prefix(&stored, 0), None);
+        // More items than the input stored: an output item is not the input's.
+        assert_eq!(input_prefix(&stored, 5), None);
+        assert_eq!(input_prefix(&stored, 6), None);
+        input.insert(
+            1,
+            serde_json::from_value(json!({"type": "reasoning", "summary": []})).unwrap(),
+        );
+        let stored = to_store(&input, &output);
+        assert_eq!(stored.len(), 5);
+        assert_eq!(input_prefix(&stored, input.len()), None);
     }
 }

@@ -54,9 +54,11 @@ pub struct ResponseRecord {
     pub response_json: Option<std::sync::Arc<str>>,
     /// The JSON of `transcript`'s first items, when the engine has it: a continuation's
     /// transcript as the store read it for the response it continues, which a run only
-    /// appends to. The store writes these bytes and serializes only the items after them (a
-    /// deep turn of a conversation serialized the whole transcript again at every turn). Must
-    /// be those items' JSON; `None` in a record read back.
+    /// appends to; or, for a transcript that begins with the request's input, those items'
+    /// JSON as written for `items`. The store writes these bytes and serializes only the
+    /// items after them (a deep turn of a conversation serialized the whole transcript again
+    /// at every turn; a stateless client's history was written twice). Must be those items'
+    /// JSON; `None` in a record read back.
     #[serde(skip)]
     pub transcript_prefix: Option<TranscriptPrefix>,
 }

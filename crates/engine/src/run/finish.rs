@@ -78,6 +78,13 @@ impl Machine {
         } else {
             Vec::new()
         };
+        // The run only appended to the transcript it started from; a transcript that starts
+        // with this request's input starts with the JSON of its items just written.
+        let transcript_prefix = self.plan.transcript_prefix.clone().or_else(|| {
+            (self.plan.new_from == 0)
+                .then(|| items::input_prefix(&items, input.len()))
+                .flatten()
+        });
         let record = ResponseRecord {
             id: self.response.id.clone(),
             project_id: self.plan.project_id.clone(),
@@ -90,8 +97,7 @@ impl Machine {
             append_to,
             turns: std::mem::take(&mut self.turns),
             response_json,
-            // The run only appended to the transcript it started from.
-            transcript_prefix: self.plan.transcript_prefix.clone(),
+            transcript_prefix,
         };
         self.effect(Effect::Finish(Box::new(Ending {
             record,

@@ -58,7 +58,14 @@ async fn a_continuations_record_carries_the_json_of_the_transcript_it_went_on_fr
     let (first, _) = h.run(json!({"model": "fake/m", "input": "x"})).await;
     let first_id = first["id"].as_str().unwrap().to_owned();
     let before = h.store.lock().responses[&first_id].clone();
-    assert_eq!(before.transcript_prefix, None);
+    // A first request's record carries its input items' JSON, written once for its items.
+    let first_prefix = before.transcript_prefix.clone().expect("the input's JSON");
+    assert_eq!(first_prefix.items, 1);
+    assert_eq!(
+        &*first_prefix.json,
+        serde_json::to_string(&before.transcript[..1]).unwrap()
+    );
+    assert!(before.transcript.len() > 1);
     h.model("m").push(Turn::text("more"));
     let (second, _) = h
         .run(json!({"model": "fake/m", "input": "y", "previous_response_id": first_id}))

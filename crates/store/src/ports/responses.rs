@@ -369,8 +369,8 @@ impl Store {
 }
 
 /// The JSON of `record`'s transcript: after the JSON of its first items when the engine has it
-/// (`transcript_prefix`, a continuation's transcript as stored), only the items after them
-/// serialized.
+/// (`transcript_prefix`: a continuation's transcript as stored, or the request's input items
+/// as written for the item rows), only the items after them serialized.
 fn transcript_json(record: &ResponseRecord) -> Result<Arc<str>, StoreError> {
     let json = match &record.transcript_prefix {
         Some(prefix) => protocol::input::InputItem::list_to_json_after(
