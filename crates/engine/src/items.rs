@@ -86,8 +86,8 @@ pub(crate) fn to_store(input: &[InputItem], output: &[OutputItem]) -> Vec<Stored
 }
 
 /// The JSON list of the first `count` items of `stored` ([`to_store`]'s), when they are
-/// `count` input items: a transcript that begins with them begins with this JSON (each item's
-/// the bytes `InputItem::list_to_json` writes for it), so the store writes them once.
+/// `count` input items: a transcript that begins with them begins with this JSON (each item
+/// as the bytes `InputItem::list_to_json` writes for it), so the store writes them once.
 /// `None` when an input item was not stored (one without an id) or there are none.
 pub(crate) fn input_prefix(stored: &[StoredItem], count: usize) -> Option<TranscriptPrefix> {
     let inputs = stored.get(..count)?;
