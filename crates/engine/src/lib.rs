@@ -30,6 +30,7 @@
 pub mod admin;
 pub mod admin_store;
 mod approvals;
+pub mod budget_map;
 mod citations;
 pub mod clock;
 pub mod code;

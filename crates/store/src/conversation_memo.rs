@@ -24,9 +24,8 @@
 
 use std::sync::Arc;
 
+use engine::budget_map::BudgetMap;
 use protocol::input::InputItem;
-
-use crate::budget_map::BudgetMap;
 
 /// The most the memo holds, counted as twice the JSON of the items kept.
 pub(crate) const BUDGET_BYTES: usize = 16 << 20;
@@ -50,7 +49,7 @@ struct Entry {
 /// See the module documentation. Shared by the clones of a store.
 pub(crate) struct ConversationMemo {
     /// By conversation id, least recently read first.
-    entries: BudgetMap<Entry>,
+    entries: BudgetMap<Arc<str>, Entry>,
 }
 
 impl std::fmt::Debug for ConversationMemo {

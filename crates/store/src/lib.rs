@@ -40,7 +40,7 @@
 //!   continuation likely to read them next, handed over only for the very text read back;
 //!   `conversation_memo.rs`: the parsed items of the conversations runs read last, each
 //!   copied for the next read only when its row holds the very text it was parsed from;
-//!   `budget_map.rs`: the map both keep, bounded by a budget of bytes.
+//!   both keep the engine's `budget_map` (a map bounded by a budget of bytes).
 //! - `key_marker.rs`: the marker file (`agentd.db-keys`) replaced whenever a key is written,
 //!   which answers open mode's per-request "any key?" without a read while it is unchanged;
 //!   `sqlite_reader.rs`: that read, when it runs, on the caller's thread.
@@ -77,7 +77,6 @@
 //! # }
 //! ```
 
-mod budget_map;
 mod checkpoint;
 mod checkpoint_thread;
 mod conversation_memo;

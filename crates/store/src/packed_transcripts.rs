@@ -20,7 +20,8 @@
 
 use std::sync::Arc;
 
-use crate::budget_map::BudgetMap;
+use engine::budget_map::BudgetMap;
+
 use crate::transcript_link::{self, MAX_DEPTH};
 use crate::transcript_pack;
 
@@ -31,7 +32,7 @@ pub(crate) const BUDGET_BYTES: usize = 8 << 20;
 #[derive(Debug)]
 pub(crate) struct PackedTranscripts {
     /// By conversation, oldest first.
-    entries: BudgetMap<Entry>,
+    entries: BudgetMap<Arc<str>, Entry>,
 }
 
 impl Default for PackedTranscripts {

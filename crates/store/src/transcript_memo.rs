@@ -22,9 +22,9 @@
 
 use std::sync::Arc;
 
+use engine::budget_map::BudgetMap;
 use protocol::input::InputItem;
 
-use crate::budget_map::BudgetMap;
 use crate::stored_json::{StoredJson, StoredJsonRef};
 
 /// The most the memo holds, counted as [`cost`].
@@ -37,7 +37,7 @@ pub(crate) const MIN_BYTES: usize = 2 << 10;
 #[derive(Debug)]
 pub(crate) struct TranscriptMemo {
     /// By response id, oldest first.
-    entries: BudgetMap<Entry>,
+    entries: BudgetMap<Arc<str>, Entry>,
 }
 
 impl Default for TranscriptMemo {

@@ -1,29 +1,33 @@
 //! A map shared between threads whose entries each count some bytes against a budget: an entry
 //! goes in at the back, and while the budget is exceeded the entries at the front go (the
 //! oldest in, or, for a caller that takes an entry out and puts it back on each use, the least
-//! recently used). What both memos of parsed history keep (`transcript_memo.rs`,
-//! `conversation_memo.rs`).
+//! recently used). What the memos of history keep: the store's parsed transcripts and
+//! conversations and its packed transcripts (`transcript_memo.rs`, `conversation_memo.rs`,
+//! `packed_transcripts.rs`), and the providers' JSON of the messages sent last
+//! (`message_memo.rs`).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::borrow::Borrow;
+use std::hash::Hash;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hashlink::LinkedHashMap;
 
 /// See the module documentation.
-pub(crate) struct BudgetMap<V> {
+pub struct BudgetMap<K, V> {
     budget: usize,
-    entries: Mutex<Entries<V>>,
+    entries: Mutex<Entries<K, V>>,
 }
 
-struct Entries<V> {
+struct Entries<K, V> {
     /// By key, front first out; each value with its cost.
-    map: LinkedHashMap<Arc<str>, (V, usize)>,
+    map: LinkedHashMap<K, (V, usize)>,
     /// The sum of the entries' costs.
     bytes: usize,
 }
 
-impl<V> BudgetMap<V> {
+impl<K: Hash + Eq, V> BudgetMap<K, V> {
     /// An empty map holding at most `budget` bytes of entries.
-    pub(crate) fn new(budget: usize) -> Self {
+    pub fn new(budget: usize) -> Self {
         BudgetMap {
             budget,
             entries: Mutex::new(Entries {
@@ -33,7 +37,7 @@ impl<V> BudgetMap<V> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Entries<V>> {
+    fn lock(&self) -> MutexGuard<'_, Entries<K, V>> {
         // Nothing panics while holding the lock; a poisoned one still holds whole entries.
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -41,7 +45,7 @@ impl<V> BudgetMap<V> {
     /// Puts `value`, counting `cost` bytes, at the back under `key` (replacing what was
     /// there); then, while the budget is exceeded, the entries at the front go. What was
     /// replaced or went is dropped once the lock is released (dropping is the costly part).
-    pub(crate) fn insert(&self, key: Arc<str>, value: V, cost: usize) {
+    pub fn insert(&self, key: K, value: V, cost: usize) {
         let mut gone = Vec::new();
         {
             let mut entries = self.lock();
@@ -62,7 +66,10 @@ impl<V> BudgetMap<V> {
     }
 
     /// Takes out the entry of `key`.
-    pub(crate) fn remove(&self, key: &str) -> Option<V> {
+    pub fn remove<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         let mut entries = self.lock();
         if entries.map.is_empty() {
             return None;
@@ -73,32 +80,38 @@ impl<V> BudgetMap<V> {
     }
 
     /// Changes the entry of `key` in place (its cost and place stay as they are).
-    pub(crate) fn update(&self, key: &str, change: impl FnOnce(&mut V)) {
+    pub fn update<Q: Hash + Eq + ?Sized>(&self, key: &Q, change: impl FnOnce(&mut V))
+    where
+        K: Borrow<Q>,
+    {
         if let Some((value, _)) = self.lock().map.get_mut(key) {
             change(value);
         }
     }
 
     /// What `read` makes of the entry of `key`, if any.
-    pub(crate) fn read<R>(&self, key: &str, read: impl FnOnce(Option<&V>) -> R) -> R {
+    pub fn read<Q: Hash + Eq + ?Sized, R>(&self, key: &Q, read: impl FnOnce(Option<&V>) -> R) -> R
+    where
+        K: Borrow<Q>,
+    {
         read(self.lock().map.get(key).map(|(value, _)| value))
     }
 
     /// Changes every entry in place.
-    pub(crate) fn update_all(&self, mut change: impl FnMut(&mut V)) {
+    pub fn update_all(&self, mut change: impl FnMut(&mut V)) {
         for (_, (value, _)) in self.lock().map.iter_mut() {
             change(value);
         }
     }
 
     /// How many entries and bytes are kept.
-    pub(crate) fn size(&self) -> (usize, usize) {
+    pub fn size(&self) -> (usize, usize) {
         let entries = self.lock();
         (entries.map.len(), entries.bytes)
     }
 }
 
-impl<V> std::fmt::Debug for BudgetMap<V> {
+impl<K: Hash + Eq, V> std::fmt::Debug for BudgetMap<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (entries, bytes) = self.size();
         f.debug_struct("BudgetMap")
@@ -112,6 +125,7 @@ impl<V> std::fmt::Debug for BudgetMap<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn the_front_goes_while_the_budget_is_exceeded() {
