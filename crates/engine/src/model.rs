@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// This is the canonical "what the model saw" form: the engine turns the wire transcript (input
 /// items) into this list, and the fake provider in `testkit` records what reached it in an upstream
 /// format derived from it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum ModelMessage {
     /// System or developer instructions.
@@ -44,7 +44,7 @@ pub enum ModelMessage {
 }
 
 /// One part of a user message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
     Text {
@@ -68,7 +68,7 @@ pub enum ContentPart {
 }
 
 /// A complete tool call made by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The model's call id (`call_…`), the correlation key for the result.
     pub id: String,
@@ -87,7 +87,7 @@ pub struct ToolCall {
 /// own. Each adapter sends back only the blocks with its own ids (checked with
 /// [`Reasoning::is_from`] and its prefix) and leaves the others out. In the transcript a block
 /// is a `reasoning` item.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct Reasoning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,

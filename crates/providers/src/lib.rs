@@ -26,8 +26,11 @@
 //! - `sse`: what streaming adapters share: the event stream read with the idle timeout and fed
 //!   to each wire API's decoder; `sse_parse`: the incremental SSE parser it reads with.
 //! - `redact`: keys scrubbed from error texts, transport errors described without their URL.
+//! - `message_memo`: the JSON an adapter wrote for a request's messages, kept for the next
+//!   request that begins with the same messages (a conversation's next turn, a run's next step).
 //!
-//! Modules depend one way: `config` on nothing but the error type; `redact`, `h1_wire` <
+//! Modules depend one way: `config` on nothing but the error type; `message_memo` on nothing
+//! of the crate; `redact`, `h1_wire` <
 //! `h1_client` < `transport` < `sse_parse` < `sse` < `http` < the adapters and `models` <
 //! `registry`.
 //! - [`ProvidersError`]: the crate's one error type (configuration and construction).
@@ -63,6 +66,7 @@ mod h1_client;
 mod h1_wire;
 mod http;
 mod logprobs;
+mod message_memo;
 pub mod models;
 mod redact;
 pub mod registry;

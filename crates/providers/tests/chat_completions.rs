@@ -496,6 +496,74 @@ async fn one_client_serves_many_turns() -> TestResult {
     Ok(())
 }
 
+/// Two long conversations sent turn after turn through one client, the history growing and
+/// then edited: each request reaches the upstream with exactly its own messages (the client
+/// keeps the JSON of the messages it sent, `message_memo.rs`).
+#[tokio::test]
+async fn long_conversations_reach_the_upstream_whole_at_every_turn() -> TestResult {
+    let fake = FakeProvider::start().await;
+    let client = client(&fake)?;
+    let text = |chat: usize, turn: usize, who: &str| {
+        format!("{who} {turn} of chat {chat}: \"quoted\"\n\tand é. ").repeat(40)
+    };
+    let mut chats: Vec<Vec<ModelMessage>> = vec![Vec::new(), Vec::new()];
+    let mut sent = Vec::new();
+    for turn in 0..4 {
+        for (n, chat) in chats.iter_mut().enumerate() {
+            if turn > 0 {
+                chat.push(ModelMessage::Assistant {
+                    content: Some(text(n, turn, "answer")),
+                    tool_calls: vec![],
+                });
+            }
+            chat.push(ModelMessage::User {
+                content: vec![ContentPart::Text {
+                    text: text(n, turn, "question"),
+                }],
+            });
+            sent.push(chat.clone());
+        }
+    }
+    // The first chat's history with its second answer changed, then cut after it.
+    let mut edited = chats[0].clone();
+    edited[3] = ModelMessage::Assistant {
+        content: Some("changed".into()),
+        tool_calls: vec![],
+    };
+    sent.push(edited.clone());
+    sent.push(edited[..4].to_vec());
+    sent.push(chats[0].clone());
+
+    for messages in &sent {
+        fake.push(Reply::text("ok"));
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: messages.clone(),
+            ..ModelRequest::default()
+        };
+        collect(client.stream(request).await?).await;
+    }
+    let requests = fake.requests();
+    assert_eq!(requests.len(), sent.len());
+    for (n, (request, messages)) in requests.iter().zip(&sent).enumerate() {
+        let want: Vec<serde_json::Value> = messages
+            .iter()
+            .map(|message| match message {
+                ModelMessage::User { content } => match content.as_slice() {
+                    [ContentPart::Text { text }] => json!({"role": "user", "content": text}),
+                    _ => json!(null),
+                },
+                ModelMessage::Assistant { content, .. } => {
+                    json!({"role": "assistant", "content": content})
+                }
+                _ => json!(null),
+            })
+            .collect();
+        assert_eq!(request["messages"], json!(want), "request {n}");
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn an_invalid_key_or_url_is_refused_at_construction() {
     assert!(

@@ -11,7 +11,8 @@
 //!   through serde).
 //! - [`repeat`]: the fast path across a turn's chunks: a chunk that begins as the previous one
 //!   did is read from its text on.
-//! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
+//! - this file: the client and its request (its messages' JSON kept for the next turn:
+//!   `crate::message_memo`); the HTTP exchange, timeouts and error mapping are
 //!   shared (`crate::http::Upstream`, `crate::sse`).
 
 pub(crate) mod decode;
@@ -26,6 +27,7 @@ use crate::config::{ClientOptions, ProviderConfig};
 #[cfg(test)]
 use crate::http::endpoint;
 use crate::http::{self, Credential, Upstream};
+use crate::message_memo::MessageMemo;
 use decode::Decoder;
 use wire::ChatRequest;
 
@@ -35,6 +37,8 @@ use wire::ChatRequest;
 pub struct ChatCompletionsClient {
     /// The pooled HTTP client, `{base_url}/chat/completions`, the `Bearer` key and the timeout.
     upstream: Upstream,
+    /// The JSON of the messages of the last requests, for the next that begins with them.
+    messages: MessageMemo,
 }
 
 impl std::fmt::Debug for ChatCompletionsClient {
@@ -52,7 +56,10 @@ impl ChatCompletionsClient {
             &["chat", "completions"],
             Credential::Bearer,
         )?;
-        Ok(ChatCompletionsClient { upstream })
+        Ok(ChatCompletionsClient {
+            upstream,
+            messages: MessageMemo::default(),
+        })
     }
 
     /// The URL every turn is posted to (with the base URL's query string, if it had one).
@@ -67,7 +74,7 @@ impl ModelClient for ChatCompletionsClient {
         let post = self
             .upstream
             .post(self.upstream.url().clone())
-            .json_text(ChatRequest::from(&request).to_json())?;
+            .json_text(ChatRequest::from(&request).to_json_with(&self.messages))?;
         self.upstream
             .turn(
                 post,

@@ -9,6 +9,8 @@ use engine::model::{
 use protocol::written::Parameters;
 use serde::{Deserialize, Serialize};
 
+use crate::message_memo::MessageMemo;
+
 // ---------------------------------------------------------------------------------------------
 // Request
 
@@ -18,6 +20,9 @@ use serde::{Deserialize, Serialize};
 pub(crate) struct ChatRequest<'a> {
     model: &'a str,
     messages: Vec<Message<'a>>,
+    /// The engine's message each of `messages` is written from (what the memo compares).
+    #[serde(skip)]
+    sources: Vec<&'a ModelMessage>,
     #[serde(flatten)]
     options: ChatOptions<'a>,
 }
@@ -63,16 +68,20 @@ struct ChatOptions<'a> {
 
 impl<'a> From<&'a ModelRequest> for ChatRequest<'a> {
     fn from(request: &'a ModelRequest) -> Self {
+        // Chat Completions takes no reasoning back (the servers that show reasoning text do not
+        // want it again).
+        let sources: Vec<&ModelMessage> = request
+            .messages
+            .iter()
+            .filter(|message| !matches!(message, ModelMessage::Reasoning(_)))
+            .collect();
         ChatRequest {
             model: &request.model,
-            // Chat Completions takes no reasoning back (the servers that show reasoning text
-            // do not want it again).
-            messages: request
-                .messages
+            messages: sources
                 .iter()
-                .filter(|message| !matches!(message, ModelMessage::Reasoning(_)))
-                .map(Message::from)
+                .map(|message| Message::from(*message))
                 .collect(),
+            sources,
             options: ChatOptions::from(request),
         }
     }
@@ -83,14 +92,24 @@ impl ChatRequest<'_> {
     /// the messages field by field, their text through the protocol's string writer (eight
     /// bytes at a time, where serde_json escapes a byte at a time: a long history's text was
     /// most of the body's cost), the rest by serde.
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
+        self.to_json_with(&MessageMemo::default())
+    }
+
+    /// [`Self::to_json`], the JSON of the first messages taken from `memo` where they are those
+    /// of a request written before (`message_memo.rs`): the same bytes.
+    pub(crate) fn to_json_with(&self, memo: &MessageMemo) -> Result<String, serde_json::Error> {
         let text: usize = self.messages.iter().map(Message::json_size).sum();
         let mut out = String::with_capacity(512 + self.model.len() + text);
         out.push_str("{\"model\":");
         protocol::push_json_string(&mut out, self.model)?;
         out.push_str(",\"messages\":");
-        protocol::push_json_list(&mut out, &self.messages, |out, message| {
-            message.write_json(out)
+        memo.write_list(&mut out, &self.sources, text, |out, i| {
+            match self.messages.get(i) {
+                Some(message) => message.write_json(out),
+                None => Ok(()),
+            }
         })?;
         protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
@@ -664,6 +683,96 @@ mod tests {
             };
             body(&full);
             body(&ModelRequest::default());
+        }
+    }
+
+    /// A run's steps and a conversation's turns written with one memo, each message kind in
+    /// every text form, reasoning between them, another conversation and an edited history
+    /// in between: every body is serde's, byte for byte.
+    #[test]
+    fn bodies_written_with_the_memo_are_serde_bodies() {
+        let memo = MessageMemo::default();
+        let mut other = vec![ModelMessage::User {
+            content: vec![ContentPart::Text {
+                text: "another conversation ".repeat(200),
+            }],
+        }];
+        let mut messages = vec![ModelMessage::System {
+            content: "Answer \"briefly\".\n".repeat(100),
+        }];
+        for (turn, text) in crate::wire_texts::TEXTS.iter().enumerate() {
+            let long = text.repeat(40);
+            let call_id = format!("call_{turn}_{text}");
+            messages.extend([
+                ModelMessage::User {
+                    content: vec![
+                        ContentPart::Text { text: long.clone() },
+                        ContentPart::ImageUrl {
+                            url: format!("https://example.com/{text}"),
+                            detail: None,
+                        },
+                    ],
+                },
+                ModelMessage::Reasoning(engine::model::Reasoning {
+                    text: Some(long.clone()),
+                    ..Default::default()
+                }),
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![ToolCall {
+                        id: call_id.clone(),
+                        name: "lookup".into(),
+                        arguments: format!("{{\"q\":{}}}", serde_json::json!(text)),
+                        thought_signature: Some(text.to_string()),
+                    }],
+                },
+            ]);
+            let step = ModelRequest {
+                model: "m".into(),
+                messages: messages.clone(),
+                ..ModelRequest::default()
+            };
+            let chat = ChatRequest::from(&step);
+            crate::wire_texts::checked(&chat, chat.to_json_with(&memo));
+            messages.extend([
+                ModelMessage::Tool {
+                    call_id,
+                    name: None,
+                    content: long.clone(),
+                },
+                ModelMessage::Assistant {
+                    content: Some(long),
+                    tool_calls: vec![],
+                },
+            ]);
+            for request in [&messages, &other] {
+                let next = ModelRequest {
+                    model: "m".into(),
+                    messages: request.clone(),
+                    ..ModelRequest::default()
+                };
+                let chat = ChatRequest::from(&next);
+                crate::wire_texts::checked(&chat, chat.to_json_with(&memo));
+            }
+            other.push(ModelMessage::User {
+                content: vec![ContentPart::Text {
+                    text: text.to_string(),
+                }],
+            });
+        }
+        // The history edited in its middle, then cut short.
+        messages[3] = ModelMessage::Assistant {
+            content: Some("edited".into()),
+            tool_calls: vec![],
+        };
+        for count in [messages.len(), 5, 2] {
+            let edited = ModelRequest {
+                model: "m".into(),
+                messages: messages[..count].to_vec(),
+                ..ModelRequest::default()
+            };
+            let chat = ChatRequest::from(&edited);
+            crate::wire_texts::checked(&chat, chat.to_json_with(&memo));
         }
     }
 

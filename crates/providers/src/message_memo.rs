@@ -1,0 +1,299 @@
+//! The JSON an adapter wrote for the messages of its last requests, kept for the next request
+//! that begins with the same messages.
+//!
+//! A model is sent the whole conversation at every turn: a chained or stateless client's
+//! next turn, and each step of an agent's run after a tool call, repeat every message of the
+//! request before and add a few. Writing them again is escaping all their text again: at the
+//! 125th turn of a conversation of 1 KB questions, 0.58 M of a turn's 2.25 M instructions
+//! (docs/benchmarks.md, "Issue 18, thirty-sixth pass"). Here the JSON written for a request's
+//! messages is kept with the messages themselves; a request whose first messages are equal to
+//! those of a kept one takes their JSON as it is and writes only the rest.
+//!
+//! It is a memo of the writing and nothing more: a message's JSON is taken only for a message
+//! equal to the one it was written from (`==` on the whole [`ModelMessage`], every field, not
+//! a hash), so the bytes sent are those the adapter would write, whoever's conversation shares
+//! the entry. Entries are found by the first two messages (a keyed hash of them: the
+//! conversation's instructions and first question, which its later turns begin with too); a
+//! request that goes on from an entry takes it out while it writes and puts it back grown by
+//! its new messages, so a turn copies only what it adds. Two requests that find the same
+//! entry at once: the second writes everything, as without the memo.
+//!
+//! Bounded: [`BUDGET_BYTES`] in all, each entry counted as twice its JSON (the messages kept
+//! take about as much) and [`PER_MESSAGE`] more per message; the entries used least recently
+//! go first. Requests whose messages are shorter than [`MIN_BYTES`] are written without it
+//! (keeping them would cost about what writing them again does), and an entry over an eighth
+//! of the budget is not kept.
+
+use std::hash::{BuildHasher, RandomState};
+
+use engine::budget_map::BudgetMap;
+use engine::model::ModelMessage;
+
+/// The most the memo holds (see [`Entry::cost`]).
+pub(crate) const BUDGET_BYTES: usize = 16 << 20;
+
+/// Messages whose JSON is estimated below this are written without the memo.
+pub(crate) const MIN_BYTES: usize = 2 << 10;
+
+/// What a kept message counts beyond its text: the message, its clone's allocations and its
+/// end in the JSON.
+const PER_MESSAGE: usize = 128;
+
+/// See the module documentation. One per adapter instance, shared by its requests.
+pub(crate) struct MessageMemo {
+    /// By the keyed hash of the first two messages.
+    entries: BudgetMap<u64, Entry>,
+    /// The key's hasher, seeded at random per memo.
+    hasher: RandomState,
+}
+
+impl std::fmt::Debug for MessageMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageMemo")
+            .field("entries", &self.entries)
+            .finish()
+    }
+}
+
+impl Default for MessageMemo {
+    fn default() -> Self {
+        MessageMemo {
+            entries: BudgetMap::new(BUDGET_BYTES),
+            hasher: RandomState::new(),
+        }
+    }
+}
+
+/// The messages of a request written last, and their JSON.
+#[derive(Default)]
+struct Entry {
+    /// The messages, as the adapter was given them.
+    messages: Vec<ModelMessage>,
+    /// Their JSON list without its brackets: message `i` is `json[ends[i - 1]..ends[i]]`, a
+    /// `,` before each but the first.
+    json: String,
+    ends: Vec<usize>,
+}
+
+impl Entry {
+    fn cost(&self) -> usize {
+        2 * self.json.len() + PER_MESSAGE * self.messages.len()
+    }
+}
+
+impl MessageMemo {
+    /// Writes the JSON list of `messages` into `out`, `write(out, i)` writing message `i` on its
+    /// own: the same bytes as writing each of them (`[`, the messages with a `,` between, `]`),
+    /// those of the first messages equal to a kept request's taken from it. `size` is an
+    /// estimate of their JSON's length (below [`MIN_BYTES`] the memo is left out).
+    pub(crate) fn write_list(
+        &self,
+        out: &mut String,
+        messages: &[&ModelMessage],
+        size: usize,
+        mut write: impl FnMut(&mut String, usize) -> Result<(), serde_json::Error>,
+    ) -> Result<(), serde_json::Error> {
+        if size < MIN_BYTES || messages.is_empty() {
+            return protocol::push_json_list(out, 0..messages.len(), write);
+        }
+        let key = self.hasher.hash_one((messages.first(), messages.get(1)));
+        let mut entry = self.entries.remove(&key).unwrap_or_default();
+        let same = entry
+            .messages
+            .iter()
+            .zip(messages)
+            .take_while(|(kept, message)| kept == *message)
+            .count();
+        entry.messages.truncate(same);
+        entry.ends.truncate(same);
+        entry.json.truncate(entry.ends.last().copied().unwrap_or(0));
+
+        out.push('[');
+        let start = out.len();
+        out.push_str(&entry.json);
+        let written_from = out.len();
+        for (i, message) in messages.iter().enumerate().skip(same) {
+            if i > 0 {
+                out.push(',');
+            }
+            write(out, i)?;
+            entry.ends.push(out.len() - start);
+            entry.messages.push((*message).clone());
+        }
+        entry
+            .json
+            .push_str(out.get(written_from..).unwrap_or_default());
+        out.push(']');
+
+        let cost = entry.cost();
+        if cost <= BUDGET_BYTES / 8 {
+            self.entries.insert(key, entry, cost);
+        }
+        Ok(())
+    }
+
+    /// How many entries and bytes are kept (for the tests).
+    #[cfg(test)]
+    fn size(&self) -> (usize, usize) {
+        self.entries.size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> ModelMessage {
+        ModelMessage::User {
+            content: vec![engine::model::ContentPart::Text { text: text.into() }],
+        }
+    }
+
+    fn assistant(text: &str) -> ModelMessage {
+        ModelMessage::Assistant {
+            content: Some(text.into()),
+            tool_calls: vec![],
+        }
+    }
+
+    /// Each message written as its text, quoted by serde; the indexes written are recorded.
+    fn written(memo: &MessageMemo, messages: &[ModelMessage], size: usize) -> (String, Vec<usize>) {
+        let refs: Vec<&ModelMessage> = messages.iter().collect();
+        let mut out = String::from("{\"messages\":");
+        let mut calls = Vec::new();
+        memo.write_list(&mut out, &refs, size, |out, i| {
+            calls.push(i);
+            protocol::push_json(out, &refs[i])
+        })
+        .expect("written");
+        out.push('}');
+        (out, calls)
+    }
+
+    fn serde_list(messages: &[ModelMessage]) -> String {
+        format!(
+            "{{\"messages\":{}}}",
+            serde_json::to_string(messages).expect("serde writes it")
+        )
+    }
+
+    fn long(n: usize, word: &str) -> String {
+        format!("{n}: {}", word.repeat(400))
+    }
+
+    #[test]
+    fn a_conversation_going_on_writes_only_its_new_messages_and_the_same_bytes() {
+        let memo = MessageMemo::default();
+        let mut conversation = vec![
+            ModelMessage::System {
+                content: "Be \"brief\".\n".into(),
+            },
+            user(&long(0, "question é ")),
+        ];
+        let (first, calls) = written(&memo, &conversation, MIN_BYTES);
+        assert_eq!(first, serde_list(&conversation));
+        assert_eq!(calls, [0, 1]);
+        for turn in 1..6 {
+            conversation.push(assistant(&long(turn, "answer\t")));
+            conversation.push(user(&long(turn, "next ")));
+            let (body, calls) = written(&memo, &conversation, MIN_BYTES);
+            assert_eq!(body, serde_list(&conversation), "turn {turn}");
+            // Only the two messages the turn added were written.
+            let n = conversation.len();
+            assert_eq!(calls, [n - 2, n - 1], "turn {turn}");
+        }
+        assert_eq!(memo.size().0, 1);
+    }
+
+    #[test]
+    fn a_message_that_differs_is_written_again_with_everything_after_it() {
+        let memo = MessageMemo::default();
+        let conversation = vec![
+            user(&long(0, "q ")),
+            assistant(&long(0, "a ")),
+            user(&long(1, "q ")),
+            assistant(&long(1, "a ")),
+            user(&long(2, "q ")),
+        ];
+        written(&memo, &conversation, MIN_BYTES);
+        // The third message edited (one byte), and a tool call added to the fourth: each is
+        // written again from there on, never taken from the memo.
+        let mut edited = conversation.clone();
+        edited[2] = user(&long(1, "Q "));
+        let (body, calls) = written(&memo, &edited, MIN_BYTES);
+        assert_eq!(body, serde_list(&edited));
+        assert_eq!(calls, [2, 3, 4]);
+        let mut called = edited.clone();
+        called[3] = ModelMessage::Assistant {
+            content: Some(long(1, "a ")),
+            tool_calls: vec![engine::model::ToolCall {
+                id: "call_1".into(),
+                name: "lookup".into(),
+                arguments: "{}".into(),
+                thought_signature: None,
+            }],
+        };
+        let (body, calls) = written(&memo, &called, MIN_BYTES);
+        assert_eq!(body, serde_list(&called));
+        assert_eq!(calls, [3, 4]);
+        // Shorter than what is kept: nothing to write.
+        let (body, calls) = written(&memo, &called[..3], MIN_BYTES);
+        assert_eq!(body, serde_list(&called[..3]));
+        assert!(calls.is_empty(), "{calls:?}");
+        // Going back to the edit's own third message writes from there again.
+        let (body, calls) = written(&memo, &edited, MIN_BYTES);
+        assert_eq!(body, serde_list(&edited));
+        assert_eq!(calls, [3, 4]);
+    }
+
+    #[test]
+    fn conversations_that_share_their_instructions_each_keep_their_own() {
+        let memo = MessageMemo::default();
+        let instructions = ModelMessage::System {
+            content: long(0, "You are helpful. "),
+        };
+        let mut chats: Vec<Vec<ModelMessage>> = (0..3)
+            .map(|n| vec![instructions.clone(), user(&long(n, "hello "))])
+            .collect();
+        for chat in &chats {
+            written(&memo, chat, MIN_BYTES);
+        }
+        for (n, chat) in chats.iter_mut().enumerate() {
+            chat.push(assistant(&long(n, "hi ")));
+            chat.push(user(&long(n, "more ")));
+            let (body, calls) = written(&memo, chat, MIN_BYTES);
+            assert_eq!(body, serde_list(chat));
+            assert_eq!(calls, [2, 3], "chat {n}");
+        }
+        assert_eq!(memo.size().0, 3);
+    }
+
+    #[test]
+    fn short_requests_pass_it_by_and_what_it_keeps_is_bounded() {
+        let memo = MessageMemo::default();
+        let short = vec![user("hi")];
+        let (body, calls) = written(&memo, &short, MIN_BYTES - 1);
+        assert_eq!(body, serde_list(&short));
+        assert_eq!(calls, [0]);
+        assert_eq!(memo.size(), (0, 0));
+        let (body, calls) = written(&memo, &[], MIN_BYTES);
+        assert_eq!(body, serde_list(&[]));
+        assert!(calls.is_empty());
+        assert_eq!(memo.size(), (0, 0));
+
+        // An entry over an eighth of the budget is not kept.
+        let huge = vec![user(&"x".repeat(BUDGET_BYTES / 16 + 1))];
+        written(&memo, &huge, MIN_BYTES);
+        assert_eq!(memo.size(), (0, 0));
+        // Many conversations: the budget holds, the least recently used go first.
+        let each = vec![user(&"y".repeat(BUDGET_BYTES / 64))];
+        for n in 0..100 {
+            let mut chat = each.clone();
+            chat.push(user(&n.to_string()));
+            written(&memo, &chat, MIN_BYTES);
+        }
+        let (count, bytes) = memo.size();
+        assert!(bytes <= BUDGET_BYTES, "{bytes}");
+        assert!(count < 100 && count > 10, "{count}");
+    }
+}
