@@ -18,6 +18,11 @@
 //! its new messages, so a turn copies only what it adds. Two requests that find the same
 //! entry at once: the second writes everything, as without the memo.
 //!
+//! The Chat Completions and Responses adapters keep one each: there every message of the
+//! engine's becomes values of the list that depend on that message alone. Anthropic's and
+//! Gemini's merge consecutive messages of a role into one turn (a turn's JSON depends on its
+//! neighbours), so a message's JSON is not its own there; they write every turn.
+//!
 //! Bounded: [`BUDGET_BYTES`] in all, each entry counted as twice its JSON (the messages kept
 //! take about as much) and [`PER_MESSAGE`] more per message; the entries used least recently
 //! go first. Requests whose messages are shorter than [`MIN_BYTES`] are written without it
@@ -64,13 +69,33 @@ impl Default for MessageMemo {
     }
 }
 
+/// Writes message `i` into the list begun at `start` of `out`: a `,` first when the list holds
+/// something and the message writes something.
+fn write_one(
+    out: &mut String,
+    start: usize,
+    i: usize,
+    write: &mut impl FnMut(&mut String, usize) -> Result<(), serde_json::Error>,
+) -> Result<(), serde_json::Error> {
+    let before = out.len();
+    if before > start {
+        out.push(',');
+    }
+    let from = out.len();
+    write(out, i)?;
+    if out.len() == from {
+        out.truncate(before);
+    }
+    Ok(())
+}
+
 /// The messages of a request written last, and their JSON.
 #[derive(Default)]
 struct Entry {
     /// The messages, as the adapter was given them.
     messages: Vec<ModelMessage>,
     /// Their JSON list without its brackets: message `i` is `json[ends[i - 1]..ends[i]]`, a
-    /// `,` before each but the first.
+    /// `,` before each that wrote something after something.
     json: String,
     ends: Vec<usize>,
 }
@@ -82,10 +107,12 @@ impl Entry {
 }
 
 impl MessageMemo {
-    /// Writes the JSON list of `messages` into `out`, `write(out, i)` writing message `i` on its
-    /// own: the same bytes as writing each of them (`[`, the messages with a `,` between, `]`),
-    /// those of the first messages equal to a kept request's taken from it. `size` is an
-    /// estimate of their JSON's length (below [`MIN_BYTES`] the memo is left out).
+    /// Writes a JSON list of what `messages` become into `out`, `write(out, i)` writing what
+    /// message `i` becomes on its own: nothing, or one or more values with a `,` between. The
+    /// same bytes as writing each of them (`[`, every value with a `,` between, `]`), those of
+    /// the first messages equal to a kept request's taken from it. What a message becomes must
+    /// depend on that message alone. `size` is an estimate of the list's length (below
+    /// [`MIN_BYTES`] the memo is left out).
     pub(crate) fn write_list(
         &self,
         out: &mut String,
@@ -94,7 +121,13 @@ impl MessageMemo {
         mut write: impl FnMut(&mut String, usize) -> Result<(), serde_json::Error>,
     ) -> Result<(), serde_json::Error> {
         if size < MIN_BYTES || messages.is_empty() {
-            return protocol::push_json_list(out, 0..messages.len(), write);
+            out.push('[');
+            let start = out.len();
+            for i in 0..messages.len() {
+                write_one(out, start, i, &mut write)?;
+            }
+            out.push(']');
+            return Ok(());
         }
         let key = self.hasher.hash_one((messages.first(), messages.get(1)));
         let mut entry = self.entries.remove(&key).unwrap_or_default();
@@ -113,10 +146,7 @@ impl MessageMemo {
         out.push_str(&entry.json);
         let written_from = out.len();
         for (i, message) in messages.iter().enumerate().skip(same) {
-            if i > 0 {
-                out.push(',');
-            }
-            write(out, i)?;
+            write_one(out, start, i, &mut write)?;
             entry.ends.push(out.len() - start);
             entry.messages.push((*message).clone());
         }
@@ -266,6 +296,84 @@ mod tests {
             assert_eq!(calls, [2, 3], "chat {n}");
         }
         assert_eq!(memo.size().0, 3);
+    }
+
+    /// Messages that become nothing (a reasoning block here) or several values (a tool call's
+    /// turn here: its text and its calls), first, last and between: the list is every value
+    /// with a `,` between, with the memo and without it.
+    #[test]
+    fn messages_that_become_no_value_or_several_leave_a_well_formed_list() {
+        let reasoning = ModelMessage::Reasoning(engine::model::Reasoning::default());
+        let call = ModelMessage::Assistant {
+            content: Some(long(1, "calling ")),
+            tool_calls: vec![engine::model::ToolCall {
+                id: "call_1".into(),
+                name: "lookup".into(),
+                arguments: "{}".into(),
+                thought_signature: None,
+            }],
+        };
+        let values = |messages: &[ModelMessage]| -> Vec<serde_json::Value> {
+            messages
+                .iter()
+                .flat_map(|message| match message {
+                    ModelMessage::Reasoning(_) => vec![],
+                    ModelMessage::Assistant {
+                        content,
+                        tool_calls,
+                    } if !tool_calls.is_empty() => {
+                        vec![serde_json::json!(content), serde_json::json!(tool_calls)]
+                    }
+                    message => vec![serde_json::json!(message)],
+                })
+                .collect()
+        };
+        let memo = MessageMemo::default();
+        let mut conversation = vec![reasoning.clone(), user(&long(0, "q ")), reasoning.clone()];
+        for turn in 0..3 {
+            conversation.extend([call.clone(), reasoning.clone(), user(&long(turn, "next "))]);
+            for size in [MIN_BYTES - 1, MIN_BYTES] {
+                let refs: Vec<&ModelMessage> = conversation.iter().collect();
+                let mut out = String::new();
+                let mut calls = Vec::new();
+                memo.write_list(&mut out, &refs, size, |out, i| {
+                    calls.push(i);
+                    match refs[i] {
+                        ModelMessage::Reasoning(_) => Ok(()),
+                        ModelMessage::Assistant {
+                            content,
+                            tool_calls,
+                        } if !tool_calls.is_empty() => {
+                            protocol::push_json(out, content)?;
+                            out.push(',');
+                            protocol::push_json(out, tool_calls)
+                        }
+                        message => protocol::push_json(out, message),
+                    }
+                })
+                .expect("written");
+                let read: serde_json::Value = serde_json::from_str(&out).expect("a JSON list");
+                assert_eq!(
+                    read,
+                    serde_json::json!(values(&conversation)),
+                    "turn {turn}"
+                );
+                if size == MIN_BYTES && turn > 0 {
+                    let n = conversation.len();
+                    assert_eq!(calls, [n - 3, n - 2, n - 1], "turn {turn}");
+                }
+            }
+        }
+        // Nothing but messages that become nothing.
+        let mut out = String::new();
+        memo.write_list(
+            &mut out,
+            &[&reasoning, &reasoning],
+            MIN_BYTES,
+            |_, _| Ok(()),
+        )
+        .expect("written");
+        assert_eq!(out, "[]");
     }
 
     #[test]

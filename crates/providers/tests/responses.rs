@@ -632,6 +632,103 @@ async fn a_continuation_is_sent_as_instructions_and_input_items() -> TestResult 
     Ok(())
 }
 
+/// Two long conversations with tool calls sent turn after turn through one client, then one
+/// edited in its middle and cut short: each request reaches the upstream with exactly its own
+/// input items (the client keeps the JSON of the items it sent, `message_memo.rs`).
+#[tokio::test]
+async fn long_conversations_reach_the_upstream_whole_at_every_turn() -> TestResult {
+    let upstream = Upstream::start().await;
+    let client = client(&upstream)?;
+    let text = |chat: usize, turn: usize, who: &str| {
+        format!("{who} {turn} of chat {chat}: \"quoted\"\n\tand é. ").repeat(40)
+    };
+    let mut chats: Vec<Vec<ModelMessage>> = vec![Vec::new(), Vec::new()];
+    let mut sent = Vec::new();
+    for turn in 0..4 {
+        for (n, chat) in chats.iter_mut().enumerate() {
+            if turn > 0 {
+                let id = format!("call_{n}_{turn}");
+                chat.push(ModelMessage::Assistant {
+                    content: Some(text(n, turn, "answer")),
+                    tool_calls: vec![ToolCall {
+                        id: id.clone(),
+                        name: "lookup".into(),
+                        arguments: "{}".into(),
+                        thought_signature: None,
+                    }],
+                });
+                chat.push(ModelMessage::Tool {
+                    call_id: id,
+                    name: None,
+                    content: text(n, turn, "found"),
+                });
+            }
+            chat.push(ModelMessage::User {
+                content: vec![ContentPart::Text {
+                    text: text(n, turn, "question"),
+                }],
+            });
+            sent.push(chat.clone());
+        }
+    }
+    // The first chat's second tool output changed, then the history cut after it.
+    let mut edited = chats[0].clone();
+    edited[5] = ModelMessage::Tool {
+        call_id: "call_0_2".into(),
+        name: None,
+        content: "changed".into(),
+    };
+    sent.push(edited.clone());
+    sent.push(edited[..6].to_vec());
+    sent.push(chats[0].clone());
+
+    for messages in &sent {
+        let mut events = vec![created(), message_added(0), text_delta(0, "ok")];
+        events.extend(message_done(0, "ok"));
+        events.push(completed(usage(1, 0, 1, 0)));
+        upstream.push(Reply::sse(events));
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: messages.clone(),
+            ..ModelRequest::default()
+        };
+        collect(client.stream(request).await?).await;
+    }
+    let bodies = upstream.bodies();
+    assert_eq!(bodies.len(), sent.len());
+    for (n, (body, messages)) in bodies.iter().zip(&sent).enumerate() {
+        let mut want = Vec::new();
+        for message in messages {
+            match message {
+                ModelMessage::User { content } => {
+                    let [ContentPart::Text { text }] = content.as_slice() else {
+                        panic!("a text");
+                    };
+                    want.push(json!({"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": text}]}));
+                }
+                ModelMessage::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    want.push(json!({"type": "message", "role": "assistant", "content": content}));
+                    for call in tool_calls {
+                        want.push(json!({"type": "function_call", "call_id": call.id,
+                            "name": call.name, "arguments": call.arguments}));
+                    }
+                }
+                ModelMessage::Tool {
+                    call_id, content, ..
+                } => want.push(json!({"type": "function_call_output", "call_id": call_id,
+                    "output": content})),
+                _ => panic!("not sent"),
+            }
+        }
+        assert_eq!(body["input"], json!(want), "request {n}");
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn http_errors_carry_status_and_message_but_never_the_key() -> TestResult {
     let upstream = Upstream::start().await;

@@ -6,17 +6,17 @@
 //! arguments delta is forwarded as soon as it arrives. A server that ignores `stream` and answers
 //! one response object is adapted too.
 //!
-//! Reasoning items are not carried from one turn to the next: the engine's port has no place for
-//! them yet, so none is requested (`include: ["reasoning.encrypted_content"]` is not sent) and the
-//! ones in the output are skipped. The model then reasons afresh each turn, as over Chat
-//! Completions.
+//! A reasoning model's reasoning items are asked for with their encrypted content
+//! (`include: ["reasoning.encrypted_content"]`, see `wire::wants_reasoning` for when), kept
+//! in the transcript, and sent back, id and all, before the turn they belong to.
 //!
 //! - [`wire`]: the request body and the event types (serde).
 //! - [`decode`]: events to [`ModelEvent`](engine::model::ModelEvent)s (pure, unit-tested).
 //! - [`fast`]: the text and arguments deltas read in one pass (a serde map visitor instead of
 //!   the internally tagged enum's buffering); any other event is left to the serde types.
-//! - this file: the client and its request; the HTTP exchange, timeouts and error mapping are
-//!   shared (`crate::http::Upstream`, `crate::sse`).
+//! - this file: the client and its request (its input items' JSON kept for the next turn:
+//!   `crate::message_memo`); the HTTP exchange, timeouts and error mapping are shared
+//!   (`crate::http::Upstream`, `crate::sse`).
 
 pub(crate) mod decode;
 mod fast;
@@ -27,6 +27,7 @@ use engine::model::{ModelClient, ModelError, ModelRequest, ModelStream};
 use crate::ProvidersError;
 use crate::config::{ClientOptions, ProviderConfig};
 use crate::http::{self, Credential, Upstream};
+use crate::message_memo::MessageMemo;
 use decode::Decoder;
 use wire::ResponsesRequest;
 
@@ -36,6 +37,8 @@ use wire::ResponsesRequest;
 pub struct ResponsesClient {
     /// The pooled HTTP client, `{base_url}/responses`, the `Bearer` key and the timeout.
     upstream: Upstream,
+    /// The JSON of the input items of the last requests, for the next that begins with them.
+    messages: MessageMemo,
 }
 
 impl std::fmt::Debug for ResponsesClient {
@@ -48,7 +51,10 @@ impl ResponsesClient {
     /// A client for `provider` (its `api` is not checked here: the registry picks the adapter).
     pub fn new(provider: &ProviderConfig, options: &ClientOptions) -> Result<Self, ProvidersError> {
         let upstream = Upstream::new(provider, options, &["responses"], Credential::Bearer)?;
-        Ok(ResponsesClient { upstream })
+        Ok(ResponsesClient {
+            upstream,
+            messages: MessageMemo::default(),
+        })
     }
 
     /// The URL every turn is posted to (with the base URL's query string, if it had one).
@@ -63,7 +69,7 @@ impl ModelClient for ResponsesClient {
         let post = self
             .upstream
             .post(self.upstream.url().clone())
-            .json_text(ResponsesRequest::from(&request).to_json())?;
+            .json_text(ResponsesRequest::from(&request).to_json_with(&self.messages))?;
         self.upstream
             .turn(
                 post,

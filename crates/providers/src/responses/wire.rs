@@ -15,6 +15,8 @@ use engine::model::{
 use protocol::written::Parameters;
 use serde::{Deserialize, Serialize};
 
+use crate::message_memo::MessageMemo;
+
 // ---------------------------------------------------------------------------------------------
 // Request
 
@@ -27,6 +29,10 @@ pub(crate) struct ResponsesRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<String>,
     input: Vec<InputItem<'a>>,
+    /// The engine's messages `input` is written from (what the memo compares), each with the
+    /// end of its items in `input`.
+    #[serde(skip)]
+    sources: Vec<(&'a ModelMessage, usize)>,
     #[serde(flatten)]
     options: ResponsesOptions<'a>,
 }
@@ -89,13 +95,16 @@ impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
             })
             .collect();
         let mut input = Vec::with_capacity(request.messages.len());
+        let mut sources = Vec::with_capacity(request.messages.len() - leading);
         for message in &request.messages[leading..] {
             push_items(message, &mut input);
+            sources.push((message, input.len()));
         }
         ResponsesRequest {
             model: &request.model,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
             input,
+            sources,
             options: ResponsesOptions::new(request),
         }
     }
@@ -106,7 +115,14 @@ impl ResponsesRequest<'_> {
     /// the input items field by field (but reasoning, by serde), their text through the
     /// protocol's string writer (eight bytes at a time, where serde_json escapes a byte at a
     /// time: a long history's text was most of the body's cost), the rest by serde.
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
+        self.to_json_with(&MessageMemo::default())
+    }
+
+    /// [`Self::to_json`], the JSON of the first messages' items taken from `memo` where they are
+    /// those of a request written before (`message_memo.rs`): the same bytes.
+    pub(crate) fn to_json_with(&self, memo: &MessageMemo) -> Result<String, serde_json::Error> {
         let text: usize = self.input.iter().map(InputItem::json_size).sum();
         let instructions = self.instructions.as_ref().map_or(0, String::len);
         let mut out = String::with_capacity(512 + self.model.len() + instructions + text);
@@ -117,7 +133,29 @@ impl ResponsesRequest<'_> {
             protocol::push_json_string(&mut out, instructions)?;
         }
         out.push_str(",\"input\":");
-        protocol::push_json_list(&mut out, &self.input, |out, item| item.write_json(out))?;
+        let messages: Vec<&ModelMessage> =
+            self.sources.iter().map(|(message, _)| *message).collect();
+        memo.write_list(&mut out, &messages, text, |out, i| {
+            // Message `i`'s items: from the end of the message before's to its own.
+            let from = i
+                .checked_sub(1)
+                .and_then(|before| self.sources.get(before))
+                .map_or(0, |(_, end)| *end);
+            let to = self.sources.get(i).map_or(from, |(_, end)| *end);
+            for (n, item) in self
+                .input
+                .get(from..to)
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                if n > 0 {
+                    out.push(',');
+                }
+                item.write_json(out)?;
+            }
+            Ok(())
+        })?;
         protocol::push_json_members(&mut out, &self.options)?;
         Ok(out)
     }
@@ -681,6 +719,84 @@ mod tests {
     fn body(request: &ModelRequest) -> serde_json::Value {
         let responses = ResponsesRequest::from(request);
         crate::wire_texts::checked(&responses, responses.to_json())
+    }
+
+    /// A run's steps and turns written with one memo: instructions before them, messages of
+    /// no item (an assistant turn with neither text nor calls, a reasoning block of another
+    /// upstream) and of several (text and two calls), replayable reasoning, every text form,
+    /// another conversation between them and an edited history: every body is serde's.
+    #[test]
+    fn bodies_written_with_the_memo_are_serde_bodies() {
+        let memo = MessageMemo::default();
+        let checked = |messages: &[ModelMessage]| {
+            let request = ModelRequest {
+                model: "gpt-5.4".into(),
+                messages: messages.to_vec(),
+                ..ModelRequest::default()
+            };
+            let responses = ResponsesRequest::from(&request);
+            crate::wire_texts::checked(&responses, responses.to_json_with(&memo));
+        };
+        let mut other = vec![ModelMessage::User {
+            content: vec![ContentPart::Text {
+                text: "another conversation ".repeat(200),
+            }],
+        }];
+        let mut messages = vec![ModelMessage::System {
+            content: "Answer \"briefly\".\n".repeat(100),
+        }];
+        for (turn, text) in crate::wire_texts::TEXTS.iter().enumerate() {
+            let long = text.repeat(40);
+            let call = |n: usize| ToolCall {
+                id: format!("call_{turn}_{n}"),
+                name: "lookup".into(),
+                arguments: format!("{{\"q\":{}}}", serde_json::json!(text)),
+                thought_signature: None,
+            };
+            messages.extend([
+                ModelMessage::User {
+                    content: vec![ContentPart::Text { text: long.clone() }],
+                },
+                ModelMessage::Reasoning(ReasoningBlock {
+                    id: Some(format!("rs_{turn}")),
+                    summary: vec![long.clone()],
+                    text: None,
+                    encrypted: Some("opaque".into()),
+                }),
+                ModelMessage::Reasoning(ReasoningBlock {
+                    id: Some(format!("anthropic_{turn}")),
+                    text: Some(long.clone()),
+                    ..ReasoningBlock::default()
+                }),
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![],
+                },
+                ModelMessage::Assistant {
+                    content: Some(long.clone()),
+                    tool_calls: vec![call(0), call(1)],
+                },
+            ]);
+            checked(&messages);
+            messages.extend([0, 1].map(|n| ModelMessage::Tool {
+                call_id: call(n).id,
+                name: None,
+                content: long.clone(),
+            }));
+            checked(&messages);
+            checked(&other);
+            other.push(ModelMessage::Assistant {
+                content: Some(text.to_string()),
+                tool_calls: vec![],
+            });
+        }
+        messages[4] = ModelMessage::Assistant {
+            content: Some("edited".into()),
+            tool_calls: vec![],
+        };
+        for count in [messages.len(), 6, 2, 1] {
+            checked(&messages[..count]);
+        }
     }
 
     /// Every item form the writer takes apart, each text in every form (escapes, control
