@@ -35,7 +35,7 @@ use engine::budget_map::BudgetMap;
 use engine::model::ModelMessage;
 
 /// The most the memo holds (see [`Entry::cost`]).
-pub(crate) const BUDGET_BYTES: usize = 16 << 20;
+pub(crate) const BUDGET_BYTES: usize = 8 << 20;
 
 /// Messages whose JSON is estimated below this are written without the memo.
 pub(crate) const MIN_BYTES: usize = 2 << 10;
