@@ -29,10 +29,11 @@
 //! (keeping them would cost about what writing them again does), and an entry over an eighth
 //! of the budget is not kept.
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 
 use engine::budget_map::BudgetMap;
 use engine::model::ModelMessage;
+use foldhash::fast::RandomState;
 
 /// The most the memo holds (see [`Entry::cost`]).
 pub(crate) const BUDGET_BYTES: usize = 8 << 20;
@@ -48,7 +49,8 @@ const PER_MESSAGE: usize = 128;
 pub(crate) struct MessageMemo {
     /// By the keyed hash of the first two messages.
     entries: BudgetMap<u64, Entry>,
-    /// The key's hasher, seeded at random per memo.
+    /// The key's hasher, seeded at random (foldhash: a system prompt of tens of KB, first of
+    /// every request, is hashed at a fraction of SipHash's cost).
     hasher: RandomState,
 }
 
@@ -64,7 +66,7 @@ impl Default for MessageMemo {
     fn default() -> Self {
         MessageMemo {
             entries: BudgetMap::new(BUDGET_BYTES),
-            hasher: RandomState::new(),
+            hasher: RandomState::default(),
         }
     }
 }
