@@ -26,8 +26,9 @@
 //! Bounded: [`BUDGET_BYTES`] in all, each entry counted as twice its JSON (the messages kept
 //! take about as much) and [`PER_MESSAGE`] more per message; the entries used least recently
 //! go first. Requests whose messages are shorter than [`MIN_BYTES`] are written without it
-//! (keeping them would cost about what writing them again does), and an entry over an eighth
-//! of the budget is not kept.
+//! (keeping them would cost about what writing them again does), and no entry is kept over
+//! [`MAX_ENTRY`]: a request whose messages outgrow it is written as without the memo from
+//! there on, its messages neither copied nor cloned.
 
 use std::hash::BuildHasher;
 
@@ -37,6 +38,10 @@ use foldhash::fast::RandomState;
 
 /// The most the memo holds (see [`Entry::cost`]).
 pub(crate) const BUDGET_BYTES: usize = 8 << 20;
+
+/// The most one entry may count (see [`Entry::cost`]): a request whose messages would count
+/// more is written without the memo.
+const MAX_ENTRY: usize = BUDGET_BYTES / 8;
 
 /// Messages whose JSON is estimated below this are written without the memo.
 pub(crate) const MIN_BYTES: usize = 2 << 10;
@@ -147,20 +152,30 @@ impl MessageMemo {
         let start = out.len();
         out.push_str(&entry.json);
         let written_from = out.len();
+        // Kept while it would not outgrow an entry's share of the budget: past that, the
+        // messages are written as without the memo, neither copied nor cloned (the size given is
+        // an estimate, and a part such as an image's data URL is not in it).
+        let mut keep = true;
         for (i, message) in messages.iter().enumerate().skip(same) {
             write_one(out, start, i, &mut write)?;
-            entry.ends.push(out.len() - start);
-            entry.messages.push((*message).clone());
+            let listed = out.len() - start;
+            if keep && 2 * listed + PER_MESSAGE * (i + 1) > MAX_ENTRY {
+                keep = false;
+                entry = Entry::default();
+            }
+            if keep {
+                entry.ends.push(listed);
+                entry.messages.push((*message).clone());
+            }
         }
-        entry
-            .json
-            .push_str(out.get(written_from..).unwrap_or_default());
-        out.push(']');
-
-        let cost = entry.cost();
-        if cost <= BUDGET_BYTES / 8 {
+        if keep {
+            entry
+                .json
+                .push_str(out.get(written_from..).unwrap_or_default());
+            let cost = entry.cost();
             self.entries.insert(key, entry, cost);
         }
+        out.push(']');
         Ok(())
     }
 
@@ -389,6 +404,24 @@ mod tests {
         let (body, calls) = written(&memo, &[], MIN_BYTES);
         assert_eq!(body, serde_list(&[]));
         assert!(calls.is_empty());
+        assert_eq!(memo.size(), (0, 0));
+
+        // A conversation kept, then grown past an entry's share by a message its estimate did
+        // not count (the size given stays small): every body is still serde's, and nothing is
+        // kept of it any more, so its next turn writes every message again.
+        let mut growing = vec![user(&long(0, "q ")), user(&long(1, "q "))];
+        let (_, calls) = written(&memo, &growing, MIN_BYTES);
+        assert_eq!(calls, [0, 1]);
+        assert_eq!(memo.size().0, 1);
+        growing.push(user(&"z".repeat(MAX_ENTRY / 2)));
+        growing.push(user("after the long one"));
+        let (body, calls) = written(&memo, &growing, MIN_BYTES);
+        assert_eq!(body, serde_list(&growing));
+        assert_eq!(calls, [2, 3]);
+        assert_eq!(memo.size(), (0, 0));
+        let (body, calls) = written(&memo, &growing, MIN_BYTES);
+        assert_eq!(body, serde_list(&growing));
+        assert_eq!(calls, [0, 1, 2, 3]);
         assert_eq!(memo.size(), (0, 0));
 
         // An entry over an eighth of the budget is not kept.
