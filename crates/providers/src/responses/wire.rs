@@ -29,10 +29,12 @@ pub(crate) struct ResponsesRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<String>,
     input: Vec<InputItem<'a>>,
-    /// The engine's messages `input` is written from (what the memo compares), each with the
-    /// end of its items in `input`.
+    /// The engine's messages `input` is written from (what the memo compares), and where the
+    /// items of each end in `input`.
     #[serde(skip)]
-    sources: Vec<(&'a ModelMessage, usize)>,
+    sources: Vec<&'a ModelMessage>,
+    #[serde(skip)]
+    ends: Vec<usize>,
     #[serde(flatten)]
     options: ResponsesOptions<'a>,
 }
@@ -95,16 +97,18 @@ impl<'a> From<&'a ModelRequest> for ResponsesRequest<'a> {
             })
             .collect();
         let mut input = Vec::with_capacity(request.messages.len());
-        let mut sources = Vec::with_capacity(request.messages.len() - leading);
-        for message in &request.messages[leading..] {
+        let sources: Vec<&ModelMessage> = request.messages[leading..].iter().collect();
+        let mut ends = Vec::with_capacity(sources.len());
+        for message in &sources {
             push_items(message, &mut input);
-            sources.push((message, input.len()));
+            ends.push(input.len());
         }
         ResponsesRequest {
             model: &request.model,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
             input,
             sources,
+            ends,
             options: ResponsesOptions::new(request),
         }
     }
@@ -133,15 +137,14 @@ impl ResponsesRequest<'_> {
             protocol::push_json_string(&mut out, instructions)?;
         }
         out.push_str(",\"input\":");
-        let messages: Vec<&ModelMessage> =
-            self.sources.iter().map(|(message, _)| *message).collect();
-        memo.write_list(&mut out, &messages, text, |out, i| {
+        memo.write_list(&mut out, &self.sources, text, |out, i| {
             // Message `i`'s items: from the end of the message before's to its own.
             let from = i
                 .checked_sub(1)
-                .and_then(|before| self.sources.get(before))
-                .map_or(0, |(_, end)| *end);
-            let to = self.sources.get(i).map_or(from, |(_, end)| *end);
+                .and_then(|before| self.ends.get(before))
+                .copied()
+                .unwrap_or(0);
+            let to = self.ends.get(i).copied().unwrap_or(from);
             for (n, item) in self
                 .input
                 .get(from..to)
