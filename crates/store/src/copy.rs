@@ -16,7 +16,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, TypeInfo, ValueRef};
 
 use crate::{PgStore, SqliteStore};
-use crate::{error, event_pack, transcript_link};
+use crate::{error, event_pack, text_pack, transcript_link};
 
 /// Rows read and written per statement.
 const PAGE: i64 = 200;
@@ -63,11 +63,19 @@ enum Value {
         project: String,
         id: String,
     },
+    /// An event chunk of response `response_id` packed against its text (`text_pack.rs`):
+    /// unpacked with the text read from the response before it is bound.
+    AgainstText {
+        response_id: String,
+        packed: Vec<u8>,
+        /// The chunk, for an error.
+        what: String,
+    },
 }
 
 use Column::{Blob, Int, NullInt, NullText, Packed, Text, Unlinked};
 
-/// The tables of the schema (SQLite version 20), parents before children, with every column. A
+/// The tables of the schema (SQLite version 21), parents before children, with every column. A
 /// transcript linked to another (`transcript_link.rs`) is copied whole, as TEXT, without a
 /// base (the foreign key of PostgreSQL's `transcript_base` would otherwise have to follow the
 /// copy's order).
@@ -296,6 +304,16 @@ async fn copy_table(
         for value in values.iter_mut().flatten() {
             if let Value::Linked { project, id } = value {
                 *value = Value::Text(from.linked_transcript_json(project, id).await?);
+            } else if let Value::AgainstText {
+                response_id,
+                packed,
+                what,
+            } = value
+            {
+                let text = from.response_text(response_id).await?;
+                let lines = text_pack::unpack_events(packed, &text)
+                    .map_err(|e| StoreError::Corrupt(format!("{what} {e}")))?;
+                *value = Value::Text(lines);
             }
         }
         let mut insert =
@@ -309,7 +327,9 @@ async fn copy_table(
                     Value::NullInt(v) => row.push_bind(v),
                     Value::Blob(v) => row.push_bind(v),
                     // Read whole above.
-                    Value::Linked { .. } => row.push_bind(None::<String>),
+                    Value::Linked { .. } | Value::AgainstText { .. } => {
+                        row.push_bind(None::<String>)
+                    }
                 };
             }
         });
@@ -340,6 +360,13 @@ fn decode(row: &SqliteRow, table: &str, columns: &[Column]) -> Result<Vec<Value>
                     let value = row.try_get_raw(n).map_err(bad)?;
                     if value.type_info().name() == "BLOB" {
                         let packed: &[u8] = row.try_get(n).map_err(bad)?;
+                        if text_pack::needs_text(packed) {
+                            return Ok(Value::AgainstText {
+                                response_id: row.try_get("response_id").map_err(bad)?,
+                                packed: packed.to_vec(),
+                                what: format!("{table}: {}", row_of(table, n, row)),
+                            });
+                        }
                         if transcript_link::is_linked(packed) {
                             return Ok(Value::Linked {
                                 project: row.try_get("project_id").map_err(bad)?,

@@ -12,11 +12,7 @@
 //! pass" and "eighth pass: the store's CPU per request"); hashing the dictionary costs about
 //! what its matches save.
 //!
-//! Reading takes lz4_flex's safe decoder (the rows come from disk, `checked-decode`); writing
-//! takes its fast encoder (no `safe-encode`: `unsafe` inside lz4_flex, the encoder its own fuzz
-//! targets are built with), which writes the same bytes as its safe one in ~27% fewer
-//! instructions: ~104 k for that chunk and its response together, 141 k before
-//! (docs/benchmarks.md, "Issue 18, twelfth pass: the store's packing").
+//! The blocks, their dictionaries and the buffer kept per thread are `lz4_block.rs`'s.
 //!
 //! The format: one format byte ([`LZ4`], [`LZ4_DICTIONARY`] or [`LZ4_RESPONSE`]), the length of
 //! the lines in bytes (u32, little endian), then an LZ4 block of the lines. The storage class
@@ -37,11 +33,15 @@
 //! [`transcript_pack::PIECES`] (`transcript_pack.rs`), which [`unpack`] reads as well; since
 //! version 18 it may be linked to another response's (`transcript_link.rs`), which
 //! `ports/responses.rs` puts back together into that format before it is unpacked.
+//! Since version 21 a response's long instructions are stored once as they are
+//! (`text_pack.rs`): its JSON of format [`text_pack::RESPONSE_WITH_TEXT`], which [`unpack`]
+//! reads, and its run's last chunks of format [`text_pack::EVENTS_AGAINST_TEXT`], which read
+//! only with that response's text (`text_pack::unpack_events`).
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::transcript_pack;
+use crate::lz4_block::{self, DICTIONARY, RESPONSE_DICTIONARY};
+use crate::{text_pack, transcript_pack};
 
 /// The format byte of an LZ4 block without a dictionary (written by schema version 12).
 const LZ4: u8 = 1;
@@ -49,32 +49,9 @@ const LZ4: u8 = 1;
 /// The format byte of an LZ4 block compressed against [`DICTIONARY`] (version 13 on).
 const LZ4_DICTIONARY: u8 = 2;
 
-/// What [`LZ4_DICTIONARY`] blocks are compressed against. Never to be changed: the blocks
-/// stored refer to its bytes (a new dictionary would be a new format byte).
-const DICTIONARY: &[u8] = include_bytes!("event_pack_dictionary.jsonl");
-
 /// The format byte of a response's JSON compressed against [`RESPONSE_DICTIONARY`] (version 14
 /// on).
 const LZ4_RESPONSE: u8 = 3;
-
-/// What [`LZ4_RESPONSE`] blocks are compressed against: the last line of [`DICTIONARY`] (the
-/// `response.completed` event), fixed with it.
-const RESPONSE_DICTIONARY: &[u8] = last_line(DICTIONARY);
-
-/// The last line of `text`, without its newline.
-const fn last_line(text: &[u8]) -> &[u8] {
-    let (mut start, mut end) = (text.len(), text.len());
-    if end > 0 && text[end - 1] == b'\n' {
-        end -= 1;
-        start -= 1;
-    }
-    while start > 0 && text[start - 1] != b'\n' {
-        start -= 1;
-    }
-    let (_, from) = text.split_at(start);
-    let (line, _) = from.split_at(end - start);
-    line
-}
 
 /// Bytes before the block: the format byte and the length.
 const HEADER: usize = 5;
@@ -82,21 +59,6 @@ const HEADER: usize = 5;
 /// Lines shorter than this are stored as they are: one short event (a delta is ~235 bytes)
 /// gains a few bytes at most.
 const MIN_PACKED: usize = 512;
-
-/// The most bytes LZ4 expands one byte of its block into (a match of the largest lengths is
-/// 255 bytes of output per byte of input): a length beyond this many times the block is a
-/// corrupt row, refused before anything is allocated for it.
-const MAX_RATIO: usize = 255;
-
-/// The largest output buffer a thread keeps from one chunk to the next (for lines up to ~58
-/// KB); longer lines are packed into a buffer of their own.
-const KEPT_BUFFER: usize = 64 * 1024;
-
-thread_local! {
-    /// The output buffer of the thread's last packing: not allocated and zeroed again for each
-    /// chunk.
-    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
 
 /// The lines packed, or `None` when they are better stored as they are (short, or not smaller
 /// packed).
@@ -129,73 +91,36 @@ impl Format {
 }
 
 fn pack_as(text: &str, format: Format) -> Option<Arc<[u8]>> {
-    if HEADER + lz4_flex::block::get_maximum_output_size(text.len()) > KEPT_BUFFER {
-        return pack_with(text, &mut Vec::new(), format);
-    }
-    BUFFER.with_borrow_mut(|buffer| pack_with(text, buffer, format))
-}
-
-/// [`pack`] with `buffer` as the output buffer (grown as needed; whatever it holds is written
-/// over).
-fn pack_with(lines: &str, buffer: &mut Vec<u8>, format: Format) -> Option<Arc<[u8]>> {
-    if lines.len() < MIN_PACKED {
+    if text.len() < MIN_PACKED {
         return None;
     }
-    let length = u32::try_from(lines.len()).ok()?;
-    let size = HEADER + lz4_flex::block::get_maximum_output_size(lines.len());
-    if buffer.len() < size {
-        buffer.resize(size, 0);
-    }
-    let output = &mut buffer[..size];
+    let length = u32::try_from(text.len()).ok()?;
     let (byte, dictionary) = format.byte_and_dictionary();
-    output[0] = byte;
-    output[1..HEADER].copy_from_slice(&length.to_le_bytes());
-    let block = lz4_flex::block::compress_into_with_dict(
-        lines.as_bytes(),
-        &mut output[HEADER..],
-        dictionary,
-    )
-    .ok()?;
-    let packed = &output[..HEADER + block];
-    (packed.len() < lines.len()).then(|| Arc::from(packed))
+    let mut header = [byte, 0, 0, 0, 0];
+    header[1..HEADER].copy_from_slice(&length.to_le_bytes());
+    let packed = lz4_block::pack(&header, text.as_bytes(), dictionary)?;
+    (packed.len() < text.len()).then_some(packed)
 }
 
 /// The lines of a packed chunk (or the JSON of a packed response); `Err` says what is wrong with
 /// it.
 pub(crate) fn unpack(packed: &[u8]) -> Result<String, String> {
     let (&format, rest) = packed.split_first().ok_or("an empty packed chunk")?;
-    let dictionary = match format {
-        LZ4 => None,
-        LZ4_DICTIONARY => Some(DICTIONARY),
-        LZ4_RESPONSE => Some(RESPONSE_DICTIONARY),
+    let dictionary: &[u8] = match format {
+        LZ4 => &[],
+        LZ4_DICTIONARY => DICTIONARY,
+        LZ4_RESPONSE => RESPONSE_DICTIONARY,
         transcript_pack::PIECES => return transcript_pack::unpack(packed),
+        text_pack::RESPONSE_WITH_TEXT => return text_pack::unpack_response(rest),
+        text_pack::EVENTS_AGAINST_TEXT => {
+            return Err("a chunk packed against its response's text, read without it".to_owned());
+        }
         _ => return Err(format!("a packed chunk of unknown format {format}")),
     };
     let (length, block) = rest
         .split_first_chunk::<4>()
         .ok_or("a packed chunk cut short")?;
-    let length = usize::try_from(u32::from_le_bytes(*length))
-        .map_err(|_| "a packed chunk too long for this machine")?;
-    if length > block.len().saturating_mul(MAX_RATIO) {
-        return Err(format!(
-            "a packed chunk of {} bytes claiming {length} bytes of lines",
-            packed.len()
-        ));
-    }
-    let mut lines = vec![0; length];
-    let written = match dictionary {
-        None => lz4_flex::block::decompress_into(block, &mut lines),
-        Some(dictionary) => {
-            lz4_flex::block::decompress_into_with_dict(block, &mut lines, dictionary)
-        }
-    }
-    .map_err(|e| format!("a packed chunk that does not unpack: {e}"))?;
-    if written != length {
-        return Err(format!(
-            "a packed chunk of {written} bytes of lines, not the {length} it claims"
-        ));
-    }
-    String::from_utf8(lines).map_err(|_| "a packed chunk whose lines are not UTF-8".to_owned())
+    lz4_block::unpack(u32::from_le_bytes(*length), block, dictionary)
 }
 
 /// `n` pseudo-random lowercase letters (xorshift from `state`, which must not be 0): text that
@@ -285,10 +210,14 @@ mod tests {
         assert!(line.ends_with(r#""sequence_number":71}"#));
         assert!(!line.contains('\n'));
         assert!(DICTIONARY.ends_with(&[line.as_bytes(), b"\n"].concat()));
-        assert_eq!(last_line(b"a\nbc"), b"bc");
-        assert_eq!(last_line(b"a\nbc\n"), b"bc");
-        assert_eq!(last_line(b"bc"), b"bc");
-        assert_eq!(last_line(b""), b"");
+        for (text, line) in [
+            (&b"a\nbc"[..], &b"bc"[..]),
+            (b"a\nbc\n", b"bc"),
+            (b"bc", b"bc"),
+            (b"", b""),
+        ] {
+            assert_eq!(lz4_block::last_line(text), line);
+        }
     }
 
     #[test]
@@ -365,16 +294,21 @@ mod tests {
     #[test]
     fn a_buffer_kept_from_a_longer_chunk_packs_the_same_bytes_as_a_new_one() {
         let (long, short) = (run_lines(200), lines(30));
-        let fresh = pack_with(&short, &mut Vec::new(), Format::Events).unwrap();
+        let header = [LZ4_DICTIONARY, 0, 0, 0, 0];
+        let size = |text: &str| HEADER + lz4_flex::block::get_maximum_output_size(text.len());
+        let packed = |buffer: &mut Vec<u8>, text: &str| {
+            lz4_block::pack_into(buffer, size(text), &header, text.as_bytes(), DICTIONARY).unwrap()
+        };
+        let fresh = packed(&mut Vec::new(), &short);
         let mut kept = Vec::new();
-        pack_with(&long, &mut kept, Format::Events).unwrap();
+        packed(&mut kept, &long);
         let grown = kept.len();
-        assert_eq!(pack_with(&short, &mut kept, Format::Events).unwrap(), fresh);
+        assert_eq!(packed(&mut kept, &short), fresh);
         assert_eq!(kept.len(), grown, "the buffer is reused, not replaced");
         // And the thread's own buffer, through `pack`.
         pack(&long).unwrap();
-        assert_eq!(pack(&short).unwrap(), fresh);
-        assert!(BUFFER.with_borrow(|buffer| buffer.len() >= grown));
+        assert_eq!(pack(&short).unwrap()[HEADER..], fresh[HEADER..]);
+        assert!(lz4_block::BUFFER.with_borrow(|buffer| buffer.len() >= grown));
     }
 
     #[test]
@@ -486,8 +420,8 @@ mod tests {
             u16::MAX as usize - DICTIONARY.len(),
             u16::MAX as usize - RESPONSE_DICTIONARY.len(),
             u16::MAX as usize,
-            KEPT_BUFFER - 100,
-            KEPT_BUFFER + 100,
+            lz4_block::KEPT_BUFFER - 100,
+            lz4_block::KEPT_BUFFER + 100,
             200_000,
         ];
         let sizes = (MIN_PACKED..20_000)
@@ -541,7 +475,7 @@ mod tests {
     fn lz4_never_expands_a_byte_past_the_bound() {
         let zeros = "0".repeat(1 << 20);
         let packed = pack(&zeros).unwrap();
-        assert!((packed.len() - HEADER) * MAX_RATIO >= zeros.len());
+        assert!((packed.len() - HEADER) * lz4_block::MAX_RATIO >= zeros.len());
         assert_eq!(unpack(&packed).unwrap(), zeros);
     }
 }

@@ -48,7 +48,10 @@
 //!   A response's JSON is packed the same way; its transcript in pieces (`transcript_pack.rs`),
 //!   the next transcript of a conversation after the last one packed (`packed_transcripts.rs`),
 //!   stored linked to the previous response's, only its own pieces (`transcript_link.rs`);
-//!   `stored_json.rs`: such a column's value as stored, packed or text.
+//!   `stored_json.rs`: such a column's value as stored, packed or text. `text_pack.rs`: a
+//!   response's long instructions stored once as they are, its JSON and its run's last chunks
+//!   packed against them. `lz4_block.rs`: the LZ4 blocks of all these, with the fixed
+//!   dictionaries stored blocks refer to.
 //! - `copy.rs`: `agentd store copy`, every table from one store to another.
 //! - `error.rs`: mapping of sqlx and decode failures to [`StoreError`] (never with secrets).
 //!
@@ -86,6 +89,7 @@ mod error;
 mod event_pack;
 mod group_commit;
 mod key_marker;
+mod lz4_block;
 mod migrate;
 mod packed_transcripts;
 mod postgres;
@@ -95,6 +99,7 @@ mod sqlite;
 mod sqlite_reader;
 mod sqlite_writer;
 mod stored_json;
+mod text_pack;
 mod transcript_link;
 mod transcript_memo;
 mod transcript_pack;

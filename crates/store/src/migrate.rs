@@ -111,6 +111,11 @@ pub(crate) const SQLITE: MigrationList = &[
         "conversation_item_changes",
         include_str!("../migrations/sqlite/0020_conversation_item_changes.sql"),
     ),
+    (
+        21,
+        "response_text",
+        include_str!("../migrations/sqlite/0021_response_text.sql"),
+    ),
 ];
 
 /// The PostgreSQL schema.

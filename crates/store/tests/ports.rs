@@ -892,6 +892,81 @@ async fn response_json_reads_back_packed_or_as_text(db: &TestDb) -> TestResult {
     Ok(())
 }
 
+/// A response's long instructions (SQLite schema version 21: stored once as they are at the
+/// head of its JSON, its run's last chunk packed against them) read back whole: the response,
+/// its events from the start and after a cursor, and again after a later write of its row. On
+/// SQLite a chunk whose response no longer holds the text is a corrupt error naming the
+/// response, never other lines.
+async fn a_long_prompt_reads_back_from_its_response_and_its_events(db: &TestDb) -> TestResult {
+    let store = db.open().await?;
+    let mut ended = record("resp_1", "proj_a", true)?;
+    ended.response.instructions = Some(common::prompt(5_000));
+    let mut started = ended.clone();
+    started.response.status = ResponseStatus::InProgress;
+    store.put_response(&started).await?;
+    let events = common::run_events(&ended.response, 64)?;
+    store.end_run(&ended, &events).await?;
+    assert_eq!(
+        store.get_response("proj_a", "resp_1").await?,
+        Some(ended.clone())
+    );
+    assert_eq!(store.events_after("resp_1", None).await?, events);
+    assert_eq!(store.events_after("resp_1", Some(40)).await?, events[41..]);
+    store.put_response(&ended).await?;
+    assert_eq!(store.events_after("resp_1", None).await?, events);
+    let listed = list_all(&store, "proj_a").await?;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].response, ended.response);
+    store.close().await;
+    if db.backend != common::Backend::Sqlite {
+        return Ok(());
+    }
+    let formats = db
+        .text(
+            "SELECT hex(substr(response_json, 1, 1)) || ',' || \
+             (SELECT group_concat(hex(substr(data, 1, 1))) FROM event_chunks) FROM responses",
+        )
+        .await?;
+    assert_eq!(formats, "06,07");
+    // The prompt stored once: the three copies of the chunk are matches.
+    let prompt = ended
+        .response
+        .instructions
+        .as_deref()
+        .unwrap_or_default()
+        .len();
+    let chunk: i64 = db
+        .text("SELECT CAST(length(data) AS TEXT) FROM event_chunks")
+        .await?
+        .parse()?;
+    assert!(chunk * 4 < prompt as i64, "a chunk of {chunk} bytes");
+    let response = stored_length(db, "response_json", "resp_1").await?;
+    assert!(response < prompt + 600, "a response of {response} bytes");
+    // The row rewritten as TEXT by hand: its chunk no longer reads, and says why.
+    store_as_text(
+        db,
+        "response_json",
+        "resp_1",
+        &serde_json::to_string(&ended.response)?,
+    )
+    .await?;
+    let store = db.open().await?;
+    assert_eq!(
+        store.get_response("proj_a", "resp_1").await?,
+        Some(ended.clone())
+    );
+    let read = store.events_after("resp_1", None).await;
+    let Err(StoreError::Corrupt(message)) = read else {
+        return Err(format!("a chunk without its text read as {read:?}").into());
+    };
+    assert!(
+        message.contains("resp_1") && message.contains("text its response does not hold"),
+        "{message}"
+    );
+    store.close().await;
+    Ok(())
+}
+
 /// A long transcript is stored packed (SQLite schema version 17: a BLOB a fraction of its
 /// JSON; PostgreSQL version 19: in `transcript_packed`); a TEXT one, as the versions before
 /// store it (and, on PostgreSQL, over a packed one, as a replica of an older version writes it
@@ -1867,6 +1942,7 @@ matrix!(
     key_of_unknown_project_is_refused,
     corrupt_response_json_is_a_corrupt_error,
     response_json_reads_back_packed_or_as_text,
+    a_long_prompt_reads_back_from_its_response_and_its_events,
     a_long_transcript_reads_back_packed_or_as_text,
     a_conversations_transcripts_read_back_turn_by_turn_and_branched,
     a_long_conversation_is_stored_linked_and_outlives_deletions,

@@ -204,6 +204,24 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
             .fetch_one(from.pool())
             .await?;
     assert_eq!(base.as_deref(), Some("resp_1"));
+    // A response with long instructions (schema version 21): its JSON holds them at its head,
+    // its run's chunk is packed against them; both copied as their text.
+    let mut prompted = record.clone();
+    prompted.id = "resp_3".to_owned();
+    prompted.response.id = "resp_3".to_owned();
+    prompted.conversation_id = Some("resp_3".to_owned());
+    prompted.items.clear();
+    prompted.turns.clear();
+    prompted.response.instructions = Some(common::prompt(4_000));
+    let prompted_events = common::run_events(&prompted.response, 20)?;
+    from.end_run(&prompted, &prompted_events).await?;
+    let formats: String = sqlx::query_scalar(
+        "SELECT hex(substr(r.response_json, 1, 1)) || hex(substr(c.data, 1, 1)) \
+         FROM responses r JOIN event_chunks c ON c.response_id = r.id WHERE r.id = 'resp_3'",
+    )
+    .fetch_one(from.pool())
+    .await?;
+    assert_eq!(formats, "0607");
     from.insert_job(&JobRecord {
         response_id: "resp_2".to_owned(),
         project_id: project.clone(),
@@ -236,11 +254,11 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     let to = PgStore::connect(&db.url()?, PoolSettings::default()).await?;
     let report = agentd_store::copy(&from, &to).await?;
     let inserted: u64 = report.tables.iter().map(|(_, _, n)| n).sum();
-    // project, key, 2 responses, 2 old event rows, 1 event chunk (30 events), job, file,
-    // item, conversation, conversation item.
-    assert_eq!(inserted, 12, "{report:?}");
+    // project, key, 3 responses, 2 old event rows, 2 event chunks (30 and 23 events), job,
+    // file, item, conversation, conversation item.
+    assert_eq!(inserted, 14, "{report:?}");
     assert!(
-        report.tables.contains(&("event_chunks".to_owned(), 1, 1)),
+        report.tables.contains(&("event_chunks".to_owned(), 2, 2)),
         "{report:?}"
     );
 
@@ -259,9 +277,12 @@ async fn copy_moves_every_row_from_sqlite() -> TestResult {
     assert_eq!(base, None);
     assert_eq!(to.events_after("resp_1", None).await?, events(0..30));
     assert_eq!(to.events_after("resp_1", Some(0)).await?, events(1..30));
-    let copied: String = sqlx::query_scalar("SELECT data FROM event_chunks")
-        .fetch_one(to.pool())
-        .await?;
+    assert_eq!(to.get_response(&project, "resp_3").await?, Some(prompted));
+    assert_eq!(to.events_after("resp_3", None).await?, prompted_events);
+    let copied: String =
+        sqlx::query_scalar("SELECT data FROM event_chunks WHERE response_id = 'resp_1'")
+            .fetch_one(to.pool())
+            .await?;
     assert!(copied.starts_with(r#"{"type":"#), "{copied}");
     let copied: String =
         sqlx::query_scalar("SELECT response_json FROM responses WHERE id = 'resp_1'")

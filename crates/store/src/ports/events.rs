@@ -23,10 +23,11 @@ use engine::metrics::ActiveRuns;
 use engine::store::{EventRecord, EventStore, StoreError};
 use sqlx::{Row, TypeInfo, ValueRef};
 
+use super::json_columns::stored_json;
 use super::{DbRow, Store, dialect};
-use crate::error;
-use crate::event_pack;
 use crate::script::Script;
+use crate::stored_json::StoredJsonRef;
+use crate::{error, event_pack, text_pack};
 
 /// Bytes of event lines per chunk: a batch whose lines add up to more is split into several
 /// chunks (an event longer than this is a chunk of its own). It bounds what a resume reads
@@ -68,8 +69,14 @@ pub(crate) type EventRows = Vec<Chunk>;
 
 /// Encodes events for [`insert`] (before the write, which may run twice): each run of
 /// consecutive sequence numbers becomes one chunk, split where [`CHUNK_BYTES`] requires and
-/// around any event whose line holds a `'\n'`.
-pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventRows, StoreError> {
+/// around any event whose line holds a `'\n'`. With `text`, the response's (`text_pack.rs`;
+/// only for chunks written with a row of the response that holds it), the chunks that hold it
+/// are packed against it.
+pub(crate) fn encode(
+    response_id: &str,
+    events: &[EventRecord],
+    text: Option<&str>,
+) -> Result<EventRows, StoreError> {
     let mut chunks = Vec::new();
     let mut start = 0;
     // Bytes of the chunk being gathered, `events[start..end]`, separators included; whether it
@@ -88,7 +95,7 @@ pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventR
             bytes += 1 + event.data.len();
         } else {
             if end > start {
-                chunks.push(chunk(response_id, &events[start..end], bytes)?);
+                chunks.push(chunk(response_id, &events[start..end], bytes, text)?);
             }
             start = end;
             bytes = event.data.len();
@@ -96,7 +103,7 @@ pub(crate) fn encode(response_id: &str, events: &[EventRecord]) -> Result<EventR
         sealed = newline;
     }
     if events.len() > start {
-        chunks.push(chunk(response_id, &events[start..], bytes)?);
+        chunks.push(chunk(response_id, &events[start..], bytes, text)?);
     }
     Ok(chunks)
 }
@@ -108,7 +115,12 @@ fn has_newline(line: &str) -> bool {
 }
 
 /// One chunk of consecutive events (`bytes`: their lines joined).
-fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chunk, StoreError> {
+fn chunk(
+    response_id: &str,
+    events: &[EventRecord],
+    bytes: usize,
+    text: Option<&str>,
+) -> Result<Chunk, StoreError> {
     let number = |event: Option<&EventRecord>| {
         let n = event.map_or(0, |e| e.sequence_number);
         i64::try_from(n).map_err(|_| {
@@ -120,7 +132,7 @@ fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chun
     let first = number(events.first())?;
     let last = number(events.last())?;
     let data = match events {
-        [one] => pack(&one.data).unwrap_or_else(|| Data::Lines(Arc::clone(&one.data))),
+        [one] => pack(&one.data, text).unwrap_or_else(|| Data::Lines(Arc::clone(&one.data))),
         _ => {
             let mut joined = String::with_capacity(bytes);
             for (n, event) in events.iter().enumerate() {
@@ -129,18 +141,21 @@ fn chunk(response_id: &str, events: &[EventRecord], bytes: usize) -> Result<Chun
                 }
                 joined.push_str(&event.data);
             }
-            pack(&joined).unwrap_or_else(|| Data::Lines(Arc::from(joined)))
+            pack(&joined, text).unwrap_or_else(|| Data::Lines(Arc::from(joined)))
         }
     };
     Ok(Chunk { first, last, data })
 }
 
-/// The lines packed, where the back end stores them so and packing makes them smaller.
-fn pack(lines: &str) -> Option<Data> {
+/// The lines packed, where the back end stores them so and packing makes them smaller:
+/// against the response's `text` when they hold it.
+fn pack(lines: &str, text: Option<&str>) -> Option<Data> {
     if !dialect::PACK_EVENTS {
         return None;
     }
-    event_pack::pack(lines).map(Data::Packed)
+    text.and_then(|text| text_pack::pack_events(lines, text))
+        .or_else(|| event_pack::pack(lines))
+        .map(Data::Packed)
 }
 
 /// Appends encoded events to a write (idempotent, see the module documentation).
@@ -182,7 +197,7 @@ impl EventStore for Store {
         insert(
             &mut script,
             &Arc::from(response_id),
-            &encode(response_id, events)?,
+            &encode(response_id, events, None)?,
         );
         self.write(response_id, script).await
     }
@@ -212,6 +227,8 @@ impl EventStore for Store {
             .await
             .map_err(error::backend)?;
         let what = format!("events of {response_id}");
+        // The response's text, read once the first chunk packed against it comes.
+        let mut text: Option<Vec<u8>> = None;
         let mut events = Vec::new();
         // The last sequence number taken (or the cursor): each is taken once, in order.
         let mut taken = after;
@@ -233,7 +250,16 @@ impl EventStore for Store {
             let data: &str = match read(row, &what)? {
                 Stored::Lines(lines) => lines,
                 Stored::Packed(packed) => {
-                    unpacked = event_pack::unpack(packed).map_err(|e| {
+                    unpacked = if text_pack::needs_text(packed) {
+                        if text.is_none() {
+                            text = Some(self.response_text(response_id).await?);
+                        }
+                        let text = text.as_deref().unwrap_or_default();
+                        text_pack::unpack_events(packed, text)
+                    } else {
+                        event_pack::unpack(packed)
+                    }
+                    .map_err(|e| {
                         StoreError::Corrupt(format!(
                             "{what}: the chunk of sequence numbers {first} to {last}: {e}"
                         ))
@@ -258,6 +284,37 @@ impl EventStore for Store {
             taken = last;
         }
         Ok(events)
+    }
+}
+
+impl Store {
+    /// The text of response `response_id` (`text_pack.rs`), which the chunks of its run packed
+    /// against it need; `Err` when the response is not stored or holds none.
+    pub(crate) async fn response_text(&self, response_id: &str) -> Result<Vec<u8>, StoreError> {
+        let what = format!("response {response_id}");
+        let row = sqlx::query("SELECT response_json FROM responses WHERE id = $1")
+            .bind(response_id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(error::backend)?
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "events of {response_id}: packed against the text of a response not stored"
+                ))
+            })?;
+        let text = match stored_json(&row, "response_json", &what)? {
+            StoredJsonRef::Packed(packed) => text_pack::text_of_response(packed),
+            StoredJsonRef::Text(_) => None,
+        };
+        match text {
+            Some(Ok(text)) => Ok(text.to_vec()),
+            Some(Err(e)) => Err(StoreError::Corrupt(format!(
+                "{what}: its response_json: {e}"
+            ))),
+            None => Err(StoreError::Corrupt(format!(
+                "events of {response_id}: packed against a text its response does not hold"
+            ))),
+        }
     }
 }
 

@@ -28,7 +28,7 @@ use crate::packed_transcripts::{PackedTranscripts, Seed};
 use crate::script::Script;
 use crate::stored_json::{StoredJson, StoredJsonRef};
 use crate::transcript_memo::Items;
-use crate::{error, event_pack, now_secs, transcript_pack};
+use crate::{error, event_pack, now_secs, text_pack, transcript_pack};
 
 /// Insert, or replace the record with the same id if it belongs to the same project. A record
 /// of another project is refused by the statement itself: its `response_json` would become
@@ -125,12 +125,14 @@ struct Encoded {
 impl Encoded {
     /// `record` encoded, its `transcript` the JSON of its transcript (`transcript_json`);
     /// packed when long enough, after the one packed last for its conversation when it goes on
-    /// from it (`packs`), or after `seed`.
+    /// from it (`packs`), or after `seed`. Its JSON is packed with `text` at its head when it
+    /// has one ([`response_text`]).
     fn encode(
         record: &ResponseRecord,
         packs: &PackedTranscripts,
         transcript: Arc<str>,
         seed: Option<Seed>,
+        text: Option<&str>,
     ) -> Result<Encoded, StoreError> {
         let encode = |e: serde_json::Error| {
             StoreError::Backend(format!("cannot encode response {}: {e}", record.id))
@@ -152,14 +154,28 @@ impl Encoded {
             created_at: record.created_at,
             visible: record.visible,
             status: record.response.status.as_str(),
-            response_json: StoredJson::new(
-                match &record.response_json {
+            response_json: {
+                let json = match &record.response_json {
                     Some(json) => Arc::clone(json),
                     None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
-                },
-                dialect::PACK_RESPONSES,
-                |json| event_pack::pack_response(json),
-            ),
+                };
+                match text {
+                    // Always in this form when it has a text: its run's chunks may be packed
+                    // against it (`text_pack.rs`).
+                    Some(text) => StoredJson::Packed(
+                        text_pack::pack_response(&json, text).ok_or_else(|| {
+                            StoreError::Backend(format!(
+                                "cannot pack response {}: {} bytes",
+                                record.id,
+                                json.len()
+                            ))
+                        })?,
+                    ),
+                    None => StoredJson::new(json, dialect::PACK_RESPONSES, |json| {
+                        event_pack::pack_response(json)
+                    }),
+                }
+            },
             transcript,
             transcript_json,
             transcript_base,
@@ -274,6 +290,9 @@ impl Store {
         record: &ResponseRecord,
         events: &[EventRecord],
     ) -> Result<Encoded, StoreError> {
+        // The row and the chunks written with it take the same text: the chunks packed
+        // against it read with that row.
+        let text = response_text(record);
         let append = record.append_to.as_ref().map(|conversation| {
             (
                 Arc::from(conversation.as_str()),
@@ -281,11 +300,13 @@ impl Store {
             )
         });
         let ending = Ending {
-            events: super::events::encode(&record.id, events)?,
+            events: super::events::encode(&record.id, events, text.as_deref())?,
             items: super::items::encode_index(&record.items),
             append,
         };
-        let row = self.write_row(record, |row| ending.script(row)).await?;
+        let row = self
+            .write_row(record, text.as_deref(), |row| ending.script(row))
+            .await?;
         if record.response.status.is_terminal()
             && matches!(row.transcript_json, StoredJson::Packed(_))
         {
@@ -308,12 +329,14 @@ impl Store {
         }
     }
 
-    /// Writes the script `build` makes of `record`'s row; returns the row as written. A write
-    /// refused because the transcript's base was deleted after it was packed is encoded again,
-    /// no longer linked to it, and written once more.
+    /// Writes the script `build` makes of `record`'s row, its JSON packed with `text` when it
+    /// has one; returns the row as written. A write refused because the transcript's base was
+    /// deleted after it was packed is encoded again, no longer linked to it, and written once
+    /// more.
     async fn write_row(
         &self,
         record: &ResponseRecord,
+        text: Option<&str>,
         build: impl Fn(&Encoded) -> Script,
     ) -> Result<Encoded, StoreError> {
         let transcript = transcript_json(record)?;
@@ -323,6 +346,7 @@ impl Store {
             &self.packed_transcripts,
             Arc::clone(&transcript),
             seed,
+            text,
         )?;
         match self.write(&record.id, build(&row)).await {
             Err(StoreError::Conflict(message))
@@ -334,7 +358,8 @@ impl Store {
                 if let Some(base) = &row.transcript_base {
                     self.packed_transcripts.forget(base);
                 }
-                let row = Encoded::encode(record, &self.packed_transcripts, transcript, None)?;
+                let row =
+                    Encoded::encode(record, &self.packed_transcripts, transcript, None, text)?;
                 self.write(&record.id, build(&row)).await.map(|()| row)
             }
             written => written.map(|()| row),
@@ -368,6 +393,16 @@ impl Store {
     }
 }
 
+/// `record`'s text (`text_pack.rs`): the JSON of its long instructions, where the back end
+/// packs a response's JSON. It depends on the instructions alone: every write of a response
+/// takes the same.
+fn response_text(record: &ResponseRecord) -> Option<Arc<str>> {
+    if !dialect::PACK_RESPONSES {
+        return None;
+    }
+    text_pack::response_text(record.response.instructions.as_deref())
+}
+
 /// The JSON of `record`'s transcript: after the JSON of its first items when the engine has it
 /// (`transcript_prefix`: a continuation's transcript as stored, or the request's input items
 /// as written for the item rows), only the items after them serialized.
@@ -387,7 +422,7 @@ fn transcript_json(record: &ResponseRecord) -> Result<Arc<str>, StoreError> {
 #[async_trait::async_trait]
 impl ResponseStore for Store {
     async fn put_response(&self, record: &ResponseRecord) -> Result<(), StoreError> {
-        self.write_row(record, |row| {
+        self.write_row(record, response_text(record).as_deref(), |row| {
             let mut script = Script::new();
             row.upsert(&mut script);
             script
@@ -397,7 +432,7 @@ impl ResponseStore for Store {
     }
 
     async fn start_run(&self, record: &ResponseRecord, job: &JobRecord) -> Result<(), StoreError> {
-        self.write_row(record, |row| {
+        self.write_row(record, response_text(record).as_deref(), |row| {
             let mut script = Script::new();
             row.upsert(&mut script);
             super::jobs::insert_in(&mut script, job);

@@ -222,6 +222,91 @@ pub fn events(range: std::ops::Range<u64>) -> Vec<EventRecord> {
         .collect()
 }
 
+/// A system prompt of about `n` bytes: words drawn at random (it packs about as well as real
+/// prose), with what JSON escapes (quotes, newlines, a tab, a backslash, characters beyond
+/// ASCII).
+pub fn prompt(n: usize) -> String {
+    let words = [
+        "the",
+        "assistant",
+        "answers",
+        "\"carefully\"",
+        "in",
+        "user's",
+        "language",
+        "précis",
+        "kurz",
+        "簡潔",
+        "cite",
+        "sources",
+        "as",
+        "[n]",
+        "never",
+        "guess",
+        "a",
+        "C:\\path",
+        "when",
+        "unsure,",
+        "ask;",
+        "tools",
+        "search",
+        "finance",
+        "people",
+        "prefer",
+        "primary",
+        "documents",
+        "and",
+        "quote\tthem",
+        "exactly.\n",
+        "of",
+        "before",
+        "answering",
+        "check",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut prompt = String::from("Rules:");
+    while prompt.len() < n {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        prompt.push(' ');
+        prompt.push_str(words[(state % words.len() as u64) as usize]);
+        if state.is_multiple_of(5) {
+            prompt.push_str(&format!(" {}", state % 10_000));
+        }
+    }
+    prompt
+}
+
+/// The events of a run that answered `deltas` words, as the engine writes them: the response
+/// object in `response.created`, `response.in_progress` and `response.completed`.
+pub fn run_events(
+    response: &protocol::response::Response,
+    deltas: u64,
+) -> Result<Vec<EventRecord>, serde_json::Error> {
+    let json = serde_json::to_string(response)?;
+    let mut lines = vec![
+        format!(r#"{{"type":"response.created","sequence_number":0,"response":{json}}}"#),
+        format!(r#"{{"type":"response.in_progress","sequence_number":1,"response":{json}}}"#),
+    ];
+    for n in 2..deltas + 2 {
+        lines.push(format!(
+            r#"{{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":" w{n}","sequence_number":{n}}}"#
+        ));
+    }
+    lines.push(format!(
+        r#"{{"type":"response.completed","sequence_number":{},"response":{json}}}"#,
+        deltas + 2
+    ));
+    Ok((0u64..)
+        .zip(lines)
+        .map(|(n, line)| EventRecord {
+            sequence_number: n,
+            data: line.into(),
+        })
+        .collect())
+}
+
 /// A completed response with one message, as the run path stores them.
 pub fn response(id: &str, status: &str) -> Result<protocol::response::Response, serde_json::Error> {
     serde_json::from_value(serde_json::json!({
