@@ -8,8 +8,8 @@
 //! LZ4 (docs/benchmarks.md, "Issue 18, thirty-seventh pass").
 //!
 //! When a response's `instructions` are at least [`MIN_TEXT`] bytes, their JSON (the string as
-//! the response's JSON holds it, quotes and escapes included) is the response's *text*, stored
-//! once as it is and matched wherever it recurs:
+//! the response's JSON holds it, quotes and escapes included; at most [`MAX_TEXT`] bytes) is
+//! the response's *text*, stored once as it is and matched wherever it recurs:
 //!
 //! - the response's JSON is format [`RESPONSE_WITH_TEXT`]: the format byte, the JSON's length
 //!   and the text's length (u32, little endian), the text, then an LZ4 block of the JSON
@@ -42,6 +42,11 @@ pub(crate) const EVENTS_AGAINST_TEXT: u8 = 7;
 /// with the rest as before.
 pub(crate) const MIN_TEXT: usize = 1024;
 
+/// The longest text kept apart: LZ4 matches reach 64 KiB back, and the response dictionary
+/// and the JSON before the instructions take some of that. Longer instructions are packed
+/// with the rest as before (a text beyond the reach of its matches would be stored twice).
+pub(crate) const MAX_TEXT: usize = 60 * 1024;
+
 /// Lines shorter than this are not packed against the text (as `event_pack.rs`'s own bound).
 const MIN_LINES: usize = 512;
 
@@ -50,14 +55,14 @@ const MIN_LINES: usize = 512;
 const PROBE: usize = 64;
 
 /// A response's text: the JSON of its `instructions`, when they are at least [`MIN_TEXT`]
-/// bytes.
+/// bytes and their JSON at most [`MAX_TEXT`].
 pub(crate) fn response_text(instructions: Option<&str>) -> Option<Arc<str>> {
-    let instructions = instructions.filter(|i| i.len() >= MIN_TEXT)?;
+    let instructions = instructions.filter(|i| (MIN_TEXT..=MAX_TEXT).contains(&i.len()))?;
     // serde_json's bytes, the runs between escapes copied whole (serde_json itself spends ~10
     // instructions a byte of prose).
     let mut json = String::with_capacity(instructions.len() + instructions.len() / 16 + 2);
     protocol::push_json_string(&mut json, instructions).ok()?;
-    Some(Arc::from(json))
+    (json.len() <= MAX_TEXT).then(|| Arc::from(json))
 }
 
 /// A response's JSON packed with its `text` at its head (format [`RESPONSE_WITH_TEXT`]);
@@ -333,8 +338,9 @@ mod tests {
         assert!(text_of_response(&without).is_none());
     }
 
-    /// Short instructions have no text (the formats before hold them); chunks that do not hold
-    /// the text (deltas alone) or are short are not packed against it.
+    /// Short instructions, and instructions too long for LZ4's reach, have no text (the formats
+    /// before hold them); chunks that do not hold the text (deltas alone) or are short are not
+    /// packed against it.
     #[test]
     fn short_prompts_and_chunks_without_the_text_keep_the_formats_before() {
         assert_eq!(response_text(None), None);
@@ -345,6 +351,11 @@ mod tests {
             response_text(Some(&escaped)).as_deref(),
             Some(serde_json::to_string(&escaped).unwrap().as_str())
         );
+        // Instructions whose JSON is beyond the reach of LZ4's matches.
+        let longest = "a".repeat(MAX_TEXT - 2);
+        assert_eq!(response_text(Some(&longest)).unwrap().len(), MAX_TEXT);
+        assert_eq!(response_text(Some(&"a".repeat(MAX_TEXT - 1))), None);
+        assert_eq!(response_text(Some(&"\n".repeat(MAX_TEXT / 2))), None);
         let text = response_text(Some(&prompt(2_000))).unwrap();
         let deltas: Vec<String> = (0..40)
             .map(|n| format!(r#"{{"type":"response.output_text.delta","delta":" w{n}"}}"#))

@@ -1,11 +1,11 @@
--- agentd schema, version 21: a response's long instructions (their JSON 1 KiB or more) are
--- stored once as they are. Its `response_json` may be a BLOB of format byte 6, the
--- instructions' JSON at its head and the response's JSON packed against them, and the event
--- chunks written with its run's end may be BLOBs of format byte 7, packed against that text
--- and readable only with the response's row (crates/store/src/text_pack.rs). Older formats
--- still read; no table changes. As for versions 12 to 14, the version is what counts: an agentd
--- of version 20, which would take such values for corrupt ones, refuses to open a store
--- migrated to this one.
+-- agentd schema, version 21: a response's long instructions (1 KiB or more, their JSON at
+-- most 60 KiB) are stored once as they are. Its `response_json` may be a BLOB of format
+-- byte 6, the instructions' JSON at its head and the response's JSON packed against them,
+-- and the event chunks written with its run's end may be BLOBs of format byte 7, packed
+-- against that text and readable only with the response's row
+-- (crates/store/src/text_pack.rs). Older formats still read; no table changes. As for
+-- versions 12 to 14, the version is what counts: an agentd of version 20, which would take
+-- such values for corrupt ones, refuses to open a store migrated to this one.
 --
 -- PostgreSQL stays at version 20: its response JSON and chunks stay TEXT, which TOAST
 -- compresses.
