@@ -6,11 +6,14 @@
 //! transcript) is escaped here, the runs between its escapes found the same way and copied
 //! whole, each escape as serde_json writes it (the tests check every byte against
 //! serde_json). The event lines and the response's writer use it, and [`push_serde`] for what
-//! serde writes.
+//! serde writes. A long string escaped lately on the thread is not escaped again
+//! (`escape_memo.rs`).
 
 use std::cell::RefCell;
 
 use serde::Serialize;
+
+use crate::escape_memo;
 
 /// Appends `value` as a quoted JSON string. Fails only where `serde_json::to_string` would.
 pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_json::Error> {
@@ -25,7 +28,7 @@ pub(crate) fn push_quoted(out: &mut String, value: &str) -> Result<(), serde_jso
         Some(_) if value.len() < ESCAPED_HERE => push_serde(out, value),
         Some(first) => {
             let before = out.len();
-            if push_escaped(out, value, first).is_none() {
+            if escape_memo::push(out, value, |out| push_escaped(out, value, first)).is_none() {
                 // Not reached (an escape is an ASCII byte, so every run ends on a character
                 // boundary); serde_json writes it then.
                 out.truncate(before);

@@ -49,6 +49,7 @@ pub mod admin;
 pub mod compact;
 pub mod conversations;
 pub mod error;
+mod escape_memo;
 mod event_line;
 pub mod events;
 pub mod input;
