@@ -154,28 +154,14 @@ impl Encoded {
             created_at: record.created_at,
             visible: record.visible,
             status: record.response.status.as_str(),
-            response_json: {
-                let json = match &record.response_json {
+            response_json: stored_response_json(
+                record,
+                match &record.response_json {
                     Some(json) => Arc::clone(json),
                     None => Arc::from(serde_json::to_string(&record.response).map_err(encode)?),
-                };
-                match text {
-                    // Always in this form when it has a text: its run's chunks may be packed
-                    // against it (`text_pack.rs`).
-                    Some(text) => StoredJson::Packed(
-                        text_pack::pack_response(&json, text).ok_or_else(|| {
-                            StoreError::Backend(format!(
-                                "cannot pack response {}: {} bytes",
-                                record.id,
-                                json.len()
-                            ))
-                        })?,
-                    ),
-                    None => StoredJson::new(json, dialect::PACK_RESPONSES, |json| {
-                        event_pack::pack_response(json)
-                    }),
-                }
-            },
+                },
+                text,
+            )?,
             transcript,
             transcript_json,
             transcript_base,
@@ -242,6 +228,30 @@ impl Encoded {
                 format!("response {} belongs to another project", self.id),
             );
     }
+}
+
+/// `record`'s JSON, `json`, as stored: with `text` at its head when it has one (always in that
+/// form then: its run's chunks may be packed against it, `text_pack.rs`), else packed where
+/// the back end packs and that makes it smaller.
+fn stored_response_json(
+    record: &ResponseRecord,
+    json: Arc<str>,
+    text: Option<&str>,
+) -> Result<StoredJson, StoreError> {
+    let Some(text) = text else {
+        return Ok(StoredJson::new(json, dialect::PACK_RESPONSES, |json| {
+            event_pack::pack_response(json)
+        }));
+    };
+    text_pack::pack_response(&json, text)
+        .map(StoredJson::Packed)
+        .ok_or_else(|| {
+            StoreError::Backend(format!(
+                "cannot pack response {}: {} bytes",
+                record.id,
+                json.len()
+            ))
+        })
 }
 
 /// The refusal of a write of response `id` whose transcript is linked to `base`, deleted since.
